@@ -1,0 +1,1 @@
+"""The world: topology, fork server, rank processes, coordinator and watchdog."""

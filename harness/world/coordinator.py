@@ -1,0 +1,271 @@
+"""The coordinator: the other end of the shim's collectives.
+
+It matches calls the way the real runtime does, by position, not by tag: the
+k-th collective of every rank forms step k. When every rank has arrived it
+computes the result and answers them all. It never times out: like a real
+``rendezvous``, a step that a rank never reaches stays open until the
+watchdog ends the world. Along the way it records the history and names the
+mismatches a real pod would turn into a hang or a silent pairing.
+
+Pure state: sockets and time are the caller's business (see ``world.py``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.history import Event, format_ranks
+from harness.world.reductions import ReductionError, reduce_buffers
+
+Reply = tuple[int, dict, bytes | bytearray]
+
+
+@dataclass
+class Waiting:
+    """A rank blocked in the coordinator."""
+
+    rank: int
+    op: str
+    tag: str | None
+    step: int | None
+    site: str | None
+    since: float
+
+    def describe(self) -> str:
+        what = f"{self.op} {self.tag!r}" if self.tag else self.op
+        return what
+
+
+@dataclass
+class _Step:
+    arrivals: dict[int, tuple[dict, bytes | bytearray]] = field(default_factory=dict)
+    mismatch: str | None = None
+
+
+def _signature(header: dict) -> tuple:
+    """What must agree across ranks for a step to be well formed."""
+    return (
+        header.get("op"),
+        header.get("kind"),
+        tuple(tuple(t[:2]) for t in header.get("tensors", ())),
+        header.get("reduce"),
+        _freeze(header.get("groups")),
+        header.get("root"),
+        _freeze(header.get("pairs")),
+    )
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def _describe_call(header: dict) -> str:
+    op = header.get("op", "?")
+    tensors = header.get("tensors")
+    if tensors:
+        shapes = ", ".join(f"{d}{list(s)}" for d, s, *_ in tensors)
+        op += f"({shapes})"
+    if header.get("tag") is not None:
+        op += f" {header['tag']!r}"
+    return op
+
+
+class Coordinator:
+    """Matches the collectives of ``world_size`` ranks and records the history."""
+
+    def __init__(self, world_size: int, start: float | None = None) -> None:
+        self.world_size = world_size
+        self.start = time.monotonic() if start is None else start
+        self.history: list[Event] = []
+        self.mismatches: list[str] = []
+        self.waiting: dict[int, Waiting] = {}
+        self.exited: dict[int, str] = {}
+        self._steps: dict[int, _Step] = {}
+        self._next_step = [0] * world_size
+        self._mailboxes: dict[Any, deque[tuple[dict, bytes | bytearray]]] = {}
+        self._receivers: dict[Any, int] = {}
+
+    # -- bookkeeping -----------------------------------------------------
+    def now(self) -> float:
+        return time.monotonic() - self.start
+
+    def record(self, kind: str, **fields: Any) -> Event:
+        event = Event(t=round(self.now(), 6), kind=kind, **fields)
+        self.history.append(event)
+        return event
+
+    # -- collectives -----------------------------------------------------
+    def collective(self, rank: int, header: dict, payload: bytes | bytearray) -> list[Reply]:
+        step_no = self._next_step[rank]
+        self._next_step[rank] += 1
+        op, tag, site = header.get("op", "?"), header.get("tag"), header.get("site")
+        detail = {}
+        if header.get("tensors"):
+            detail["tensors"] = [f"{d}{list(s)}" for d, s, *_ in header["tensors"]]
+        elif header.get("kind") == "gather_bytes":
+            detail["payload_bytes"] = len(payload)
+        if header.get("groups") is not None:
+            detail["groups"] = header["groups"]
+        self.record("call", rank=rank, op=op, tag=tag, step=step_no, site=site, detail=detail)
+        self.waiting[rank] = Waiting(rank, op, tag, step_no, site, self.now())
+
+        step = self._steps.setdefault(step_no, _Step())
+        step.arrivals[rank] = (header, payload)
+        self._check_agreement(step_no, step, rank)
+        if step.mismatch is not None or len(step.arrivals) < self.world_size:
+            return []
+        del self._steps[step_no]
+        return self._complete(step_no, step)
+
+    def _check_agreement(self, step_no: int, step: _Step, rank: int) -> None:
+        header = step.arrivals[rank][0]
+        first_rank = min(step.arrivals)
+        first = step.arrivals[first_rank][0]
+        if rank == first_rank:
+            return
+        if _signature(header) != _signature(first) and step.mismatch is None:
+            groups: dict[str, list[int]] = {}
+            for r, (h, _) in sorted(step.arrivals.items()):
+                groups.setdefault(_describe_call(h), []).append(r)
+            parts = "; ".join(f"{_ranks(rs)}: {call}" for call, rs in groups.items())
+            step.mismatch = f"collective mismatch at step {step_no}: {parts}"
+            self.record("mismatch", rank=rank, step=step_no, detail={"message": step.mismatch})
+        elif header.get("kind") == "gather_bytes" and header.get("tag") != first.get("tag"):
+            message = (f"rendezvous tags differ at step {step_no}: rank {first_rank} "
+                       f"{first.get('tag')!r}, rank {rank} {header.get('tag')!r}; "
+                       "the real runtime pairs them up anyway")
+            self.mismatches.append(message)
+            self.record("warning", rank=rank, step=step_no, op=header.get("op"),
+                        tag=header.get("tag"), detail={"message": message})
+
+    def _complete(self, step_no: int, step: _Step) -> list[Reply]:
+        arrivals = step.arrivals
+        header0 = arrivals[0][0]
+        kind = header0["kind"]
+        replies: list[Reply] = []
+        try:
+            for group in _groups(header0.get("groups"), self.world_size):
+                replies.extend(self._compute(kind, header0, group, arrivals))
+        except ReductionError as exc:
+            replies = [(r, {"error": "TypeError", "message": str(exc)}, b"") for r in arrivals]
+        for r in arrivals:
+            self.waiting.pop(r, None)
+        self.record("complete", op=header0.get("op"), tag=header0.get("tag"), step=step_no)
+        return replies
+
+    def _compute(self, kind: str, header0: dict, group: list[int],
+                 arrivals: dict[int, tuple[dict, bytes | bytearray]]) -> list[Reply]:
+        if kind == "gather_bytes" or kind == "gather":
+            payloads = [arrivals[r][1] for r in group]
+            out = b"".join(payloads)
+            reply = {"sizes": [len(p) for p in payloads]}
+            return [(r, reply, out) for r in group]
+        if kind == "reduce":
+            out_parts = []
+            offset = 0
+            for dtype, _shape, nbytes in header0["tensors"]:
+                bufs = [memoryview(arrivals[r][1])[offset:offset + nbytes] for r in group]
+                out_parts.append(reduce_buffers(header0["reduce"], dtype, bufs))
+                offset += nbytes
+            out = b"".join(out_parts)
+            return [(r, {}, out) for r in group]
+        if kind == "broadcast":
+            root = header0["root"]
+            source = root if root in group else group[0]
+            out = arrivals[source][1]
+            return [(r, {}, out) for r in group]
+        if kind == "permute":
+            sources = {dst: src for src, dst in header0["pairs"]}
+            replies = []
+            for r in group:
+                src = sources.get(r)
+                if src is None:
+                    replies.append((r, {"none": True}, b""))
+                else:
+                    replies.append((r, {}, arrivals[src][1]))
+            return replies
+        raise ValueError(f"unknown collective kind {kind!r}")
+
+    # -- point to point --------------------------------------------------
+    def send(self, rank: int, header: dict, payload: bytes | bytearray) -> list[Reply]:
+        """Point to point: a message waits in its mailbox (``box``) until received."""
+        box = _freeze(header["box"])
+        self.record("call", rank=rank, op="send", site=header.get("site"),
+                    detail={"to": header.get("peer")})
+        replies: list[Reply] = [(rank, {}, b"")]
+        receiver = self._receivers.pop(box, None)
+        if receiver is not None:
+            self.waiting.pop(receiver, None)
+            replies.append((receiver, {}, payload))
+        else:
+            self._mailboxes.setdefault(box, deque()).append((header, payload))
+        return replies
+
+    def recv(self, rank: int, header: dict) -> list[Reply]:
+        box, src = _freeze(header["box"]), header.get("peer")
+        self.record("call", rank=rank, op="recv", site=header.get("site"), detail={"from": src})
+        mailbox = self._mailboxes.get(box)
+        if mailbox:
+            _, payload = mailbox.popleft()
+            return [(rank, {}, payload)]
+        self._receivers[box] = rank
+        self.waiting[rank] = Waiting(rank, "recv", None, None, header.get("site"), self.now())
+        if src in self.exited:
+            self.record("warning", rank=rank, op="recv",
+                        detail={"message": f"rank {rank} waits to receive from rank {src}, "
+                                           f"which {self.exited[src]}"})
+        return []
+
+    # -- exits and diagnosis --------------------------------------------
+    def rank_exited(self, rank: int, how: str) -> None:
+        self.exited[rank] = how
+        self.waiting.pop(rank, None)
+        self.record("exit", rank=rank, detail={"message": how})
+
+    def findings(self) -> list[str]:
+        """What is wrong with the steps still open: mismatched calls, ranks left waiting
+        on a rank that is gone. Computed at the end, over every arrival."""
+        out = []
+        for step_no, step in sorted(self._steps.items()):
+            if step.mismatch is not None:
+                groups: dict[str, list[int]] = {}
+                for r, (h, _) in sorted(step.arrivals.items()):
+                    groups.setdefault(_describe_call(h), []).append(r)
+                parts = "; ".join(f"{_ranks(rs)}: {call}" for call, rs in groups.items())
+                out.append(f"collective mismatch at step {step_no}: {parts} "
+                           "(a real pod hangs or fails here)")
+            gone = sorted(r for r in self.exited if r not in step.arrivals)
+            if gone and step.arrivals:
+                header = next(iter(step.arrivals.values()))[0]
+                out.append(f"{_ranks(gone)} exited while {_ranks(step.arrivals)} wait for "
+                           f"{'it' if len(gone) == 1 else 'them'} in {_describe_call(header)} "
+                           f"(step {step_no}); a real rendezvous never times out")
+        return out
+
+    def blocked(self) -> list[str]:
+        """One phrase per group of ranks blocked at the same place."""
+        by_place: dict[tuple, list[int]] = {}
+        for w in self.waiting.values():
+            by_place.setdefault((w.describe(), w.step, w.site), []).append(w.rank)
+        phrases = []
+        for (what, step, site), ranks in sorted(by_place.items(), key=lambda kv: min(kv[1])):
+            where = f" at {site}" if site else ""
+            step_txt = f" (step {step})" if step is not None else ""
+            phrases.append(f"{_ranks(ranks)} blocked in {what}{step_txt}{where}")
+        return phrases
+
+
+def _ranks(ranks: Any) -> str:
+    ranks = sorted(ranks)
+    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {format_ranks(ranks)}"
+
+
+def _groups(groups: list[list[int]] | None, world_size: int) -> list[list[int]]:
+    if not groups:
+        return [list(range(world_size))]
+    return [list(g) for g in groups]

@@ -1,0 +1,206 @@
+"""The warm fork server and each world's leader.
+
+Process tree of a world::
+
+    harness (coordinator, watchdog)
+      └─ fork server      one per set of preloaded modules; imported torch etc. once
+          └─ leader       one per world; a child subreaper: orphans come back to it
+              └─ units    the ranks (or, in exec mode, one launcher per host)
+                  └─ ...  whatever the target forks
+
+Every process below the harness dies with its parent (PR_SET_PDEATHSIG), and
+the leader, as a subreaper, SIGKILLs every descendant it inherits before it
+exits, so no process outlives its world whatever the target does.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import pickle
+import select
+import signal
+import socket
+import sys
+import time
+
+from harness.world import wire
+from harness.world.rank import after_fork, become_subreaper, die_with_parent, run_unit
+from harness.world.spec import WorldSpec
+
+log = logging.getLogger(__name__)
+
+
+def main() -> None:
+    """Fork server entry point: ``python -c ... FD [MODULE...]``."""
+    die_with_parent()
+    become_subreaper()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    for name in sys.argv[2:]:
+        try:
+            __import__(name)
+        except Exception as exc:  # noqa: BLE001 - a preload is an optimisation only
+            print(f"harness fork server: could not preload {name}: {exc}", file=sys.stderr)
+    leaders: set[int] = set()
+    while True:
+        readable, _, _ = select.select([sock], [], [], 0.5)
+        _reap(leaders)
+        if not readable:
+            continue
+        try:
+            header, payload = wire.recv_frame(sock)
+        except (EOFError, OSError):
+            break
+        if header.get("type") != "world":
+            continue
+        spec: WorldSpec = pickle.loads(payload)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            sock.close()
+            run_leader(spec)
+        leaders.add(pid)
+        wire.send_frame(sock, {"type": "forked", "pid": pid})
+    for pid in leaders:
+        _kill(pid)
+    os._exit(0)
+
+
+def _reap(leaders: set[int]) -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            break
+        leaders.discard(pid)
+    # Orphans of a leader that was killed come back to us: none may live on.
+    for pid in _children():
+        if pid not in leaders:
+            _kill(pid)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _children() -> list[int]:
+    """This process's direct children, from /proc (Linux)."""
+    pids: list[int] = []
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{tid}/children") as f:
+                pids.extend(int(p) for p in f.read().split())
+    except OSError:
+        pass
+    return pids
+
+
+def run_leader(spec: WorldSpec) -> None:
+    """One world's leader: start the units, report their exits, leave nothing behind."""
+    try:
+        after_fork()
+        die_with_parent()
+        become_subreaper()
+        _lead(spec)
+    except BaseException:  # noqa: BLE001
+        import traceback
+        traceback.print_exc()
+    finally:
+        os._exit(0)
+
+
+def _lead(spec: WorldSpec) -> None:
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+
+    conn = wire.connect(spec.address)
+    wire.send_frame(conn, {"type": "hello", "role": "leader", "id": 0, "pid": os.getpid(),
+                           "channel": "leader"})
+    units: dict[int, tuple[str, int]] = {}
+    for role, ident in spec.units():
+        pid = os.fork()
+        if pid == 0:
+            conn.close()
+            os.close(wake_r)
+            os.close(wake_w)
+            after_fork()
+            run_unit(spec, role, ident)
+        units[pid] = (role, ident)
+    wire.send_frame(conn, {"type": "started", "units": units})
+
+    live = set(units)
+    killing = False
+    while live:
+        readable, _, _ = select.select([conn, wake_r], [], [], 1.0)
+        if wake_r in readable:
+            os.read(wake_r, 4096)
+        if conn in readable:
+            try:
+                header, _ = wire.recv_frame(conn)
+                killing = killing or header.get("type") == "kill"
+            except (EOFError, OSError):
+                killing = True  # the harness is gone: nothing may outlive it
+        if killing:
+            for pid in live:
+                _kill_group(pid)
+        for pid, status in _reap_all():
+            live.discard(pid)
+            wire.send_frame(conn, {"type": "exited", "pid": pid, "status": status,
+                                   "unit": units.get(pid)})
+    leftovers = kill_descendants(conn, units)
+    wire.send_frame(conn, {"type": "done", "leftovers": leftovers})
+
+
+def _kill_group(pid: int) -> None:
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _reap_all() -> list[tuple[int, int]]:
+    out = []
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            break
+        out.append((pid, status))
+    return out
+
+
+def kill_descendants(conn: socket.socket, units: dict[int, tuple[str, int]],
+                     limit: float = 5.0) -> int:
+    """SIGKILL every process left below the leader; returns how many there were."""
+    killed: set[int] = set()
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        children = _children()
+        for pid in children:
+            _kill_group(pid)
+            killed.add(pid)
+        reaped = _reap_all()
+        for pid, status in reaped:
+            wire.send_frame(conn, {"type": "exited", "pid": pid, "status": status,
+                                   "unit": units.get(pid)})
+        if not children and not reaped:
+            try:
+                os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError as exc:
+                if exc.errno == errno.ECHILD:
+                    break
+            time.sleep(0.002)
+    return len(killed)

@@ -1,0 +1,156 @@
+"""The harness side of the fork servers: one warm server per set of preloaded
+modules, started on first use and shared by every world after it."""
+
+from __future__ import annotations
+
+import ast
+import atexit
+import importlib.machinery
+import logging
+import os
+import pickle
+import socket
+import subprocess
+import sys
+import sysconfig
+import threading
+
+from harness.world import wire
+from harness.world.spec import WorldSpec
+
+log = logging.getLogger(__name__)
+
+_HARNESS_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class ForkServer:
+    def __init__(self, preload: tuple[str, ...]) -> None:
+        self.preload = preload
+        ours, theirs = socket.socketpair()
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (_HARNESS_PARENT, env.get("PYTHONPATH", "")) if p)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", "from harness.world.forkserver import main; main()",
+             str(theirs.fileno()), *preload],
+            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env, close_fds=True)
+        theirs.close()
+        self.sock = ours
+        self.lock = threading.Lock()
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def fork_world(self, spec: WorldSpec) -> int:
+        """Ask for a leader for ``spec``; returns the leader's pid."""
+        with self.lock:
+            self.sock.settimeout(60)
+            wire.send_frame(self.sock, {"type": "world"}, pickle.dumps(spec))
+            header, _ = wire.recv_frame(self.sock)
+        return int(header["pid"])
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        finally:
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+_servers: dict[tuple[str, ...], ForkServer] = {}
+_servers_lock = threading.Lock()
+
+
+def fork_server(preload: tuple[str, ...]) -> ForkServer:
+    key = tuple(sorted(set(preload)))
+    with _servers_lock:
+        server = _servers.get(key)
+        if server is None or not server.alive():
+            server = _servers[key] = ForkServer(key)
+        return server
+
+
+@atexit.register
+def shutdown() -> None:
+    """Stop every fork server (each takes its leaders and ranks with it)."""
+    with _servers_lock:
+        servers = list(_servers.values())
+        _servers.clear()
+    for server in servers:
+        server.close()
+
+
+# -- what to preload ------------------------------------------------------------
+
+_INSTALLED_ROOTS = tuple(
+    os.path.realpath(p) for p in {sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib")})
+
+
+def _is_installed(name: str) -> bool:
+    """True for stdlib and site-packages modules: safe to import ahead of the sandbox."""
+    if name in sys.builtin_module_names:
+        return False
+    try:
+        spec = importlib.machinery.PathFinder.find_spec(name)
+    except (ImportError, ValueError):
+        return False
+    if spec is None:
+        return False
+    origin = spec.origin or (list(spec.submodule_search_locations or [""])[0])
+    if not origin or origin in ("built-in", "frozen"):
+        return False
+    return os.path.realpath(origin).startswith(_INSTALLED_ROOTS)
+
+
+def imports_of(path: str) -> set[str]:
+    """Top-level names a Python file imports (absolute imports only)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), filename=path)
+    except (OSError, SyntaxError, ValueError):
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def module_file(module: str, search: list[str]) -> str | None:
+    """Find a module's source without importing it (or its packages)."""
+    parts = module.split(".")
+    for base in search:
+        stem = os.path.join(base or ".", *parts)
+        for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
+            if os.path.isfile(candidate):
+                return candidate
+    return None
+
+
+def preload_for(target: str | None, argv: tuple[str, ...] | None, cwd: str) -> tuple[str, ...]:
+    """The installed modules the target's own source imports.
+
+    Read from the source, never by importing the target: its module-level code
+    must first run inside its world.
+    """
+    path = None
+    if target:
+        module_part = target.rpartition(":")[0]
+        if module_part.endswith(".py") or os.sep in module_part:
+            path = os.path.join(cwd, module_part)
+        else:
+            path = module_file(module_part, [cwd, *sys.path])
+    elif argv:
+        if argv[0] == "-m" and len(argv) > 1:
+            path = module_file(argv[1], [cwd, *sys.path])
+        else:
+            path = os.path.join(cwd, argv[0])
+    if not path:
+        return ()
+    skip = {"torch_xla", "harness", "__future__"}
+    return tuple(sorted(n for n in imports_of(path) - skip if _is_installed(n)))

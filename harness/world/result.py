@@ -1,0 +1,135 @@
+"""What a world gives back: every rank's fate and the world's outcome."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.history import Event, format_ranks
+
+PASS, FAIL, ERROR, HANG, CRASH = "PASS", "FAIL", "ERROR", "HANG", "CRASH"
+#: Which outcome names the world when ranks disagree: the one that says most.
+SEVERITY = {HANG: 4, CRASH: 3, FAIL: 2, ERROR: 1, PASS: 0}
+
+_UNSET = object()
+
+
+@dataclass
+class RankResult:
+    rank: int
+    host: int
+    outcome: str
+    pid: int | None = None
+    returned: bool = False
+    value_pickle: bytes | None = field(default=None, repr=False)
+    value_repr: str | None = None
+    error: dict[str, Any] | None = None  # type, message, traceback
+    exit_code: int | None = None
+    signal: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    stack: str | None = None
+    _value: Any = field(default=_UNSET, repr=False, compare=False)
+
+    @property
+    def value(self) -> Any:
+        """The target's return value, unpickled in the harness on first use."""
+        if self._value is _UNSET:
+            self._value = pickle.loads(self.value_pickle) if self.value_pickle is not None else None
+        return self._value
+
+    @property
+    def exit_description(self) -> str:
+        if self.signal is not None:
+            return f"killed by {signal.Signals(self.signal).name}"
+        if self.exit_code is not None:
+            return f"exited with code {self.exit_code}"
+        return "still running"
+
+    def summary(self) -> str:
+        if self.outcome == PASS:
+            return "returned " + (self.value_repr or "None")
+        if self.outcome == ERROR and self.error:
+            return f"raised {self.error['type']}: {self.error['message']}"
+        if self.outcome == CRASH:
+            return self.exit_description + " without a Python exception"
+        if self.outcome == HANG:
+            return "still blocked at the deadline"
+        return self.outcome
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank, "host": self.host, "outcome": self.outcome,
+            "exit_code": self.exit_code, "signal": self.signal,
+            "error": (f"{self.error['type']}: {self.error['message']}" if self.error else None),
+            "traceback": self.error.get("traceback") if self.error else None,
+            "value": self.value_repr, "stack": self.stack,
+            "stdout": self.stdout, "stderr": self.stderr,
+        }
+
+
+@dataclass
+class WorldResult:
+    world_id: str
+    topology: str
+    profile: str
+    seed: int
+    outcome: str
+    ranks: list[RankResult]
+    history: list[Event]
+    mismatches: list[str]
+    hang_report: str | None
+    duration_s: float
+    hosts: list[RankResult] = field(default_factory=list)  # exec mode launchers
+    leftovers: int = 0  # processes the leader had to kill after the ranks ended
+
+    @property
+    def values(self) -> list[Any]:
+        return [r.value for r in self.ranks]
+
+    def detail(self) -> str:
+        """One line a person can act on."""
+        if self.outcome == HANG and self.hang_report:
+            return self.hang_report
+        groups: dict[str, list[int]] = {}
+        for r in self.ranks:
+            if r.outcome != PASS:
+                groups.setdefault(r.summary(), []).append(r.rank)
+        if not groups:
+            return f"all {len(self.ranks)} ranks returned"
+        parts = [f"rank{'s' if len(rs) > 1 else ''} {format_ranks(rs)} {what}"
+                 for what, rs in sorted(groups.items(), key=lambda kv: min(kv[1]))]
+        return "; ".join(parts)
+
+    def describe(self) -> str:
+        """A multi-line diagnosis: per-rank fate, mismatches, stacks."""
+        lines = [f"world {self.world_id} on {self.topology}: {self.outcome} in {self.duration_s:.2f}s",
+                 f"  {self.detail()}"]
+        for r in self.ranks:
+            lines.append(f"  rank {r.rank} (host {r.host}): {r.outcome}: {r.summary()}")
+        for m in self.mismatches:
+            lines.append(f"  ! {m}")
+        for r in self.ranks:
+            if r.outcome == ERROR and r.error:
+                lines.append(f"--- rank {r.rank} traceback ---\n{r.error['traceback'].rstrip()}")
+                break
+        for r in self.ranks:
+            if r.stack:
+                lines.append(f"--- rank {r.rank} stack at the deadline ---\n{r.stack.rstrip()}")
+        return "\n".join(lines)
+
+
+def decode_status(status: int) -> tuple[int | None, int | None]:
+    """``waitpid`` status -> (exit code, signal)."""
+    if os.WIFSIGNALED(status):
+        return None, os.WTERMSIG(status)
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status), None
+    return None, None
+
+
+def world_outcome(ranks: list[RankResult]) -> str:
+    return max((r.outcome for r in ranks), key=SEVERITY.__getitem__, default=PASS)

@@ -1,0 +1,36 @@
+"""What a world is asked to run: the picklable description handed from the
+harness to the fork server, the world's leader and every rank."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.topology import Topology
+
+
+@dataclass(frozen=True)
+class WorldSpec:
+    world_id: str
+    address: str  # the coordinator's listening socket
+    topology: Topology
+    profile: str  # "legacy" | "current"
+    deadline: float  # time.time() at which the watchdog ends the world
+    outdir: str  # rank stdout/stderr and fallback stack dumps
+    cwd: str
+    base_env: dict[str, str]
+    shim_root: str
+    target: str | None = None  # "module:function" or "path/file.py:function"
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    argv: tuple[str, ...] | None = None  # exec mode: what follows "python"
+
+    @property
+    def exec_mode(self) -> bool:
+        return self.argv is not None
+
+    def units(self) -> list[tuple[str, int]]:
+        """The processes the leader starts: every rank, or in exec mode every host."""
+        if self.exec_mode:
+            return [("host", h) for h in range(self.topology.hosts)]
+        return [("rank", r) for r in range(self.topology.world_size)]

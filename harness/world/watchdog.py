@@ -1,0 +1,86 @@
+"""The watchdog's work at a world's deadline: take every live rank's stacks,
+say who waits where, then let the leader kill what is left."""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import socket
+import time
+
+from harness.history import format_ranks
+from harness.world import wire
+
+
+def collect_stacks(control: dict[int, socket.socket], timeout: float) -> dict[int, str]:
+    """Ask every rank's control thread for its stacks; wait at most ``timeout``."""
+    asked: dict[socket.socket, int] = {}
+    for rank, sock in control.items():
+        try:
+            sock.settimeout(0.2)
+            wire.send_frame(sock, {"type": "stacks"})
+            asked[sock] = rank
+        except OSError:
+            continue
+    stacks: dict[int, str] = {}
+    end = time.monotonic() + timeout
+    while asked and time.monotonic() < end:
+        readable, _, _ = select.select(list(asked), [], [], max(end - time.monotonic(), 0))
+        for sock in readable:
+            rank = asked.pop(sock)
+            try:
+                sock.settimeout(max(end - time.monotonic(), 0.05))
+                header, _ = wire.recv_frame(sock)
+                stacks[rank] = header.get("stacks", "")
+            except (OSError, EOFError):
+                pass
+    return stacks
+
+
+def fallback_stack(outdir: str, name: str, wait: float) -> str | None:
+    """The faulthandler dump a rank's C-level timer wrote at the deadline."""
+    path = os.path.join(outdir, f"{name}.faulthandler")
+    end = time.monotonic() + wait
+    while True:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            text = ""
+        if text or time.monotonic() >= end:
+            return ("(from faulthandler: the rank did not answer)\n" + text) if text else None
+        time.sleep(0.02)
+
+
+def top_frame(stack: str | None) -> str | None:
+    """The innermost ``File ..., line N, in f`` of a rank's main thread."""
+    if not stack:
+        return None
+    main = stack.split("\n\n")[-1] if "Thread MainThread" not in stack else \
+        stack[stack.index("Thread MainThread"):].split("\nThread ")[0]
+    frames = [ln.strip() for ln in main.splitlines() if ln.strip().startswith("File ")]
+    if not frames:
+        return None
+    m = re.match(r'File "(.*)", line (\d+), in (.*)', frames[-1])
+    return f"{os.path.basename(m.group(1))}:{m.group(2)} in {m.group(3)}" if m else frames[-1]
+
+
+def hang_report(blocked: list[str], running: dict[int, str | None], exited: dict[int, str],
+                blocked_ranks: set[int]) -> str:
+    """``ranks 1-7 blocked in rendezvous 'config_save'; rank 0 exited with SIGKILL``."""
+    parts = list(blocked)
+    by_place: dict[str, list[int]] = {}
+    for rank, frame in running.items():
+        if rank not in blocked_ranks:
+            by_place.setdefault(frame or "an unknown place", []).append(rank)
+    for place, ranks in sorted(by_place.items(), key=lambda kv: min(kv[1])):
+        noun = "rank" if len(ranks) == 1 else "ranks"
+        parts.append(f"{noun} {format_ranks(ranks)} still running outside any collective, in {place}")
+    by_how: dict[str, list[int]] = {}
+    for rank, how in exited.items():
+        by_how.setdefault(how, []).append(rank)
+    for how, ranks in sorted(by_how.items(), key=lambda kv: min(kv[1])):
+        noun = "rank" if len(ranks) == 1 else "ranks"
+        parts.append(f"{noun} {format_ranks(ranks)} {how}")
+    return "; ".join(parts) if parts else "the deadline passed"

@@ -1,0 +1,70 @@
+"""Framing between rank processes and the coordinator.
+
+A frame is ``!IQ`` (header length, payload length), a pickled header dict and
+raw payload bytes. Payloads (tensor data, rendezvous bytes) stay out of the
+pickle so that a 4 MB tensor is copied as few times as possible.
+
+This module is imported inside rank processes, so it imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import socket
+import struct
+
+_PREFIX = struct.Struct("!IQ")
+
+
+class ConnectionLost(EOFError):
+    """The other end closed the socket."""
+
+
+def send_frame(sock: socket.socket, header: dict, payload: bytes | memoryview = b"") -> None:
+    head = pickle.dumps(header, protocol=5)
+    parts = [_PREFIX.pack(len(head), len(payload)), head]
+    if len(payload):
+        parts.append(payload)
+    total = sum(len(p) for p in parts)
+    sent = sock.sendmsg(parts)
+    if sent < total:
+        # Rare for small frames; large payloads go out in the loop below.
+        data = memoryview(b"".join(bytes(p) for p in parts))[sent:]
+        while len(data):
+            n = sock.send(data)
+            data = data[n:]
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytearray:
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    while got < n:
+        k = sock.recv_into(view[got:], n - got)
+        if k == 0:
+            raise ConnectionLost(f"connection closed after {got} of {n} bytes")
+        got += k
+    return buf
+
+
+def recv_frame(sock: socket.socket) -> tuple[dict, bytearray]:
+    head_len, payload_len = _PREFIX.unpack(_recv_exact(sock, _PREFIX.size))
+    header = pickle.loads(_recv_exact(sock, head_len))
+    payload = _recv_exact(sock, payload_len) if payload_len else bytearray()
+    return header, payload
+
+
+def new_address(label: str) -> str:
+    """A socket address private to this run: abstract on Linux, a path elsewhere."""
+    token = f"harness-{os.getpid()}-{label}-{os.urandom(6).hex()}"
+    if hasattr(socket, "AF_UNIX") and os.uname().sysname == "Linux":
+        return "\0" + token
+    import tempfile
+    return os.path.join(tempfile.gettempdir(), token + ".sock")
+
+
+def connect(address: str) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(address)
+    return sock

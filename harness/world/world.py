@@ -1,0 +1,429 @@
+"""``run_world``: start a world, serve its collectives, end it by its deadline.
+
+The harness process is the coordinator's host. A single-threaded loop serves
+every rank's socket (no thread hand-offs on the collective round trip), and
+the same loop is the watchdog: at the deadline it collects stacks, writes the
+hang report and has the leader kill everything that is left.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import selectors
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from harness.history import format_ranks
+from harness.topology import PROFILES, Topology, clean_environment, get_topology
+from harness.world import pool, watchdog, wire
+from harness.world.coordinator import Coordinator
+from harness.world.result import (
+    CRASH,
+    ERROR,
+    HANG,
+    PASS,
+    RankResult,
+    WorldResult,
+    decode_status,
+    world_outcome,
+)
+from harness.world.spec import WorldSpec
+
+log = logging.getLogger(__name__)
+
+_SHIM_CANDIDATES = (
+    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "_shims"),
+    os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "shims"),
+)
+_OUTPUT_LIMIT = 1 << 20
+_counter = itertools.count()
+
+
+def shim_root() -> str:
+    """The directory that holds the fake ``torch_xla`` package."""
+    for path in _SHIM_CANDIDATES:
+        if os.path.isfile(os.path.join(path, "torch_xla", "__init__.py")):
+            return path
+    raise RuntimeError(f"the torch_xla shim is missing: looked in {', '.join(_SHIM_CANDIDATES)}")
+
+
+def target_name(target: str | Callable[..., Any]) -> str:
+    """A target as the string every process can resolve on its own."""
+    if isinstance(target, str):
+        return target
+    module, qualname = getattr(target, "__module__", None), getattr(target, "__qualname__", "")
+    if not module or "<" in qualname:
+        raise ValueError(
+            f"target {target!r} cannot be found by name in a rank process; define it at module "
+            "level, or pass 'module.path:function' / 'path/to/file.py:function'")
+    if module == "__main__":
+        path = getattr(sys.modules["__main__"], "__file__", None)
+        if not path:
+            raise ValueError("a target defined in an interactive __main__ has no file to load from")
+        return f"{os.path.abspath(path)}:{qualname}"
+    return f"{module}:{qualname}"
+
+
+def run_world(target: str | Callable[..., Any] | None = None, *,
+              topology: str | Topology = "v4-64", timeout: float = 30.0, seed: int = 0,
+              profile: str = "legacy", args: tuple[Any, ...] = (),
+              kwargs: dict[str, Any] | None = None, argv: tuple[str, ...] | list[str] | None = None,
+              cwd: str | None = None, env: dict[str, str] | None = None,
+              preload: tuple[str, ...] | list[str] | None = None,
+              keep_output_dir: bool = False) -> WorldResult:
+    """Run ``target`` on every rank of a world and return every rank's fate.
+
+    ``target`` is ``module.path:function``, ``path/to/file.py:function`` or a
+    module-level function; it is called as ``target(*args, **kwargs)`` on every
+    rank. With ``argv`` instead (exec mode), every host runs ``python *argv``
+    and the script's own ``xmp.spawn`` starts the ranks.
+    The world never outlives ``timeout`` seconds.
+    """
+    if (target is None) == (argv is None):
+        raise ValueError("run_world needs exactly one of target= or argv=")
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r}: use one of {', '.join(PROFILES)}")
+    if timeout <= 0:
+        raise ValueError(f"timeout must be positive, got {timeout}")
+    topo = get_topology(topology)
+    name = target_name(target) if target is not None else None
+    cwd = os.path.abspath(cwd or os.getcwd())
+    world_id = f"{os.getpid()}-{next(_counter)}-{os.urandom(2).hex()}"
+    outdir = tempfile.mkdtemp(prefix=f"harness-{world_id}-")
+    base_env = clean_environment(dict(os.environ))
+    base_env.update(env or {})
+    base_env["HARNESS_SEED"] = str(seed)
+    grace = min(1.0, 0.1 * timeout)
+    start_wall, start = time.time(), time.monotonic()
+    spec = WorldSpec(
+        world_id=world_id, address=wire.new_address(world_id), topology=topo, profile=profile,
+        deadline=start_wall + timeout - grace, outdir=outdir, cwd=cwd, base_env=base_env,
+        shim_root=shim_root(), target=name, args=tuple(args), kwargs=dict(kwargs or {}),
+        argv=tuple(argv) if argv is not None else None)
+    modules = tuple(preload or ()) + pool.preload_for(name, spec.argv, cwd)
+    try:
+        loop = _WorldLoop(spec, start)
+        try:
+            loop.leader_pid = pool.fork_server(modules).fork_world(spec)
+            finished = loop.serve(until=start + timeout - grace)
+            if not finished:
+                loop.end_at_deadline(hard_end=start + timeout + 2.0, stack_wait=grace * 0.6)
+            loop.drain()
+        finally:
+            loop.close()
+        return loop.result(time.monotonic() - start, seed)
+    finally:
+        if not keep_output_dir:
+            shutil.rmtree(outdir, ignore_errors=True)
+
+
+@dataclass
+class _Conn:
+    role: str  # rank | host | leader | pending
+    ident: int = -1
+    channel: str = ""
+    pid: int | None = None
+
+
+@dataclass
+class _Unit:
+    """What the loop knows of one rank or launcher."""
+
+    pid: int | None = None
+    result: dict[str, Any] | None = None
+    status: int | None = None
+    alive_at_deadline: bool = False
+    stack: str | None = None
+
+
+class _WorldLoop:
+    def __init__(self, spec: WorldSpec, start: float) -> None:
+        self.spec = spec
+        self.topology = spec.topology
+        self.coordinator = Coordinator(self.topology.world_size, start=start)
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(spec.address)
+        self.listener.listen(4096)
+        self.listener.setblocking(False)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.listener, selectors.EVENT_READ)
+        self.conns: dict[socket.socket, _Conn] = {}
+        self.call: dict[int, socket.socket] = {}
+        self.control: dict[int, socket.socket] = {}
+        self.ranks: dict[int, _Unit] = {r: _Unit() for r in range(self.topology.world_size)}
+        self.hosts: dict[int, _Unit] = ({h: _Unit() for h in range(self.topology.hosts)}
+                                        if spec.exec_mode else {})
+        self.promoted: dict[int, int] = {}  # host -> rank, for launchers without spawn
+        self.pids: dict[int, tuple[str, int]] = {}
+        self.leader_pid: int | None = None
+        self.done = False
+        self.leftovers = 0
+        self.hang_report: str | None = None
+        self.deadline_passed = False
+
+    # -- the loop -------------------------------------------------------------
+    def serve(self, until: float) -> bool:
+        """Serve until the leader reports the world over (True) or ``until`` (False)."""
+        while not self.done:
+            remaining = until - time.monotonic()
+            if remaining <= 0:
+                return False
+            for key, _ in self.selector.select(timeout=min(remaining, 0.5)):
+                sock = key.fileobj
+                if sock is self.listener:
+                    self._accept()
+                else:
+                    self._read(sock, until)  # type: ignore[arg-type]
+        return True
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                sock, _ = self.listener.accept()
+            except BlockingIOError:
+                return
+            sock.setblocking(True)
+            self.conns[sock] = _Conn("pending")
+            self.selector.register(sock, selectors.EVENT_READ)
+
+    def _read(self, sock: socket.socket, until: float) -> None:
+        try:
+            sock.settimeout(max(until - time.monotonic(), 0.05))
+            header, payload = wire.recv_frame(sock)
+        except (EOFError, OSError):
+            self._forget(sock)
+            return
+        self._handle(sock, header, payload)
+
+    def _forget(self, sock: socket.socket) -> None:
+        try:
+            self.selector.unregister(sock)
+        except (KeyError, ValueError):
+            pass
+        self.conns.pop(sock, None)
+        sock.close()
+
+    def _send(self, sock: socket.socket, header: dict, payload: bytes | bytearray = b"") -> None:
+        try:
+            sock.settimeout(10)
+            wire.send_frame(sock, header, payload)
+        except OSError:
+            self._forget(sock)
+
+    # -- messages -------------------------------------------------------------
+    def _handle(self, sock: socket.socket, header: dict, payload: bytearray) -> None:
+        conn = self.conns.get(sock)
+        if conn is None:
+            return
+        kind = header.get("type")
+        if conn.role == "pending":
+            if kind != "hello":
+                self._forget(sock)
+                return
+            conn.role, conn.ident = header["role"], header["id"]
+            conn.channel, conn.pid = header["channel"], header.get("pid")
+            if conn.role == "rank":
+                (self.call if conn.channel == "call" else self.control)[conn.ident] = sock
+                self.ranks[conn.ident].pid = conn.pid
+                self.pids[conn.pid] = ("rank", conn.ident)
+            elif conn.role == "host":
+                if conn.channel == "control":
+                    self.control[-1 - conn.ident] = sock
+                self.hosts[conn.ident].pid = conn.pid
+            return
+        if conn.role == "leader":
+            self._leader_message(header)
+            return
+        rank = conn.ident if conn.role == "rank" else self.promoted.get(conn.ident)
+        if kind == "collective" and rank is not None:
+            for r, h, p in self.coordinator.collective(rank, header, payload):
+                self._send(self.call[r], h, p)
+        elif kind == "send" and rank is not None:
+            for r, h, p in self.coordinator.send(rank, header, payload):
+                self._send(self.call[r], h, p)
+        elif kind == "recv" and rank is not None:
+            for r, h, p in self.coordinator.recv(rank, header):
+                self._send(self.call[r], h, p)
+        elif kind == "result":
+            unit = self.ranks[rank] if rank is not None else self.hosts[conn.ident]
+            unit.result = header
+        elif kind == "promote":
+            rank = header["rank"]
+            self.promoted[conn.ident] = rank
+            self.call[rank] = sock
+            self.control[rank] = self.control.pop(-1 - conn.ident, None) or sock
+            self.ranks[rank].pid = conn.pid
+        elif kind == "rank-exit":
+            self._exited(("rank", header["rank"]), header["status"])
+        else:
+            log.warning("world %s: unexpected message %r", self.spec.world_id, kind)
+
+    def _leader_message(self, header: dict) -> None:
+        kind = header.get("type")
+        if kind == "started":
+            for pid, unit in header["units"].items():
+                self.pids[pid] = unit
+                role, ident = unit
+                (self.ranks if role == "rank" else self.hosts)[ident].pid = pid
+        elif kind == "exited":
+            unit = header.get("unit") or self.pids.get(header["pid"])
+            if unit is not None:
+                self._exited(tuple(unit), header["status"])
+        elif kind == "done":
+            self.leftovers = header.get("leftovers", 0)
+            self.done = True
+
+    def _exited(self, unit: tuple, status: int) -> None:
+        role, ident = unit
+        table = self.ranks if role == "rank" else self.hosts
+        if table[ident].status is not None:
+            return
+        table[ident].status = status
+        rank = ident if role == "rank" else self.promoted.get(ident)
+        if rank is not None:
+            if role == "host":
+                self.ranks[rank].status = status
+            self.coordinator.rank_exited(rank, self._how(rank, status))
+
+    def _how(self, rank: int, status: int) -> str:
+        code, sig = decode_status(status)
+        result = self.ranks[rank].result
+        if sig is not None:
+            return f"was killed by {signal.Signals(sig).name}"
+        if result is not None and result.get("ok"):
+            return "returned"
+        if result is not None:
+            err = result["error"]
+            return f"raised {err['type']}: {err['message']}"
+        return f"exited with code {code} without a Python exception"
+
+    # -- the deadline ---------------------------------------------------------
+    def end_at_deadline(self, hard_end: float, stack_wait: float) -> None:
+        self.deadline_passed = True
+        live = {r: u for r, u in self.ranks.items() if u.status is None}
+        live_hosts = {h: u for h, u in self.hosts.items() if u.status is None}
+        for unit in (*live.values(), *live_hosts.values()):
+            unit.alive_at_deadline = True
+        asked = {r: s for r, s in self.control.items()
+                 if (r >= 0 and r in live) or (r < 0 and -1 - r in live_hosts)}
+        stacks = watchdog.collect_stacks(asked, timeout=stack_wait * 0.7)
+        for key, unit in [*live.items(), *((-1 - h, u) for h, u in live_hosts.items())]:
+            name = f"rank-{key}" if key >= 0 else f"host-{-1 - key}"
+            unit.stack = stacks.get(key) or watchdog.fallback_stack(
+                self.spec.outdir, name, wait=stack_wait * 0.3)
+        blocked_ranks = set(self.coordinator.waiting)
+        running = {r: watchdog.top_frame(u.stack) for r, u in live.items()}
+        never = [r for r, u in live.items() if u.pid is None and r not in self.call]
+        for r in never:
+            running.pop(r, None)
+        report = watchdog.hang_report(self.coordinator.blocked(), running,
+                                      dict(self.coordinator.exited), blocked_ranks)
+        if never:
+            report += f"; rank{'s' if len(never) > 1 else ''} {format_ranks(never)} never started"
+        self.hang_report = report
+        self.coordinator.record("hang", detail={"message": report})
+        if self.leader_conn() is not None:
+            self._send(self.leader_conn(), {"type": "kill"})
+        if not self.serve(until=hard_end):
+            log.error("world %s: leader did not finish; killing by pid", self.spec.world_id)
+            self._kill_by_pid()
+
+    def leader_conn(self) -> socket.socket | None:
+        for sock, conn in self.conns.items():
+            if conn.role == "leader":
+                return sock
+        return None
+
+    def _kill_by_pid(self) -> None:
+        pids = [self.leader_pid] + [u.pid for u in (*self.ranks.values(), *self.hosts.values())
+                                    if u.status is None]
+        for pid in pids:
+            if pid:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+    def drain(self) -> None:
+        """Read what dead processes left in their sockets (results sent just before exit)."""
+        for sock in list(self.conns):
+            while sock in self.conns:
+                try:
+                    sock.settimeout(0.2)
+                    header, payload = wire.recv_frame(sock)
+                except (EOFError, OSError):
+                    self._forget(sock)
+                    break
+                self._handle(sock, header, payload)
+
+    def close(self) -> None:
+        for sock in list(self.conns):
+            self._forget(sock)
+        self.selector.close()
+        self.listener.close()
+        if not self.spec.address.startswith("\0"):
+            try:
+                os.unlink(self.spec.address)
+            except OSError:
+                pass
+
+    # -- results ----------------------------------------------------------------
+    def result(self, duration: float, seed: int) -> WorldResult:
+        ranks = [self._unit_result(r, self.topology.host_of(r), u, f"rank-{r}")
+                 for r, u in self.ranks.items()]
+        hosts = [self._unit_result(h, h, u, f"host-{h}") for h, u in self.hosts.items()]
+        if hosts:
+            for r in ranks:
+                host = hosts[r.host]
+                if r.pid is None and r.outcome == CRASH and host.outcome != PASS:
+                    r.outcome, r.error, r.stack = host.outcome, host.error, host.stack
+        return WorldResult(
+            world_id=self.spec.world_id, topology=self.topology.name, profile=self.spec.profile,
+            seed=seed, outcome=world_outcome(ranks + hosts), ranks=ranks,
+            history=list(self.coordinator.history),
+            mismatches=self.coordinator.mismatches + self.coordinator.findings(),
+            hang_report=self.hang_report, duration_s=round(duration, 4), hosts=hosts,
+            leftovers=self.leftovers)
+
+    def _unit_result(self, ident: int, host: int, unit: _Unit, name: str) -> RankResult:
+        code, sig = decode_status(unit.status) if unit.status is not None else (None, None)
+        res = unit.result
+        out = RankResult(rank=ident, host=host, outcome=CRASH, pid=unit.pid, exit_code=code,
+                         signal=sig, stack=unit.stack)
+        stdout_path, stderr_path = (os.path.join(self.spec.outdir, f"{name}.{s}")
+                                    for s in ("stdout", "stderr"))
+        out.stdout, out.stderr = _read_tail(stdout_path), _read_tail(stderr_path)
+        if unit.alive_at_deadline:
+            out.outcome = HANG
+        elif res is not None and res.get("ok"):
+            out.outcome, out.returned = PASS, True
+            out.value_pickle = res.get("value")
+            out.value_repr = res.get("value_repr")
+        elif res is not None:
+            out.outcome, out.error = ERROR, res["error"]
+        elif unit.pid is None and unit.status is None:
+            out.error = {"type": "NeverStarted", "message": "the process never started",
+                         "traceback": ""}
+        return out
+
+
+def _read_tail(path: str) -> str:
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            if size > _OUTPUT_LIMIT:
+                f.seek(size - _OUTPUT_LIMIT)
+            data = f.read()
+    except OSError:
+        return ""
+    text = data.decode("utf-8", errors="replace")
+    return ("[... output truncated ...]\n" + text) if size > _OUTPUT_LIMIT else text

@@ -1,0 +1,95 @@
+"""Fork this host's ranks from a launcher, the way PJRT's spawn runs them
+through a ProcessPoolExecutor: wait for all, re-raise the first failure in
+ordinal order, turn a hard death into BrokenProcessPool."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from harness.world import rank as _rank
+
+
+def spawn_local_ranks(ctx: _rank.RankContext, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    spec = ctx.spec
+    children: dict[int, tuple[int, int]] = {}  # pid -> (rank, read end of its result pipe)
+    for rank in spec.topology.ranks_of_host(ctx.host):
+        read_fd, write_fd = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(read_fd)
+                for _, other in children.values():
+                    os.close(other)
+                _rank.after_fork()
+                _rank.die_with_parent()
+                child = _rank.become_rank(spec, rank)
+                child.result_fd = write_fd
+                _rank.report_and_exit(child, lambda r=rank: fn(r, *args))
+            finally:
+                os._exit(70)
+        os.close(write_fd)
+        children[pid] = (rank, read_fd)
+    ctx.runtime_used = True
+
+    results: dict[int, dict[str, Any]] = {}
+    buffers: dict[int, bytearray] = {fd: bytearray() for _, fd in children.values()}
+    pidfds = {os.pidfd_open(pid): pid for pid in children}
+    pipes = {fd: rank for rank, fd in children.values()}
+    broken = False
+    while pidfds:
+        ready, _, _ = select.select(list(pidfds) + list(pipes), [], [])
+        for fd in ready:
+            if fd in pipes:
+                chunk = os.read(fd, 65536)
+                if chunk:
+                    buffers[fd].extend(chunk)
+                    continue
+                rank = pipes.pop(fd)
+                os.close(fd)
+                if buffers[fd]:
+                    results[rank] = pickle.loads(bytes(buffers[fd]))
+            elif fd in pidfds:
+                pid = pidfds.pop(fd)
+                os.close(fd)
+                _, status = os.waitpid(pid, 0)
+                rank = children[pid][0]
+                assert ctx.channel is not None
+                ctx.channel.notify({"type": "rank-exit", "rank": rank, "status": status})
+                if os.WIFSIGNALED(status) and not broken:
+                    broken = True
+                    for other, (_, _) in children.items():
+                        if other != pid:
+                            try:
+                                os.kill(other, signal.SIGTERM)
+                            except ProcessLookupError:
+                                pass
+    for fd in pipes:
+        os.close(fd)
+    if broken:
+        from concurrent.futures.process import BrokenProcessPool
+        raise BrokenProcessPool("A process in the process pool was terminated abruptly while "
+                                "the future was running or pending.")
+    for rank in sorted(results):
+        result = results[rank]
+        if not result.get("ok"):
+            raise _rebuild(result["error"])
+
+
+def _rebuild(error: dict[str, Any]) -> BaseException:
+    from concurrent.futures.process import _RemoteTraceback
+
+    exc: BaseException
+    try:
+        exc = pickle.loads(error["pickled"])
+    except Exception:  # noqa: BLE001 - fall back to the text the child sent
+        exc = RuntimeError(f"{error['type']}: {error['message']}")
+    exc.__cause__ = _RemoteTraceback(error.get("traceback", ""))
+    return exc

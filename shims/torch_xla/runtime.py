@@ -1,0 +1,97 @@
+"""``torch_xla.runtime`` (xr): the world as PJRT reports it.
+
+One process per chip, as PJRT runs v4 and later: every process addresses one
+device, so ordinals, process indices and device counts coincide.
+"""
+
+from __future__ import annotations
+
+import os
+
+from torch_xla._internal import link
+
+
+def device_type() -> str | None:
+    pjrt = os.environ.get("PJRT_DEVICE")
+    return pjrt.split("_")[0] if pjrt else None
+
+
+def set_device_type(pjrt_device: str) -> None:
+    if link.context().runtime_used:
+        raise RuntimeError("Can't change device type after XLA runtime is initialized")
+    os.environ["PJRT_DEVICE"] = pjrt_device
+
+
+def is_bf16_supported() -> bool:
+    return True
+
+
+def local_process_count() -> int:
+    return int(os.environ.get("PJRT_LOCAL_PROCESS_COUNT", "1"))
+
+
+def global_device_count() -> int:
+    return link.world_size()
+
+
+def global_runtime_device_count() -> int:
+    return link.world_size()
+
+
+def world_size() -> int:
+    return link.world_size()
+
+
+def addressable_device_count() -> int:
+    link.context()
+    return 1
+
+
+def addressable_runtime_device_count() -> int:
+    return addressable_device_count()
+
+
+def local_device_count() -> int:
+    return local_process_count() * addressable_device_count()
+
+
+def global_ordinal() -> int:
+    return link.ordinal()
+
+
+def local_ordinal() -> int:
+    return link.context().local_rank
+
+
+def process_index() -> int:
+    return link.ordinal()
+
+
+def process_count() -> int:
+    return link.world_size()
+
+
+def host_index() -> int:
+    return link.context().host
+
+
+def is_spmd() -> bool:
+    return False
+
+
+def use_spmd(auto: bool | None = False) -> None:
+    raise NotImplementedError("the harness shim emulates one process per chip; SPMD is not modelled")
+
+
+def get_master_ip() -> str:
+    return "10.130.0.2"
+
+
+def initialize_cache(path: str, readonly: bool = False) -> None:
+    link.context()
+
+
+if link.profile() == "legacy":
+    def using_pjrt() -> bool:
+        """Removed in 2.5; present under the ``legacy`` profile."""
+        return True
