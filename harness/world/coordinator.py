@@ -123,30 +123,34 @@ class Coordinator:
         return self._complete(step_no, step)
 
     def _check_agreement(self, step_no: int, step: _Step, rank: int) -> None:
-        header = step.arrivals[rank][0]
-        first_rank = min(step.arrivals)
-        first = step.arrivals[first_rank][0]
-        if rank == first_rank:
+        """Compare a new arrival with the step's first; a mismatch never completes."""
+        first_rank = next(iter(step.arrivals))
+        if rank == first_rank or step.mismatch is not None:
             return
-        if _signature(header) != _signature(first) and step.mismatch is None:
-            groups: dict[str, list[int]] = {}
-            for r, (h, _) in sorted(step.arrivals.items()):
-                groups.setdefault(_describe_call(h), []).append(r)
-            parts = "; ".join(f"{_ranks(rs)}: {call}" for call, rs in groups.items())
-            step.mismatch = f"collective mismatch at step {step_no}: {parts}"
-            self.record("mismatch", rank=rank, step=step_no, detail={"message": step.mismatch})
-        elif header.get("kind") == "gather_bytes" and header.get("tag") != first.get("tag"):
-            message = (f"rendezvous tags differ at step {step_no}: rank {first_rank} "
-                       f"{first.get('tag')!r}, rank {rank} {header.get('tag')!r}; "
+        if _signature(step.arrivals[rank][0]) != _signature(step.arrivals[first_rank][0]):
+            step.mismatch = f"collective mismatch at step {step_no}"
+            self.record("mismatch", rank=rank, step=step_no,
+                        detail={"message": f"{_describe_call(step.arrivals[rank][0])} does not match "
+                                           f"rank {first_rank}'s "
+                                           f"{_describe_call(step.arrivals[first_rank][0])}"})
+
+    def _note_tags(self, step_no: int, step: _Step) -> None:
+        by_tag: dict[Any, list[int]] = {}
+        for r, (h, _) in sorted(step.arrivals.items()):
+            by_tag.setdefault(h.get("tag"), []).append(r)
+        if len(by_tag) > 1:
+            parts = "; ".join(f"{_ranks(rs)} {tag!r}" for tag, rs in by_tag.items())
+            message = (f"rendezvous tags differ at step {step_no}: {parts}; "
                        "the real runtime pairs them up anyway")
             self.mismatches.append(message)
-            self.record("warning", rank=rank, step=step_no, op=header.get("op"),
-                        tag=header.get("tag"), detail={"message": message})
+            self.record("warning", step=step_no, op="rendezvous", detail={"message": message})
 
     def _complete(self, step_no: int, step: _Step) -> list[Reply]:
         arrivals = step.arrivals
         header0 = arrivals[0][0]
         kind = header0["kind"]
+        if kind == "gather_bytes":
+            self._note_tags(step_no, step)
         replies: list[Reply] = []
         try:
             for group in _groups(header0.get("groups"), self.world_size):

@@ -213,13 +213,34 @@ def _enter_environment(spec: WorldSpec, env: dict[str, str]) -> None:
         del sys.modules[name]
 
 
+_fallback_fd: int | None = None
+
+
 def _arm_fallback_stacks(spec: WorldSpec, name: str) -> None:
     # A C-level thread that dumps every stack at the deadline even if the rank
     # holds the GIL or blocks every signal; used when the control thread is mute.
+    global _fallback_fd
     path = os.path.join(spec.outdir, f"{name}.faulthandler")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    _fallback_fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    _rearm_fallback(spec)
+
+
+def _rearm_fallback(spec: WorldSpec) -> None:
     delay = max(spec.deadline - time.time() - 0.05, 0.01)
-    faulthandler.dump_traceback_later(delay, exit=False, file=fd)
+    faulthandler.dump_traceback_later(delay, exit=False, file=_fallback_fd)
+
+
+def fork() -> int:
+    """``os.fork`` for a process that may hold the fallback timer.
+
+    faulthandler's timer thread does not survive a fork, and re-arming it in
+    the child would wait forever on that thread: disarm around the fork.
+    """
+    faulthandler.cancel_dump_traceback_later()
+    pid = os.fork()
+    if pid != 0 and _context is not None and _fallback_fd is not None:
+        _rearm_fallback(_context.spec)
+    return pid
 
 
 def become_rank(spec: WorldSpec, rank: int) -> RankContext:

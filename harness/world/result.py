@@ -108,13 +108,16 @@ class WorldResult:
         """A multi-line diagnosis: per-rank fate, mismatches, stacks."""
         lines = [f"world {self.world_id} on {self.topology}: {self.outcome} in {self.duration_s:.2f}s",
                  f"  {self.detail()}"]
+        for r in self.hosts:
+            lines.append(f"  launcher of host {r.host}: {r.outcome}: {r.summary()}")
         for r in self.ranks:
             lines.append(f"  rank {r.rank} (host {r.host}): {r.outcome}: {r.summary()}")
         for m in self.mismatches:
             lines.append(f"  ! {m}")
-        for r in self.ranks:
+        for r in [*self.ranks, *self.hosts]:
             if r.outcome == ERROR and r.error:
-                lines.append(f"--- rank {r.rank} traceback ---\n{r.error['traceback'].rstrip()}")
+                who = f"rank {r.rank}" if r in self.ranks else f"launcher of host {r.host}"
+                lines.append(f"--- {who} traceback ---\n{r.error['traceback'].rstrip()}")
                 break
         for r in self.ranks:
             if r.stack:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import pickle
 import selectors
 import shutil
 import signal
@@ -97,6 +98,10 @@ def run_world(target: str | Callable[..., Any] | None = None, *,
     topo = get_topology(topology)
     name = target_name(target) if target is not None else None
     cwd = os.path.abspath(cwd or os.getcwd())
+    try:
+        pickle.dumps((tuple(args), dict(kwargs or {})))
+    except Exception as exc:  # noqa: BLE001 - any pickling failure is the caller's mistake
+        raise ValueError(f"args and kwargs must be picklable to reach the ranks: {exc}") from None
     world_id = f"{os.getpid()}-{next(_counter)}-{os.urandom(2).hex()}"
     outdir = tempfile.mkdtemp(prefix=f"harness-{world_id}-")
     base_env = clean_environment(dict(os.environ))
@@ -254,8 +259,10 @@ class _WorldLoop:
             for r, h, p in self.coordinator.recv(rank, header):
                 self._send(self.call[r], h, p)
         elif kind == "result":
-            unit = self.ranks[rank] if rank is not None else self.hosts[conn.ident]
-            unit.result = header
+            if conn.role == "host":
+                self.hosts[conn.ident].result = header
+            if rank is not None:
+                self.ranks[rank].result = header
         elif kind == "promote":
             rank = header["rank"]
             self.promoted[conn.ident] = rank
@@ -378,7 +385,9 @@ class _WorldLoop:
 
     # -- results ----------------------------------------------------------------
     def result(self, duration: float, seed: int) -> WorldResult:
-        ranks = [self._unit_result(r, self.topology.host_of(r), u, f"rank-{r}")
+        launcher_of = {rank: host for host, rank in self.promoted.items()}
+        ranks = [self._unit_result(r, self.topology.host_of(r), u,
+                                   f"host-{launcher_of[r]}" if r in launcher_of else f"rank-{r}")
                  for r, u in self.ranks.items()]
         hosts = [self._unit_result(h, h, u, f"host-{h}") for h, u in self.hosts.items()]
         if hosts:

@@ -22,7 +22,7 @@ def spawn_local_ranks(ctx: _rank.RankContext, fn: Callable[..., Any], args: tupl
         read_fd, write_fd = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
+        pid = _rank.fork()
         if pid == 0:
             try:
                 os.close(read_fd)

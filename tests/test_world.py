@@ -1,0 +1,320 @@
+"""The world: ranks as real processes, results, hangs, crashes, leaks, exec mode."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import CRASH, ERROR, HANG, PASS, get_topology, run_world
+from harness.pytest_plugin import WorldFailed, assert_world_passed
+
+HERE = Path(__file__).parent
+TARGETS = HERE / "targets" / "world_targets.py"
+REPO = HERE.parent
+
+
+def target(name: str) -> str:
+    return f"{TARGETS}:{name}"
+
+
+def line_of(function: str, text: str) -> int:
+    """The line of ``text`` inside ``function`` in the targets file."""
+    lines = TARGETS.read_text().splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith(f"def {function}("))
+    return next(i for i in range(start, len(lines)) if text in lines[i]) + 1
+
+
+def alive(pid: int) -> bool:
+    """True if ``pid`` is a live process (a zombie counts as dead)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def processes_of_world(world_id: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as f:
+                    if f"HARNESS_WORLD_ID={world_id}".encode() in f.read().split(b"\0"):
+                        if alive(int(entry)):
+                            found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.parametrize("topology", ["v4-64", "single-host-8", "v4-64-pjrt"])
+def test_every_rank_returns_its_identity(topology):
+    topo = get_topology(topology)
+    result = run_world(target("identity"), topology=topology, timeout=20)
+    assert result.outcome == PASS, result.describe()
+    assert [r.value["ordinal"] for r in result.ranks] == list(range(topo.world_size))
+    assert {r.value["world"] for r in result.ranks} == {topo.world_size}
+    for r in result.ranks:
+        assert r.value["host"] == topo.host_of(r.rank) == r.host
+        assert r.value["worker_id"] == str(r.host)
+        assert r.value["local"] == topo.local_rank(r.rank)
+        assert r.exit_code == 0 and r.signal is None
+    assert len({r.value["pid"] for r in result.ranks}) == topo.world_size, "one process per rank"
+    assert processes_of_world(result.world_id) == []
+
+
+def test_a_hang_names_who_waits_where_with_stacks_and_leaves_nothing():
+    result = run_world(target("rank0_skips_rendezvous"), topology="v4-64", timeout=3)
+    assert result.outcome == HANG
+    assert result.ranks[0].outcome == PASS and result.ranks[0].value == "skipped"
+    assert [r.outcome for r in result.ranks[1:]] == [HANG] * 7
+    assert result.hang_report.startswith("ranks 1-7 blocked in rendezvous 'config_save' (step 0)")
+    line = line_of("rank0_skips_rendezvous", 'xm.rendezvous("config_save")')
+    assert f"at world_targets.py:{line} in rank0_skips_rendezvous" in result.hang_report
+    assert "rank 0 returned" in result.hang_report
+    for r in result.ranks[1:]:
+        assert 'xm.rendezvous("config_save")' in r.stack, r.stack
+        assert "harness/world" not in r.stack, "the harness's own frames are left out"
+    assert any("rank 0 exited while ranks 1-7 wait for it in rendezvous 'config_save'" in m
+               for m in result.mismatches), result.mismatches
+    # The watchdog ends the world by its deadline, not after it.
+    assert result.duration_s < 3 + 1.0
+    assert processes_of_world(result.world_id) == []
+
+
+def test_a_sigkilled_rank_is_a_crash_and_its_peers_hang():
+    result = run_world(target("rank0_sigkilled_before_rendezvous"), topology="v4-64", timeout=3)
+    assert result.outcome == HANG
+    assert result.ranks[0].outcome == CRASH
+    assert result.ranks[0].signal == 9 and result.ranks[0].exit_code is None
+    assert "rank 0 was killed by SIGKILL" in result.hang_report
+    assert "ranks 1-7 blocked in rendezvous 'config_save'" in result.hang_report
+    exits = [e for e in result.history if e.kind == "exit"]
+    assert [e.rank for e in exits][:1] == [0]
+
+
+def test_a_target_that_ignores_signals_and_forks_daemons_leaves_no_process(tmp_path):
+    result = run_world(target("stubborn"), topology="2x2", timeout=4, args=(str(tmp_path),))
+    assert result.outcome == HANG
+    assert all(r.outcome == HANG for r in result.ranks)
+    assert "still running outside any collective, in world_targets.py" in result.hang_report
+    recorded = [pid for f in tmp_path.glob("rank-*.json") for pid in json.loads(f.read_text())]
+    assert len(recorded) == 4 * 3, "every rank wrote itself, its child and its daemon"
+    assert [pid for pid in recorded if alive(pid)] == []
+    assert processes_of_world(result.world_id) == []
+
+
+def test_children_left_behind_by_a_passing_rank_are_killed_with_the_world(tmp_path):
+    result = run_world(target("spawns_daemon_and_returns"), topology="2x1", timeout=10,
+                       args=(str(tmp_path),))
+    assert result.outcome == PASS
+    assert result.leftovers == 2
+    recorded = [pid for f in tmp_path.glob("rank-*.json") for pid in json.loads(f.read_text())]
+    assert len(recorded) == 2 and not any(alive(p) for p in recorded)
+
+
+def test_an_exception_on_one_rank_is_an_error_with_its_traceback():
+    result = run_world(target("raises_on"), topology="v4-64", timeout=10, args=(3,))
+    assert result.outcome == ERROR
+    assert [r.outcome for r in result.ranks] == [PASS] * 3 + [ERROR] + [PASS] * 4
+    err = result.ranks[3].error
+    assert err["type"] == "ValueError" and err["message"] == "bad config on rank 3"
+    assert "world_targets.py" in err["traceback"] and "raise ValueError" in err["traceback"]
+    assert result.ranks[3].exit_code == 1
+    assert result.detail() == "rank 3 raised ValueError: bad config on rank 3"
+    assert "ValueError: bad config on rank 3" in result.ranks[3].stderr
+
+
+def test_an_exit_without_exception_is_a_crash():
+    result = run_world(target("exits_hard_on"), topology="4x1", timeout=10, args=(2,))
+    assert result.outcome == CRASH
+    assert result.ranks[2].outcome == CRASH and result.ranks[2].exit_code == 3
+    assert result.detail() == "rank 2 exited with code 3 without a Python exception"
+
+
+@pytest.mark.parametrize("code,outcome", [(0, PASS), (4, ERROR)])
+def test_sys_exit_is_judged_by_its_code(code, outcome):
+    result = run_world(target("sys_exit"), topology="2x1", timeout=10, args=(code,))
+    assert result.outcome == outcome
+    assert {r.exit_code for r in result.ranks} == {code}
+
+
+def test_output_is_captured_per_rank():
+    result = run_world(target("prints"), topology="2x1", timeout=10, args=("hello",))
+    assert [r.stdout for r in result.ranks] == ["hello from 0\n", "hello from 1\n"]
+    assert [r.stderr for r in result.ranks] == ["err 0\n", "err 1\n"]
+
+
+def test_a_shape_mismatch_is_named_and_hangs_as_on_a_pod():
+    result = run_world(target("shape_mismatch"), topology="4x1", timeout=4)
+    assert result.outcome == HANG
+    assert ("collective mismatch at step 0: ranks 0,2-3: all_reduce(float32[4]); "
+            "rank 1: all_reduce(float32[3])") in " ".join(result.mismatches)
+    assert any(e.kind == "mismatch" for e in result.history)
+
+
+def test_an_op_mismatch_is_named():
+    result = run_world(target("op_mismatch"), topology="4x1", timeout=4)
+    assert result.outcome == HANG
+    text = " ".join(result.mismatches)
+    assert "ranks 0-1,3: all_reduce(float32[2])" in text and "rank 2: rendezvous 'odd_one_out'" in text
+
+
+def test_rendezvous_tags_that_differ_still_pair_up_but_are_reported():
+    result = run_world(target("tag_mismatch"), topology="4x1", timeout=10)
+    assert result.outcome == PASS
+    assert {tuple(r.value) for r in result.ranks} == {(b"0", b"1", b"2", b"3")}
+    assert any("rendezvous tags differ at step 0" in m and "'config_load'" in m
+               for m in result.mismatches), result.mismatches
+
+
+def test_an_unpicklable_return_value_is_reported_by_repr():
+    result = run_world(target("unpicklable_result"), topology="1x1", timeout=10)
+    assert result.outcome == PASS
+    assert "<function unpicklable_result.<locals>.<lambda>" in result.ranks[0].value_repr
+
+
+def test_a_target_that_cannot_be_imported_is_an_error_on_every_rank(tmp_path):
+    result = run_world(f"{tmp_path}/missing.py:fn", topology="2x1", timeout=10)
+    assert result.outcome == ERROR
+    assert {r.error["type"] for r in result.ranks} == {"FileNotFoundError"}
+    result = run_world(f"{TARGETS}:no_such_function", topology="2x1", timeout=10)
+    assert {r.error["type"] for r in result.ranks} == {"AttributeError"}
+    assert "no_such_function" in result.ranks[0].error["message"]
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"topology": "v9-1000"}, "unknown topology 'v9-1000'"),
+    ({"topology": "0x4"}, "hosts and ranks per host must be >= 1"),
+    ({"profile": "ancient"}, "unknown profile 'ancient'"),
+    ({"timeout": 0}, "timeout must be positive"),
+    ({"args": (lambda: 1,)}, "args and kwargs must be picklable"),
+])
+def test_bad_arguments_are_refused_with_a_clear_message(kwargs, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        run_world(target("identity"), **kwargs)
+
+
+def test_a_local_function_cannot_be_a_target():
+    def local():
+        return 1
+    with pytest.raises(ValueError, match="define it at module level"):
+        run_world(local)
+
+
+def test_assert_world_passed_prints_the_diagnosis():
+    result = run_world(target("raises_on"), topology="2x1", timeout=10, args=(1,))
+    with pytest.raises(WorldFailed, match="rank 1 raised ValueError: bad config on rank 1"):
+        assert_world_passed(result)
+
+
+# -- exec mode ------------------------------------------------------------------
+
+SPAWN_SCRIPT = """
+import sys
+import torch_xla.core.xla_model as xm
+import torch_xla.distributed.xla_multiprocessing as xmp
+import torch_xla.runtime as xr
+
+def _mp_fn(index, mode):
+    if mode == "raise" and index == 1:
+        raise KeyError("missing key on rank 1")
+    if mode == "kill" and index == 2:
+        import os, signal
+        os.kill(os.getpid(), signal.SIGKILL)
+    got = xm.rendezvous("sync", str(index).encode())
+    xm.master_print("joined", b",".join(got).decode())
+    assert index == xr.global_ordinal()
+
+if __name__ == "__main__":
+    try:
+        xmp.spawn(_mp_fn, args=(sys.argv[1],))
+    except BaseException as exc:
+        print("launcher caught", type(exc).__name__, file=sys.stderr)
+        raise
+"""
+
+
+@pytest.fixture
+def spawn_script(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(SPAWN_SCRIPT)
+    return path
+
+
+def test_exec_runs_the_scripts_own_spawn_on_every_host(spawn_script):
+    result = run_world(argv=(str(spawn_script), "ok"), topology="2x2", timeout=20)
+    assert result.outcome == PASS, result.describe()
+    assert [h.outcome for h in result.hosts] == [PASS, PASS]
+    assert [r.outcome for r in result.ranks] == [PASS] * 4
+    assert result.ranks[0].stdout == "joined 0,1,2,3\n"
+    assert [r.stdout for r in result.ranks[1:]] == ["", "", ""]
+    assert {r.host for r in result.ranks} == {0, 1}
+
+
+def test_exec_a_childs_exception_reaches_the_launcher_with_its_type(spawn_script):
+    result = run_world(argv=(str(spawn_script), "raise"), topology="1x2", timeout=4)
+    assert result.ranks[1].outcome == ERROR and result.ranks[1].error["type"] == "KeyError"
+    # Rank 0 waits forever for rank 1 in the rendezvous, so the launcher's spawn
+    # (which joins every child, as ProcessPoolExecutor does) never returns.
+    assert result.ranks[0].outcome == HANG
+    assert result.outcome == HANG
+
+
+def test_exec_a_hard_killed_child_is_a_broken_process_pool(spawn_script):
+    result = run_world(argv=(str(spawn_script), "kill"), topology="1x4", timeout=10)
+    launcher = result.hosts[0]
+    assert launcher.outcome == ERROR
+    assert launcher.error["type"] == "concurrent.futures.process.BrokenProcessPool"
+    assert "launcher caught BrokenProcessPool" in launcher.stderr
+    assert result.ranks[2].signal == 9
+
+
+def test_exec_the_legacy_xla_dist_launcher(spawn_script):
+    argv = ("-m", "torch_xla.distributed.xla_dist", "--tpu=test-pod", "--",
+            "python", str(spawn_script), "ok")
+    result = run_world(argv=argv, topology="v4-64", timeout=20)
+    assert result.outcome == PASS, result.describe()
+    assert result.ranks[0].stdout == "joined 0,1,2,3,4,5,6,7\n"
+
+
+def test_exec_xla_dist_is_gone_under_the_current_profile(spawn_script):
+    argv = ("-m", "torch_xla.distributed.xla_dist", "--", "python", str(spawn_script), "ok")
+    result = run_world(argv=argv, topology="2x1", timeout=10, profile="current")
+    assert result.outcome == ERROR
+    assert result.hosts[0].error["type"] == "ModuleNotFoundError"
+
+
+def test_exec_a_launcher_using_the_device_before_spawn_is_refused(tmp_path):
+    script = tmp_path / "early.py"
+    script.write_text("import torch_xla.core.xla_model as xm\n"
+                      "import torch_xla.distributed.xla_multiprocessing as xmp\n"
+                      "xm.get_xla_supported_devices()\n"
+                      "xmp.spawn(print)\n")
+    result = run_world(argv=(str(script),), topology="1x2", timeout=10)
+    assert result.outcome == ERROR
+    assert "xmp.spawn on a host of 2 ranks" in result.hosts[0].error["message"]
+
+
+def _cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_cli_exec_exit_codes(spawn_script):
+    ok = _cli("exec", "-t", "2x2", "--", "python", str(spawn_script), "ok")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "PASS: all 4 ranks returned" in ok.stdout
+    failed = _cli("exec", "-t", "1x2", "--timeout", "3", "--", "python", str(spawn_script), "raise")
+    assert failed.returncode == 1
+    assert "KeyError" in failed.stdout
+    missing = _cli("exec", "--", "python", "no/such/script.py")
+    assert missing.returncode == 2
+    assert "no such script: no/such/script.py" in missing.stderr
+    bad_topology = _cli("exec", "-t", "v9", "--", "python", str(spawn_script))
+    assert bad_topology.returncode == 2 and "unknown topology 'v9'" in bad_topology.stderr
