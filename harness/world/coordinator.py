@@ -180,8 +180,9 @@ class Coordinator:
             return [(r, {}, out) for r in group]
         if kind == "broadcast":
             root = header0["root"]
-            source = root if root in group else group[0]
-            out = arrivals[source][1]
+            if root not in group:  # the real op sums zeros: nothing to copy
+                return [(r, {"none": True}, b"") for r in group]
+            out = arrivals[root][1]
             return [(r, {}, out) for r in group]
         if kind == "permute":
             sources = {dst: src for src, dst in header0["pairs"]}

@@ -119,10 +119,16 @@ def _plain_groups(groups: list[list[int]] | None) -> list[list[int]] | None:
 
 # -- collectives ---------------------------------------------------------------
 
+def _always_allreduce() -> bool:
+    """XLA_ALWAYS_ALLREDUCE as torch_xla reads it (xu.getenv_as(..., bool)): bool(int(value))."""
+    value = os.environ.get("XLA_ALWAYS_ALLREDUCE")
+    return False if value is None else bool(int(value))
+
+
 def all_reduce(reduce_type: str, inputs: Any, scale: float = 1.0,
                groups: list[list[int]] | None = None, pin_layout: bool = True) -> Any:
     """Tensor: out of place, returns a new tensor. List: in place, returns the list."""
-    if link.world_size() == 1 and not os.environ.get("XLA_ALWAYS_ALLREDUCE"):
+    if link.world_size() == 1 and not _always_allreduce():
         return inputs.clone() if _t.is_tensor(inputs) else inputs
     if reduce_type not in _REDUCE_TYPES:
         raise RuntimeError(f"Unknown AllReduce type: {reduce_type}")
@@ -139,6 +145,10 @@ def all_reduce(reduce_type: str, inputs: Any, scale: float = 1.0,
         tt = _t.torch()
         results = [r.mul_(tt.tensor(scale, dtype=r.dtype)) for r in results]
     if single:
+        # The real plain case goes through torch.ops._c10d_functional.all_reduce, which
+        # autograd tracks; the scale/groups/unpinned case (_xla_all_reduce) does not.
+        if inputs.requires_grad and scale == 1.0 and not groups and pin_layout:
+            results[0].requires_grad_(True)
         return results[0]
     for t, r in zip(tensors, results):
         t.data.copy_(r)
@@ -262,15 +272,23 @@ def collective_permute(value: Any, pairs: list[list[int]]) -> Any:
 
 def collective_broadcast(tensors: list[Any], root_ordinal: int = 0,
                          groups: list[list[int]] | None = None, pin_layout: bool = True) -> None:
-    """In place: every rank's tensors become the root's."""
+    """In place: every rank's tensors become the root's.
+
+    The real op multiplies each rank's tensors by (global ordinal == root) and
+    all-reduces them with SUM, so a group that does not hold the root ends with zeros.
+    """
     group = _my_group(groups)
-    if len(group) == 1:
-        return None
-    metas, payload = _t.pack(list(tensors))
-    _, data = link.collective("collective_broadcast", "broadcast", payload, tensors=metas,
-                              root=root_ordinal, groups=_plain_groups(groups))
-    for t, r in zip(tensors, _t.unpack(data, metas)):
-        t.data.copy_(r)
+    if len(group) > 1:
+        metas, payload = _t.pack(list(tensors))
+        header, data = link.collective("collective_broadcast", "broadcast", payload,
+                                       tensors=metas, root=root_ordinal,
+                                       groups=_plain_groups(groups))
+        if not header.get("none"):
+            for t, r in zip(tensors, _t.unpack(data, metas)):
+                t.data.copy_(r)
+    if root_ordinal not in group:
+        for t in tensors:
+            t.data.zero_()
     return None
 
 
