@@ -18,4 +18,17 @@ _os.environ.setdefault("PJRT_DEVICE", "TPU")
 
 from torch_xla.torch_xla import device, devices, launch, sync  # noqa: E402
 
+
+def _register_xla_backend(_module: object) -> None:
+    import torch_xla.distributed.xla_backend  # noqa: F401 - registers 'xla' and 'xla://'
+
+
+# The real package registers the 'xla' torch.distributed backend on import
+# (through xla_model -> pjrt -> xla_backend). Doing that eagerly would import
+# torch; registering as soon as torch.distributed is imported is the same to
+# any code that calls dist.init_process_group.
+from harness.world.imports import when_imported as _when_imported  # noqa: E402
+
+_when_imported("torch.distributed", _register_xla_backend)
+
 __all__ = ["device", "devices", "launch", "sync", "__version__"]
