@@ -23,6 +23,7 @@ import os
 import pytest
 
 import harness
+from harness.filesystem.mounts import Mount
 
 TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets", "conformance.py")
 TIMEOUT = 20.0
@@ -333,8 +334,11 @@ def save_worlds(tmp_path_factory):
     def get(topology: str) -> harness.WorldResult:
         if topology not in cache:
             root = str(tmp_path_factory.mktemp(f"save-{topology}"))
+            # A directory every host shares (as upstream's test assumes), kept on the
+            # machine so the test can list who wrote what.
+            shared = Mount(root, scope="shared", base="passthrough")
             cache[topology] = harness.run_world(f"{TARGETS}:mp_save", topology=topology,
-                                                timeout=TIMEOUT, args=(root,))
+                                                timeout=TIMEOUT, args=(root,), mounts=[shared])
         return cache[topology]
 
     return get

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness import CRASH, ERROR, HANG, PASS, get_topology, run_world
+from harness.filesystem.mounts import Mount
 from harness.pytest_plugin import WorldFailed, assert_world_passed
 
 HERE = Path(__file__).parent
@@ -20,6 +21,11 @@ REPO = HERE.parent
 
 def target(name: str) -> str:
     return f"{TARGETS}:{name}"
+
+
+def machine_dir(path: Path) -> Mount:
+    """Let the ranks write to a real directory the test reads afterwards."""
+    return Mount(str(path), scope="shared", base="passthrough")
 
 
 def line_of(function: str, text: str) -> int:
@@ -99,7 +105,8 @@ def test_a_sigkilled_rank_is_a_crash_and_its_peers_hang():
 
 
 def test_a_target_that_ignores_signals_and_forks_daemons_leaves_no_process(tmp_path):
-    result = run_world(target("stubborn"), topology="2x2", timeout=4, args=(str(tmp_path),))
+    result = run_world(target("stubborn"), topology="2x2", timeout=4, args=(str(tmp_path),),
+                       mounts=[machine_dir(tmp_path)])
     assert result.outcome == HANG
     assert all(r.outcome == HANG for r in result.ranks)
     assert "still running outside any collective, in world_targets.py" in result.hang_report
@@ -111,7 +118,7 @@ def test_a_target_that_ignores_signals_and_forks_daemons_leaves_no_process(tmp_p
 
 def test_children_left_behind_by_a_passing_rank_are_killed_with_the_world(tmp_path):
     result = run_world(target("spawns_daemon_and_returns"), topology="2x1", timeout=10,
-                       args=(str(tmp_path),))
+                       args=(str(tmp_path),), mounts=[machine_dir(tmp_path)])
     assert result.outcome == PASS
     assert result.leftovers == 2
     recorded = [pid for f in tmp_path.glob("rank-*.json") for pid in json.loads(f.read_text())]

@@ -40,6 +40,7 @@ class RankContext:
     rank: int | None
     host: int
     channel: Channel | None
+    engine: Any = None  # the fault engine, when the world has a sandbox
     runtime_used: bool = False
     result_fd: int | None = None  # exec mode: the launcher that forked us reads our fate here
 
@@ -76,7 +77,8 @@ class Channel:
     """
 
     def __init__(self, address: str, role: str, ident: int) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one request (send + its reply) at a time
+        self._send_lock = threading.Lock()  # one frame at a time on the wire
         self.call = wire.connect(address)
         wire.send_frame(self.call, {"type": "hello", "role": role, "id": ident,
                                     "pid": os.getpid(), "channel": "call"})
@@ -88,7 +90,8 @@ class Channel:
 
     def request(self, header: dict, payload: bytes | memoryview = b"") -> tuple[dict, bytearray]:
         with self._lock:
-            wire.send_frame(self.call, header, payload)
+            with self._send_lock:
+                wire.send_frame(self.call, header, payload)
             reply, data = wire.recv_frame(self.call)
         if "error" in reply:
             exc_type = {"TypeError": TypeError, "ValueError": ValueError,
@@ -97,7 +100,8 @@ class Channel:
         return reply, data
 
     def notify(self, header: dict, payload: bytes = b"") -> None:
-        with self._lock:
+        """A one-way message (no reply), safe from any thread, even mid-request."""
+        with self._send_lock:
             wire.send_frame(self.call, header, payload)
 
     def _serve_control(self) -> None:
@@ -255,6 +259,7 @@ def become_rank(spec: WorldSpec, rank: int) -> RankContext:
     channel = Channel(spec.address, "rank", rank)
     _context = RankContext(spec, "rank", rank, topology.host_of(rank), channel)
     _arm_fallback_stacks(spec, name)
+    _enter_world(_context, rank)
     return _context
 
 
@@ -267,7 +272,55 @@ def become_host(spec: WorldSpec, host: int) -> RankContext:
     channel = Channel(spec.address, "host", host)
     _context = RankContext(spec, "host", None, host, channel)
     _arm_fallback_stacks(spec, name)
+    _enter_world(_context, spec.topology.ranks_of_host(host)[0])
     return _context
+
+
+def _enter_world(ctx: RankContext, rank: int) -> None:
+    """The sandboxed filesystem, the fault engine and the seeded generators."""
+    from harness.faults.engine import FaultEngine
+
+    spec = ctx.spec
+    assert ctx.channel is not None
+    engine = FaultEngine(spec.faults, rank, ctx.host, ctx.channel.notify)
+    ctx.engine = engine
+    if spec.mounts is not None:
+        from harness.filesystem import patch
+        from harness.filesystem.view import View
+
+        view = View(spec.mounts, spec.sandbox, rank, ctx.host, spec.cwd, spec.home,
+                    hooks=engine, private=(spec.outdir,))
+        patch.install(view)
+    seed = spec.seed
+    if any(f.kind == "divergent-rng" for f in engine.faults):
+        seed = (spec.seed * 1_000_003 + 7919 * (rank + 1)) % (2**32)
+        engine.report(next(f for f in engine.faults if f.kind == "divergent-rng"), "start", None,
+                      message=f"rank {rank} seeds its generators with {seed}")
+    seed_generators(seed)
+    engine.on_start()
+
+
+def seed_generators(seed: int) -> None:
+    """random, numpy and torch seeded alike on every rank, as a fork would leave them.
+
+    Real ranks of one launcher share the launcher's state only by luck; the
+    harness makes it a fact so that the same seed gives the same run, and
+    leaves divergence to the ``divergent-rng`` fault.
+    """
+    import random
+
+    from harness.world.imports import when_imported
+
+    random.seed(seed)
+    when_imported("numpy", lambda np: np.random.seed(seed))
+    when_imported("torch", lambda torch: torch.manual_seed(seed))
+
+
+def before_collective(op: str, tag: str | None) -> None:
+    """The shim calls this on entering every collective (the fault plan's hook)."""
+    ctx = _context
+    if ctx is not None and ctx.engine is not None:
+        ctx.engine.before_collective(op, tag)
 
 
 def promote_host_to_rank() -> RankContext:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.faults.plan import FaultPlan
+from harness.filesystem.mounts import MountTable
 from harness.topology import Topology
 
 
@@ -24,6 +26,15 @@ class WorldSpec:
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
     argv: tuple[str, ...] | None = None  # exec mode: what follows "python"
+    seed: int = 0
+    home: str = "/root"
+    mounts: MountTable | None = None  # None: the target sees the machine's filesystem
+    faults: FaultPlan = field(default_factory=FaultPlan)
+
+    @property
+    def sandbox(self) -> str:
+        import os
+        return os.path.join(self.outdir, "fs")
 
     @property
     def exec_mode(self) -> bool:

@@ -23,6 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from harness.faults.plan import FaultPlan, make_plan
+from harness.filesystem import sandbox as sandbox_layout
+from harness.filesystem.mounts import Mount, MountTable, default_table
+from harness.filesystem.publisher import Publisher
 from harness.history import format_ranks
 from harness.topology import PROFILES, Topology, clean_environment, get_topology
 from harness.world import pool, watchdog, wire
@@ -46,6 +50,8 @@ _SHIM_CANDIDATES = (
     os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "shims"),
 )
 _OUTPUT_LIMIT = 1 << 20
+_FS_ONLY = {"torn-write", "lost-write", "empty-window", "corrupt", "stale-leftover", "eio",
+            "enospc", "permission-denied", "latency", "hold-write"}
 _counter = itertools.count()
 
 
@@ -80,7 +86,9 @@ def run_world(target: str | Callable[..., Any] | None = None, *,
               kwargs: dict[str, Any] | None = None, argv: tuple[str, ...] | list[str] | None = None,
               cwd: str | None = None, env: dict[str, str] | None = None,
               preload: tuple[str, ...] | list[str] | None = None,
-              keep_output_dir: bool = False) -> WorldResult:
+              mounts: MountTable | list[Mount] | None = None,
+              faults: FaultPlan | list[dict[str, Any]] | None = None,
+              sandbox: bool = True, keep_output_dir: bool = False) -> WorldResult:
     """Run ``target`` on every rank of a world and return every rank's fate.
 
     ``target`` is ``module.path:function``, ``path/to/file.py:function`` or a
@@ -88,6 +96,11 @@ def run_world(target: str | Callable[..., Any] | None = None, *,
     rank. With ``argv`` instead (exec mode), every host runs ``python *argv``
     and the script's own ``xmp.spawn`` starts the ranks.
     The world never outlives ``timeout`` seconds.
+
+    With ``sandbox`` (the default) every file the target writes lands in the
+    world's sandbox, seen through the topology's mount table (``mounts`` adds
+    or replaces mounts); ``faults`` are fault specs (or a ready plan) fired
+    at their triggers.
     """
     if (target is None) == (argv is None):
         raise ValueError("run_world needs exactly one of target= or argv=")
@@ -107,13 +120,28 @@ def run_world(target: str | Callable[..., Any] | None = None, *,
     base_env = clean_environment(dict(os.environ))
     base_env.update(env or {})
     base_env["HARNESS_SEED"] = str(seed)
+    home = os.path.expanduser("~")
+    table = None
+    if sandbox:
+        table = mounts if isinstance(mounts, MountTable) else default_table(topo, home, cwd)
+        for mount in (mounts if isinstance(mounts, list) else []):
+            table = table.with_mount(mount)
+    elif mounts:
+        raise ValueError("mounts need the sandbox: pass sandbox=True")
+    plan = faults if isinstance(faults, FaultPlan) else make_plan(
+        list(faults or []), seed=seed, world_size=topo.world_size, hosts=topo.hosts, home=home)
+    if plan.faults and table is None and any(f.kind in _FS_ONLY for f in plan.faults):
+        raise ValueError("filesystem faults need the sandbox: pass sandbox=True")
     grace = min(1.0, 0.1 * timeout)
     start_wall, start = time.time(), time.monotonic()
     spec = WorldSpec(
         world_id=world_id, address=wire.new_address(world_id), topology=topo, profile=profile,
         deadline=start_wall + timeout - grace, outdir=outdir, cwd=cwd, base_env=base_env,
         shim_root=shim_root(), target=name, args=tuple(args), kwargs=dict(kwargs or {}),
-        argv=tuple(argv) if argv is not None else None)
+        argv=tuple(argv) if argv is not None else None, seed=seed, home=home, mounts=table,
+        faults=plan)
+    if table is not None:
+        sandbox_layout.create(spec.sandbox, table, topo, plan.leftovers)
     modules = tuple(preload or ()) + pool.preload_for(name, spec.argv, cwd)
     try:
         loop = _WorldLoop(spec, start)
@@ -155,6 +183,7 @@ class _WorldLoop:
         self.spec = spec
         self.topology = spec.topology
         self.coordinator = Coordinator(self.topology.world_size, start=start)
+        self.publisher = Publisher(self.topology.world_size)
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(spec.address)
         self.listener.listen(4096)
@@ -182,13 +211,27 @@ class _WorldLoop:
             remaining = until - time.monotonic()
             if remaining <= 0:
                 return False
-            for key, _ in self.selector.select(timeout=min(remaining, 0.5)):
+            wait = min(remaining, 0.5)
+            next_publish = self.publisher.next_time()
+            if next_publish is not None:
+                wait = max(0.0, min(wait, next_publish - self.coordinator.now()))
+            for key, _ in self.selector.select(timeout=wait):
                 sock = key.fileobj
                 if sock is self.listener:
                     self._accept()
                 else:
                     self._read(sock, until)  # type: ignore[arg-type]
+            self._publish_due()
         return True
+
+    def _publish_due(self) -> None:
+        for held in self.publisher.due(self.coordinator.now()):
+            why = {"read": "every other rank had looked for it",
+                   "done": "every other rank had finished",
+                   "time": "its visibility delay passed"}[held.until]
+            self.coordinator.record("publish", rank=held.writer,
+                                    detail={"path": held.path,
+                                            "message": f"{held.path} became visible: {why}"})
 
     def _accept(self) -> None:
         while True:
@@ -271,6 +314,15 @@ class _WorldLoop:
             self.ranks[rank].pid = conn.pid
         elif kind == "rank-exit":
             self._exited(("rank", header["rank"]), header["status"])
+        elif kind == "fault":
+            self.coordinator.record("fault", rank=rank, op=header["fault"],
+                                    detail={"op": header.get("op"), "path": header.get("path"),
+                                            **header.get("detail", {})})
+        elif kind == "hold":
+            self.publisher.hold(rank if rank is not None else -1, header, self.coordinator.now())
+        elif kind == "fs-access":
+            if rank is not None:
+                self.publisher.accessed(rank, header["path"])
         else:
             log.warning("world %s: unexpected message %r", self.spec.world_id, kind)
 
@@ -300,6 +352,8 @@ class _WorldLoop:
             if role == "host":
                 self.ranks[rank].status = status
             self.coordinator.rank_exited(rank, self._how(rank, status))
+            self.publisher.rank_exited(rank)
+            self._publish_due()
 
     def _how(self, rank: int, status: int) -> str:
         code, sig = decode_status(status)

@@ -1,0 +1,1 @@
+"""The faults: primitives, their deterministic triggers, the rank-side engine."""

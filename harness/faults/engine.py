@@ -1,0 +1,326 @@
+"""The rank side of the fault plan: fire each fault exactly where its trigger
+says, with exactly what a real system would produce.
+
+The engine is the view's hooks object (filesystem faults and each mount's
+consistency model) and the rank's collective hook (process faults). Every
+fault that fires is reported to the coordinator, which puts it in the
+history next to the collective calls, before it takes effect.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import random
+import signal
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from harness.faults.plan import Fault, FaultPlan, Leftover
+from harness.filesystem.view import NoHooks, Resolved, View, ViewFile, oserror
+
+Notify = Callable[[dict[str, Any]], None]
+
+_CONTENT_KINDS = ("torn-write", "lost-write", "corrupt", "empty-window", "hold-write")
+_EXCEPTIONS = {"RuntimeError": RuntimeError, "ValueError": ValueError, "OSError": OSError,
+               "KeyError": KeyError, "TimeoutError": TimeoutError, "AssertionError": AssertionError}
+
+
+class FaultEngine(NoHooks):
+    def __init__(self, plan: FaultPlan, rank: int, host: int, notify: Notify) -> None:
+        self.plan = plan
+        self.rank, self.host = rank, host
+        self.faults = plan.for_rank(rank, host)
+        self.notify = notify
+        self.counts: Counter[int] = Counter()
+        self.watched = plan.held_paths()
+        self.owned = {lo.path: lo for lo in plan.leftovers if lo.owner_uid is not None}
+        self._holds = 0
+
+    # -- bookkeeping ------------------------------------------------------------
+    def _fires(self, fault: Fault, op: str, path: str | None = None, tag: str | None = None) -> bool:
+        if not fault.trigger.matches(op, path, tag):
+            return False
+        self.counts[fault.index] += 1
+        wanted = fault.trigger.occurrences
+        if wanted is None and fault.kind == "eio":
+            wanted = tuple(range(1, int(fault.params.get("count", 1)) + 1))
+        return wanted is None or self.counts[fault.index] in wanted
+
+    def report(self, fault: Fault, op: str, path: str | None = None, **detail: Any) -> None:
+        message = detail.pop("message", None) or f"{fault.kind} on {op} {path or ''}".rstrip()
+        self.notify({"type": "fault", "fault": fault.kind, "index": fault.index, "op": op,
+                     "path": path, "detail": {"message": message, **detail}})
+
+    # -- filesystem hooks -----------------------------------------------------------
+    def before(self, view: View, op: str, r: Resolved, r2: Resolved | None = None) -> None:
+        self._check_permission(op, r, r2)
+        if op in ("open-read", "stat", "listdir") and self._watched(r.vpath):
+            self.notify({"type": "fs-access", "path": r.vpath})
+        for fault in self.faults:
+            if fault.kind == "eio" and op in ("open-read", "open-write", "read", "write", "fsync") \
+                    and self._fires(fault, op, r.vpath):
+                self.report(fault, op, r.vpath, message=f"EIO on {op} of {r.vpath}")
+                raise oserror(errno.EIO, r.vpath if op.startswith("open") else None)
+            if fault.kind == "latency" and self._fires(fault, op, r.vpath):
+                delay = int(fault.params.get("delay_ms", 100))
+                self.report(fault, op, r.vpath, message=f"{op} of {r.vpath} delayed {delay} ms")
+                time.sleep(delay / 1000)
+            if fault.kind in ("kill", "raise") and op != "write" and self._fires(fault, op, r.vpath):
+                self._strike(fault, op, r.vpath)
+
+    def _watched(self, vpath: str) -> bool:
+        import fnmatch
+        return any(fnmatch.fnmatchcase(vpath, g) for g in self.watched)
+
+    def prepare_write(self, view: View, r: Resolved) -> Resolved:
+        """Decide now what becomes of this write when it is closed."""
+        chosen = [f for f in self.faults if f.kind in _CONTENT_KINDS
+                  and self._fires(f, "close", r.vpath)]
+        if not chosen:
+            return r
+        self._holds += 1
+        r.content_faults = chosen  # type: ignore[attr-defined]
+        r.staging = os.path.join(view.sandbox, "held", f"rank-{self.rank}-{self._holds}",
+                                 os.path.basename(r.vpath) or "file")
+        return r
+
+    def write(self, view: View, r: Resolved, f: ViewFile, data: memoryview) -> memoryview:
+        for fault in self.faults:
+            if fault.kind == "enospc" and fault.trigger.matches("write", r.vpath):
+                limit = int(fault.params.get("at_byte", 0))
+                if f.written >= limit:
+                    self.report(fault, "write", r.vpath,
+                                message=f"ENOSPC writing {r.vpath} at byte {f.written}")
+                    raise oserror(errno.ENOSPC)
+                data = data[:limit - f.written]
+            elif fault.kind in ("kill", "raise") and self._fires(fault, "write", r.vpath):
+                if fault.params.get("partial", True) and len(data) > 1:
+                    cut = 1 + random.Random(fault.params["rng"]).randrange(len(data) - 1)
+                    os.write(f.fileno(), data[:cut])
+                    f.flush()
+                self._strike(fault, "write", r.vpath)
+            elif fault.kind == "eio" and self._fires(fault, "write", r.vpath):
+                self.report(fault, "write", r.vpath, message=f"EIO on write of {r.vpath}")
+                raise oserror(errno.EIO)
+        return data
+
+    def after_short_write(self, view: View, r: Resolved, f: ViewFile) -> None:
+        pass  # the buffered layer retries the rest, and the next write raises ENOSPC
+
+    def after_close(self, view: View, r: Resolved, writing: bool = True) -> None:
+        faults = getattr(r, "content_faults", None)
+        if not writing:
+            return
+        if not faults:
+            self._publish(r)
+            return
+        data = _read(r.staging)
+        target = r.upper
+        rng_faults = {f.kind: f for f in faults}
+        if "lost-write" in rng_faults:
+            self.report(rng_faults["lost-write"], "close", r.vpath,
+                        message=f"the write of {r.vpath} ({len(data)} bytes) was lost")
+            os.remove(r.staging)
+            return
+        if "torn-write" in rng_faults:
+            fault = rng_faults["torn-write"]
+            offset = torn_offset(data, fault)
+            self.report(fault, "close", r.vpath, offset=offset, size=len(data),
+                        message=f"{r.vpath} torn at byte {offset} of {len(data)}")
+            data = data[:offset]
+        if "corrupt" in rng_faults:
+            fault = rng_faults["corrupt"]
+            data, where = corrupt(data, fault)
+            self.report(fault, "close", r.vpath, bytes=where,
+                        message=f"{r.vpath}: {len(where)} bytes garbled")
+        _write(r.staging, data)
+        if "empty-window" in rng_faults:
+            fault = rng_faults["empty-window"]
+            self.report(fault, "close", r.vpath,
+                        message=f"{r.vpath} visible empty until every reader has looked")
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            _write(target, b"")
+            self._hold(r, fault, until="read")
+        elif "hold-write" in rng_faults:
+            fault = rng_faults["hold-write"]
+            until = fault.params.get("until", "read")
+            self.report(fault, "close", r.vpath,
+                        message=f"{r.vpath} held until every other rank has "
+                                f"{'looked for it' if until == 'read' else 'finished'}")
+            self._hold(r, fault, until=until)
+        else:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            os.replace(r.staging, target)
+
+    def _publish(self, r: Resolved) -> None:
+        """What the mount's consistency model does when a writer closes a file."""
+        if not r.staging or not os.path.exists(r.staging):
+            return
+        if r.mount.consistency == "delayed":
+            # The writer's host sees its write at once (it reads its staging copy);
+            # the coordinator makes it visible to every other host delay_ms later.
+            self.notify({"type": "hold", "src": r.staging, "dst": r.upper, "path": r.vpath,
+                         "until": "time", "delay_ms": r.mount.delay_ms, "writer": self.rank,
+                         "copy": True})
+            return
+        os.makedirs(os.path.dirname(r.upper), exist_ok=True)
+        os.replace(r.staging, r.upper)
+
+    def after_fsync(self, view: View, r: Resolved, fd: int) -> None:
+        # gcsfuse uploads the whole object on fsync: it becomes visible as it is now.
+        if r.mount.consistency == "object" and r.staging and os.path.exists(r.staging) \
+                and not getattr(r, "content_faults", None):
+            os.makedirs(os.path.dirname(r.upper), exist_ok=True)
+            tmp = r.upper + f".harness-upload-{self.rank}"
+            _write(tmp, _read(r.staging))
+            os.replace(tmp, r.upper)
+
+    def rename(self, view: View, rs: Resolved, rd: Resolved, source: str, is_dir: bool) -> None:
+        if rs.mount.consistency != "object" or not is_dir:
+            view.move_into_place(rs, rd, source, is_dir)
+            return
+        # gcsfuse renames a directory object by object: others can see it half moved.
+        for root, _dirs, files in os.walk(source):
+            for name in sorted(files):
+                rel = os.path.relpath(os.path.join(root, name), source)
+                self.before(view, "rename", view.resolve(os.path.join(rs.vpath, rel)))
+                child_s = view.resolve(os.path.join(rs.vpath, rel))
+                child_d = view.resolve(os.path.join(rd.vpath, rel))
+                view.move_into_place(child_s, child_d, os.path.join(root, name), False)
+        view.remove_tree_if_empty(rs)
+
+    def _hold(self, r: Resolved, fault: Fault, until: str) -> None:
+        self.notify({"type": "hold", "src": r.staging, "dst": r.upper, "path": r.vpath,
+                     "until": until, "writer": self.rank, "fault": fault.kind})
+
+    def adjust_stat(self, view: View, r: Resolved, st: Any) -> Any:
+        owner = self.owned.get(r.vpath)
+        if owner is None:
+            return st
+        kind = st.st_mode & ~0o7777
+        values = list(st[:10])
+        values[0], values[4], values[5] = kind | owner.mode, owner.owner_uid, owner.owner_uid
+        return os.stat_result(values)
+
+    def access(self, view: View, r: Resolved, mode: int, allowed: bool) -> bool:
+        try:
+            self._check_permission("open-write" if mode & os.W_OK else "open-read", r, None)
+        except PermissionError:
+            return False
+        return allowed
+
+    def _check_permission(self, op: str, r: Resolved, r2: Resolved | None) -> None:
+        """EACCES as a non-owner meets it, even when the harness runs as root."""
+        if not self.owned:
+            return
+        for res in (r, r2):
+            if res is None:
+                continue
+            for path, owner in self.owned.items():
+                denied = _denied(op, res.vpath, path, owner)
+                if denied:
+                    raise oserror(errno.EACCES, res.vpath)
+
+    # -- process faults -------------------------------------------------------------
+    def on_start(self) -> None:
+        for fault in self.faults:
+            if fault.kind in ("kill", "raise") and fault.trigger.after_ms is not None:
+                timer = threading.Timer(fault.trigger.after_ms / 1000, self._strike,
+                                        (fault, "start", None))
+                timer.daemon = True
+                timer.start()
+
+    def before_collective(self, op: str, tag: str | None) -> None:
+        for fault in self.faults:
+            if fault.kind not in ("kill", "raise", "straggle", "never-arrive"):
+                continue
+            if fault.trigger.after_ms is not None:
+                continue
+            name = f"{op}:{tag}" if tag else op
+            if not self._fires(fault, "collective", None, name if fault.trigger.tag and ":" in
+                               fault.trigger.tag else (tag or op)):
+                continue
+            if fault.kind == "straggle":
+                delay = int(fault.params.get("delay_ms", 500))
+                self.report(fault, "collective", None,
+                            message=f"rank {self.rank} straggles {delay} ms before {name}")
+                time.sleep(delay / 1000)
+            elif fault.kind == "never-arrive":
+                self.report(fault, "collective", None,
+                            message=f"rank {self.rank} never arrives at {name}")
+                threading.Event().wait()
+            else:
+                self._strike(fault, "collective", name)
+
+    def _strike(self, fault: Fault, op: str, where: str | None) -> None:
+        if fault.kind == "kill":
+            self.report(fault, op, where if op != "collective" else None,
+                        message=f"rank {self.rank} SIGKILLed at {op} {where or ''}".rstrip())
+            os.kill(os.getpid(), signal.SIGKILL)
+            time.sleep(10)  # the signal is on its way
+        exc_type = _EXCEPTIONS.get(str(fault.params.get("exception", "RuntimeError")), RuntimeError)
+        message = str(fault.params.get("message", f"injected failure at {op} {where or ''}".rstrip()))
+        self.report(fault, op, where if op != "collective" else None,
+                    message=f"rank {self.rank} raises {exc_type.__name__}: {message}")
+        raise exc_type(message)
+
+
+def torn_offset(data: bytes, fault: Fault) -> int:
+    """Where a torn write ends: a line boundary (often valid YAML) or mid-line."""
+    if "offset" in fault.params:
+        return min(int(fault.params["offset"]), len(data))
+    if len(data) <= 1:
+        return 0
+    rng = random.Random(fault.params["rng"])
+    boundaries = [i + 1 for i, b in enumerate(data[:-1]) if b == 0x0A]
+    mid = [rng.randrange(1, len(data)) for _ in range(max(1, len(boundaries)))]
+    candidates = sorted(set(boundaries + mid + [0]))
+    return candidates[rng.randrange(len(candidates))]
+
+
+def corrupt(data: bytes, fault: Fault) -> tuple[bytes, list[int]]:
+    """Garble a seeded handful of bytes (never a no-op on non-empty data)."""
+    if not data:
+        return data, []
+    rng = random.Random(fault.params["rng"])
+    count = max(1, min(len(data), int(fault.params.get("bytes", 8))))
+    where = sorted(rng.sample(range(len(data)), count))
+    out = bytearray(data)
+    for i in where:
+        out[i] = (out[i] + 1 + rng.randrange(255)) % 256
+    return bytes(out), where
+
+
+def _denied(op: str, vpath: str, owned: str, owner: Leftover) -> bool:
+    others = owner.mode & 0o7
+    if vpath == owned:
+        if op == "stat":
+            return False
+        if op in ("open-read", "read", "listdir"):
+            return not others & 0o4
+        if op in ("open-write", "write", "chmod", "truncate"):
+            return not others & 0o2
+        if op in ("remove", "rename", "rmdir"):
+            return False  # decided by the parent directory
+        return False
+    if owner.is_dir and vpath.startswith(owned.rstrip("/") + "/"):
+        if not others & 0o1:
+            return True  # cannot traverse
+        direct = os.path.dirname(vpath) == owned.rstrip("/")
+        creates = op in ("open-write", "mkdir", "remove", "rmdir", "rename")
+        return direct and creates and not others & 0o2
+    return False
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:  # noqa: PTH123 - the harness's own I/O, before any patch
+        return f.read()
+
+
+def _write(path: str, data: bytes) -> None:
+    with open(path, "wb") as f:  # noqa: PTH123
+        f.write(data)

@@ -1,0 +1,1 @@
+"""The filesystem: the sandbox, the mount table, consistency, interception."""

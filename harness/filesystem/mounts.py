@@ -1,0 +1,146 @@
+"""The mount table: which virtual paths a rank sees, and where they really live.
+
+A path the target uses (``/tmp/temp_config.yaml``, ``~/.cache/x``, ``out/ckpt``)
+is virtual. The longest mount prefix that contains it decides:
+
+- its **scope**: ``shared`` (one filesystem for every rank), ``host`` (one per
+  host, as separate TPU VMs have) or ``rank`` (private, as containers have);
+- its **mode**: ``rw`` or ``ro`` (writes fail with EROFS);
+- its **base**: ``fresh`` (starts empty, or as the scenario populates it) or
+  ``overlay`` (the machine's real directory underneath, copy-on-write: reads
+  see installed code and data, writes land in the sandbox);
+- its **consistency**: ``local`` (coherent POSIX), ``close-to-open`` (NFS),
+  ``delayed`` (visible ``delay_ms`` after close) or ``object`` (gcsfuse).
+
+Pure data: no I/O here.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from dataclasses import dataclass, field, replace
+
+from harness.topology import Topology
+
+SCOPES = ("shared", "host", "rank")
+MODES = ("rw", "ro")
+BASES = ("fresh", "overlay", "passthrough")
+CONSISTENCY = ("local", "close-to-open", "delayed", "object")
+
+
+@dataclass(frozen=True)
+class Mount:
+    path: str
+    scope: str = "host"
+    mode: str = "rw"
+    base: str = "fresh"
+    consistency: str = "local"
+    delay_ms: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.path.startswith("/"):
+            raise ValueError(f"mount path {self.path!r} must be absolute")
+        for name, value, allowed in (("scope", self.scope, SCOPES), ("mode", self.mode, MODES),
+                                     ("base", self.base, BASES),
+                                     ("consistency", self.consistency, CONSISTENCY)):
+            if value not in allowed:
+                raise ValueError(f"mount {self.path}: {name} {value!r} is not one of "
+                                 f"{', '.join(allowed)}")
+
+    @property
+    def slug(self) -> str:
+        return "root" if self.path == "/" else self.path.strip("/").replace("/", "_")
+
+    def scope_key(self, rank: int, host: int) -> str:
+        return {"shared": "shared", "host": f"host-{host}", "rank": f"rank-{rank}"}[self.scope]
+
+    def relative(self, vpath: str) -> str:
+        """``vpath`` relative to the mount point ('' for the mount point itself)."""
+        if self.path == "/":
+            return vpath.lstrip("/")
+        return vpath[len(self.path):].lstrip("/")
+
+
+# Never translated: the kernel's own trees.
+_PASSTHROUGH = ("/proc", "/sys", "/dev")
+
+
+@dataclass(frozen=True)
+class MountTable:
+    mounts: tuple[Mount, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        ordered = tuple(sorted(self.mounts, key=lambda m: len(m.path), reverse=True))
+        object.__setattr__(self, "mounts", ordered)
+
+    def match(self, vpath: str) -> Mount:
+        for mount in self.mounts:
+            if mount.path == "/" or vpath == mount.path or vpath.startswith(mount.path + "/"):
+                return mount
+        raise LookupError(f"no mount for {vpath}")  # the table always has "/"
+
+    def with_mount(self, mount: Mount) -> MountTable:
+        """This table with ``mount`` added, replacing a mount at the same path."""
+        return MountTable(tuple(m for m in self.mounts if m.path != mount.path) + (mount,))
+
+    def get(self, path: str) -> Mount | None:
+        return next((m for m in self.mounts if m.path == path), None)
+
+    def replace(self, path: str, **changes: object) -> MountTable:
+        mount = self.get(path)
+        if mount is None:
+            raise KeyError(path)
+        return self.with_mount(replace(mount, **changes))  # type: ignore[arg-type]
+
+
+def normalize(path: str, cwd: str, home: str) -> str:
+    """A virtual path as an absolute, normalised string (no symlink resolution)."""
+    if path.startswith("~"):
+        path = home + path[1:] if path == "~" or path.startswith("~/") else path
+    if not path.startswith("/"):
+        path = posixpath.join(cwd, path)
+    return posixpath.normpath(path).replace("//", "/")
+
+
+def default_table(topology: Topology, home: str, cwd: str) -> MountTable:
+    """What a host of ``topology`` sees unless a scenario says otherwise.
+
+    Every host has its own disk (``/`` is an overlay per host: installed code
+    reads through, writes stay on that host) and its own empty ``/tmp``. On
+    one host that is the same as sharing everything. Seed 004's v6e-256 adds a
+    read-only data disk and a gcsfuse bucket shared by all hosts.
+    """
+    mounts = [
+        Mount("/", scope="host", base="overlay"),
+        Mount("/tmp", scope="host", base="fresh"),
+        *(Mount(p, scope="shared", base="passthrough") for p in _PASSTHROUGH),
+    ]
+    if topology.name == "v6e-256":
+        mounts += [
+            Mount("/mnt/data", scope="shared", mode="ro", base="fresh"),
+            Mount("/mnt/checkpoints", scope="shared", base="fresh", consistency="object"),
+        ]
+    del home, cwd  # both live under "/": per-host overlays of the real directories
+    return MountTable(tuple(mounts))
+
+
+def scope_keys(mount: Mount, topology: Topology) -> list[str]:
+    """Every backing directory a mount needs in a world of ``topology``."""
+    if mount.scope == "shared":
+        return ["shared"]
+    if mount.scope == "host":
+        return [f"host-{h}" for h in range(topology.hosts)]
+    return [f"rank-{r}" for r in range(topology.world_size)]
+
+
+def real_root(sandbox: str, mount: Mount, key: str) -> str:
+    return os.path.join(sandbox, "mounts", mount.slug, key)
+
+
+def whiteout_root(sandbox: str, mount: Mount, key: str) -> str:
+    return os.path.join(sandbox, "whiteouts", mount.slug, key)
+
+
+def staging_root(sandbox: str, mount: Mount, key: str) -> str:
+    return os.path.join(sandbox, "staging", mount.slug, key)

@@ -1,0 +1,82 @@
+"""The coordinator's half of visibility: writes that others see later.
+
+A rank that closes a file whose visibility is held (a ``delayed`` mount, a
+``hold-write`` or ``empty-window`` fault) leaves it in a private staging file
+and asks the coordinator to publish it. The coordinator knows what no single
+rank does (who has looked for the path, who has exited, what time it is) and
+so can force the unlucky interleaving every time: publish only once every
+other rank has tried its read.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Held:
+    src: str
+    dst: str
+    path: str  # the virtual path, for the history
+    writer: int
+    until: str  # read | done | time
+    at: float | None = None  # for "time": when, on the coordinator's clock
+    copy: bool = False  # publish a copy and leave the writer's host its staging file
+    seen: set[int] = field(default_factory=set)
+
+
+class Publisher:
+    def __init__(self, world_size: int) -> None:
+        self.world_size = world_size
+        self.held: list[Held] = []
+        self.exited: set[int] = set()
+
+    def hold(self, rank: int, message: dict, now: float) -> None:
+        at = now + message.get("delay_ms", 0) / 1000 if message["until"] == "time" else None
+        self.held.append(Held(message["src"], message["dst"], message["path"], rank,
+                              message["until"], at, bool(message.get("copy"))))
+
+    def accessed(self, rank: int, path: str) -> None:
+        for h in self.held:
+            if h.path == path and rank != h.writer:
+                h.seen.add(rank)
+
+    def rank_exited(self, rank: int) -> None:
+        self.exited.add(rank)
+
+    def next_time(self) -> float | None:
+        times = [h.at for h in self.held if h.at is not None]
+        return min(times) if times else None
+
+    def due(self, now: float) -> list[Held]:
+        """Publish every held write whose condition now holds; return them."""
+        others = set(range(self.world_size))
+        ready = []
+        for h in self.held:
+            waiting_for = others - {h.writer} - self.exited
+            if h.until == "time":
+                ok = h.at is not None and now >= h.at
+            elif h.until == "read":
+                ok = waiting_for <= h.seen
+            else:  # done: every other rank has finished
+                ok = not waiting_for
+            if ok:
+                ready.append(h)
+        for h in ready:
+            self.held.remove(h)
+            _publish(h)
+        return ready
+
+
+def _publish(h: Held) -> None:
+    if not os.path.exists(h.src):
+        return
+    os.makedirs(os.path.dirname(h.dst), exist_ok=True)
+    if h.copy:
+        tmp = h.dst + ".harness-publish"
+        shutil.copyfile(h.src, tmp)
+        os.replace(tmp, h.dst)
+    else:
+        os.replace(h.src, h.dst)

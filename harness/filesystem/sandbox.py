@@ -1,0 +1,41 @@
+"""Lay out a world's sandbox: one backing directory per mount and scope, and
+the files a scenario places before the world starts."""
+
+from __future__ import annotations
+
+import os
+
+from harness.faults.plan import Leftover
+from harness.filesystem.mounts import MountTable, real_root, scope_keys
+from harness.topology import Topology
+
+
+def create(sandbox: str, table: MountTable, topology: Topology,
+           leftovers: tuple[Leftover, ...] = ()) -> None:
+    for mount in table.mounts:
+        if mount.base == "passthrough":
+            continue
+        for key in scope_keys(mount, topology):
+            os.makedirs(real_root(sandbox, mount, key), exist_ok=True)
+    for leftover in leftovers:
+        place(sandbox, table, topology, leftover)
+
+
+def place(sandbox: str, table: MountTable, topology: Topology, leftover: Leftover) -> None:
+    """Put ``leftover`` where every host it applies to will find it."""
+    mount = table.match(leftover.path)
+    if mount.base == "passthrough":
+        raise ValueError(f"cannot place {leftover.path}: {mount.path} is the machine's own")
+    hosts = leftover.hosts if leftover.hosts is not None else range(topology.hosts)
+    keys = set()
+    for host in hosts:
+        for rank in topology.ranks_of_host(host):
+            keys.add(mount.scope_key(rank, host))
+    for key in sorted(keys):
+        target = os.path.join(real_root(sandbox, mount, key), mount.relative(leftover.path))
+        if leftover.is_dir:
+            os.makedirs(target, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "wb") as f:
+                f.write(leftover.content)
