@@ -10,6 +10,7 @@ history next to the collective calls, before it takes effect.
 from __future__ import annotations
 
 import errno
+import fnmatch
 import os
 import random
 import signal
@@ -73,7 +74,6 @@ class FaultEngine(NoHooks):
                 self._strike(fault, op, r.vpath)
 
     def _watched(self, vpath: str) -> bool:
-        import fnmatch
         return any(fnmatch.fnmatchcase(vpath, g) for g in self.watched)
 
     def prepare_write(self, view: View, r: Resolved) -> Resolved:
@@ -235,26 +235,28 @@ class FaultEngine(NoHooks):
                 timer.start()
 
     def before_collective(self, op: str, tag: str | None) -> None:
+        """Process faults aimed at a collective: ``tag`` globs match its tag or its op."""
+        shown = f"{op} {tag!r}" if tag else op
         for fault in self.faults:
             if fault.kind not in ("kill", "raise", "straggle", "never-arrive"):
                 continue
             if fault.trigger.after_ms is not None:
                 continue
-            name = f"{op}:{tag}" if tag else op
-            if not self._fires(fault, "collective", None, name if fault.trigger.tag and ":" in
-                               fault.trigger.tag else (tag or op)):
+            glob = fault.trigger.tag
+            named = tag if glob is None or tag is None or fnmatch.fnmatchcase(tag, glob) else op
+            if not self._fires(fault, "collective", None, named):
                 continue
             if fault.kind == "straggle":
                 delay = int(fault.params.get("delay_ms", 500))
                 self.report(fault, "collective", None,
-                            message=f"rank {self.rank} straggles {delay} ms before {name}")
+                            message=f"rank {self.rank} straggles {delay} ms before {shown}")
                 time.sleep(delay / 1000)
             elif fault.kind == "never-arrive":
                 self.report(fault, "collective", None,
-                            message=f"rank {self.rank} never arrives at {name}")
+                            message=f"rank {self.rank} never arrives at {shown}")
                 threading.Event().wait()
             else:
-                self._strike(fault, "collective", name)
+                self._strike(fault, "collective", shown)
 
     def _strike(self, fault: Fault, op: str, where: str | None) -> None:
         if fault.kind == "kill":

@@ -349,7 +349,7 @@ def resolve_target(target: str) -> Callable[..., Any]:
         raise ValueError(f"target {target!r}: expected 'module.path:function' or 'file.py:function'")
     if module_part.endswith(".py") or os.sep in module_part:
         path = os.path.abspath(module_part)
-        if not os.path.exists(path):
+        if not _code_exists(path):
             raise FileNotFoundError(f"target {target!r}: no such file {path}")
         mod_name = os.path.splitext(os.path.basename(path))[0]
         sys.path.insert(0, os.path.dirname(path))
@@ -369,6 +369,16 @@ def resolve_target(target: str) -> Callable[..., Any]:
     if not callable(obj):
         raise TypeError(f"target {target!r} is not callable")
     return obj
+
+
+def _code_exists(path: str) -> bool:
+    """Code is loaded from the machine, like installed code: ask the OS, not the view."""
+    import posix
+    try:
+        posix.stat(path)
+        return True
+    except OSError:
+        return False
 
 
 def describe_exception(exc: BaseException) -> dict[str, Any]:

@@ -32,6 +32,7 @@ class RankResult:
     stdout: str = ""
     stderr: str = ""
     stack: str | None = None
+    killed_by_fault: bool = False  # the fault plan killed it: checkers judge its survivors
     _value: Any = field(default=_UNSET, repr=False, compare=False)
 
     @property
@@ -66,7 +67,7 @@ class RankResult:
             "exit_code": self.exit_code, "signal": self.signal,
             "error": (f"{self.error['type']}: {self.error['message']}" if self.error else None),
             "traceback": self.error.get("traceback") if self.error else None,
-            "value": self.value_repr, "stack": self.stack,
+            "value": self.value_repr, "stack": self.stack, "killed_by_fault": self.killed_by_fault,
             "stdout": self.stdout, "stderr": self.stderr,
         }
 

@@ -76,7 +76,11 @@ def hang_report(blocked: list[str], running: dict[int, str | None], exited: dict
             by_place.setdefault(frame or "an unknown place", []).append(rank)
     for place, ranks in sorted(by_place.items(), key=lambda kv: min(kv[1])):
         noun = "rank" if len(ranks) == 1 else "ranks"
-        parts.append(f"{noun} {format_ranks(ranks)} still running outside any collective, in {place}")
+        if place.startswith("the fault plan"):
+            parts.append(f"{noun} {format_ranks(ranks)} held by {place}")
+        else:
+            parts.append(f"{noun} {format_ranks(ranks)} still running outside any collective, "
+                         f"in {place}")
     by_how: dict[str, list[int]] = {}
     for rank, how in exited.items():
         by_how.setdefault(how, []).append(rank)

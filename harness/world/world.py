@@ -383,6 +383,10 @@ class _WorldLoop:
                 self.spec.outdir, name, wait=stack_wait * 0.3)
         blocked_ranks = set(self.coordinator.waiting)
         running = {r: watchdog.top_frame(u.stack) for r, u in live.items()}
+        for event in self.coordinator.history:  # a rank the fault plan holds says so
+            if event.kind == "fault" and event.op in ("never-arrive", "straggle", "latency") \
+                    and event.rank in running:
+                running[event.rank] = f"the fault plan: {event.detail.get('message')}"
         never = [r for r, u in live.items() if u.pid is None and r not in self.call]
         for r in never:
             running.pop(r, None)
@@ -465,6 +469,10 @@ class _WorldLoop:
         stdout_path, stderr_path = (os.path.join(self.spec.outdir, f"{name}.{s}")
                                     for s in ("stdout", "stderr"))
         out.stdout, out.stderr = _read_tail(stdout_path), _read_tail(stderr_path)
+        if name.startswith("rank-") and any(
+                e.kind == "fault" and e.op == "kill" and e.rank == ident
+                for e in self.coordinator.history):
+            out.killed_by_fault = True
         if unit.alive_at_deadline:
             out.outcome = HANG
         elif res is not None and res.get("ok"):
