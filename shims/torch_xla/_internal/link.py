@@ -50,6 +50,7 @@ def collective(op: str, kind: str, payload: Any = b"", **meta: Any) -> tuple[dic
     """One step of the world's collective sequence; blocks until every rank arrives."""
     ctx = context()
     assert ctx.channel is not None
+    _rank.before_collective(op, meta.get("tag"))
     header = {"type": "collective", "op": op, "kind": kind, "site": call_site(), **meta}
     return ctx.channel.request(header, payload)
 
