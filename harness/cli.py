@@ -10,12 +10,14 @@ import logging
 import os
 import sys
 import traceback
+from typing import Any
 
 import click
 from rich.console import Console
 from rich.table import Table
 
 from harness import __version__
+from harness.scenarios import ScenarioError
 from harness.topology import PROFILES, TOPOLOGIES, get_topology
 from harness.world.result import PASS, WorldResult
 
@@ -79,6 +81,185 @@ def exec_command(topology: str, timeout: float, profile: str, seed: int, output:
     sys.exit(EXIT_OK if result.outcome == PASS else EXIT_FAILED)
 
 
+# -- the matrix -----------------------------------------------------------------
+
+def _scenarios(names: tuple[str, ...]) -> list[Any]:
+    from harness.scenarios import catalog, find
+    return [find(n) for n in names] if names else catalog()
+
+
+def _targets(specs: tuple[str, ...]) -> list[Any]:
+    from harness.workloads.registry import BUILTIN_TARGETS, target
+    try:
+        return [target(t) for t in specs] if specs else list(BUILTIN_TARGETS.values())
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--target") from None
+
+
+@cli.command("list")
+def list_command() -> None:
+    """The scenario catalog and the built-in targets."""
+    from harness.scenarios import catalog
+    from harness.workloads.registry import BUILTIN_TARGETS
+
+    console = Console()
+    table = Table(title="scenarios", title_justify="left")
+    for col in ("name", "workload", "topology", "expect", "what happens"):
+        table.add_column(col, overflow="fold")
+    for s in catalog():
+        table.add_row(s.name, s.workload, s.topology, s.expect, s.description)
+    console.print(table)
+    targets = Table(title="targets", title_justify="left")
+    for col in ("name", "workload", "function"):
+        targets.add_column(col)
+    for t in BUILTIN_TARGETS.values():
+        targets.add_row(t.name, t.workload or "", t.ref)
+    console.print(targets)
+    console.print("A target of your own: --target module.path:function or path/to/file.py:function")
+
+
+_run_options = [
+    click.option("--scenario", "-s", "scenarios", multiple=True,
+                 help="A catalog name or a scenario file (repeatable). Default: the catalog."),
+    click.option("--target", "-T", "targets", multiple=True,
+                 help="A built-in target, module.path:function or file.py:function "
+                      "(repeatable). Default: the built-in targets."),
+    click.option("--topology", "-t", default=None, callback=lambda c, p, v: v and _topology(c, p, v),
+                 help="Override every scenario's topology."),
+    click.option("--seed", default=0, show_default=True, type=int, help="The seed of every cell."),
+    click.option("--timeout", default=None, type=click.FloatRange(min=0.1),
+                 help="Override every scenario's deadline (seconds)."),
+]
+
+
+def _apply(options: list[Any]) -> Any:
+    def decorate(fn: Any) -> Any:
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+    return decorate
+
+
+@cli.command("run")
+@_apply(_run_options)
+@click.option("--jobs", "-j", default=None, type=click.IntRange(min=1),
+              help="Cells run in parallel. Default: the number of cores.")
+@click.option("--report-dir", default="reports", show_default=True, type=click.Path(file_okay=False),
+              help="Where the reports are written.")
+@click.option("--format", "formats", multiple=True,
+              type=click.Choice(["terminal", "json", "junit", "markdown", "html"]),
+              help="Reports to write (repeatable). Default: all of them.")
+@click.option("--baseline", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="A saved JSON report whose failing cells count as known.")
+def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], topology: str | None,
+                seed: int, timeout: float | None, jobs: int | None, report_dir: str,
+                formats: tuple[str, ...], baseline: str | None) -> None:
+    """Run scenarios x targets and write the matrix's reports.
+
+    With no arguments: the whole catalog against the built-in targets.
+    """
+    from harness.reports import FORMATS, render, write_reports
+    from harness.reports.json_report import load
+    from harness.runner.run import known_from_baseline, plan_cells
+
+    known = known_from_baseline(load(baseline)) if baseline else frozenset()
+    plans = plan_cells(_scenarios(scenarios), _targets(targets), seed, topology, timeout)
+    if not plans:
+        raise click.UsageError("no cell to run: no target belongs to these scenarios' workloads")
+    console = Console(stderr=True)
+    matrix = _run_with_progress(plans, jobs, seed, known, console)
+    paths = write_reports(matrix, report_dir, [f for f in (formats or FORMATS) if f != "terminal"])
+    click.echo(render(matrix, "terminal"))
+    for fmt, path in paths.items():
+        click.echo(f"{fmt:>9}: {path}")
+    sys.exit(EXIT_FAILED if matrix.unexpected else EXIT_OK)
+
+
+def _run_with_progress(plans: list[Any], jobs: int | None, seed: int, known: frozenset,
+                       console: Console) -> Any:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from harness.runner.run import run_matrix
+
+    if not console.is_terminal:
+        return run_matrix(plans, jobs=jobs, seed=seed, known=known)
+    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=True) as progress:
+        task = progress.add_task("cells", total=len(plans))
+        return run_matrix(plans, jobs=jobs, seed=seed, known=known,
+                          on_cell=lambda cell: progress.advance(task))
+
+
+@cli.command("replay")
+@_apply(_run_options)
+@click.argument("report", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.option("--cell", default=None, help="With REPORT: the cell to replay, as scenario[target].")
+def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], topology: str | None,
+                   seed: int, timeout: float | None, report: str | None, cell: str | None) -> None:
+    """Rerun exactly one cell, from its replay command or from a saved report.
+
+    \b
+    harness replay --scenario isolated-tmp --target naive-sync --seed 0
+    harness replay reports/matrix.json --cell 'isolated-tmp[naive-sync]'
+    """
+    import shlex
+
+    from harness.reports.json_report import load
+    from harness.runner.run import plan_cells, run_cell
+
+    if report:
+        if not cell:
+            raise click.UsageError("with a report, name the cell: --cell 'scenario[target]'")
+        saved = next((c for c in load(report).cells if f"{c.scenario}[{c.target}]" == cell), None)
+        if saved is None:
+            raise click.UsageError(f"{report} has no cell {cell}")
+        args = shlex.split(saved.replay)[2:]
+        return replay_command.main(args, standalone_mode=False)
+    if len(scenarios) != 1 or len(targets) != 1:
+        raise click.UsageError("replay runs one cell: give one --scenario and one --target")
+    plans = plan_cells(_scenarios(scenarios), _targets(targets), seed, topology, timeout)
+    if not plans:
+        raise click.UsageError("this target does not belong to the scenario's workload")
+    result = run_cell(plans[0])
+    from harness.reports.terminal import render_cell
+    render_cell(result, Console())
+    sys.exit(EXIT_FAILED if result.verdict == "unexpected" else EXIT_OK)
+
+
+@cli.command("report")
+@click.argument("report", type=click.Path(exists=True, dir_okay=False))
+@click.option("--format", "fmt", default="terminal", show_default=True,
+              type=click.Choice(["terminal", "json", "junit", "markdown", "html"]))
+@click.option("--output", "-o", type=click.Path(dir_okay=False), default=None,
+              help="Write here instead of stdout.")
+def report_command(report: str, fmt: str, output: str | None) -> None:
+    """Render a saved JSON report again, in any format."""
+    from harness.reports import render
+    from harness.reports.json_report import load
+
+    text = render(load(report), fmt)
+    if output:
+        with open(output, "w", encoding="utf-8") as f:
+            f.write(text)
+        click.echo(f"wrote {output}")
+    else:
+        click.echo(text)
+
+
+@cli.command("diff")
+@click.argument("before", type=click.Path(exists=True, dir_okay=False))
+@click.argument("after", type=click.Path(exists=True, dir_okay=False))
+def diff_command(before: str, after: str) -> None:
+    """The cells whose outcome changed between two saved reports (simulator vs pod,
+    before vs after). Exit 1 if any did."""
+    from harness.reports.diff import diff, render_diff
+    from harness.reports.json_report import load
+
+    changes = diff(load(before), load(after))
+    click.echo(render_diff(changes) if changes else "no cell changed")
+    sys.exit(EXIT_FAILED if changes else EXIT_OK)
+
+
 def render_world(result: WorldResult, console: Console, show_output: bool = False) -> None:
     """A world as a person reads it: one line per rank, then what went wrong."""
     table = Table(title=f"world {result.world_id} · {result.topology} · {result.profile} "
@@ -116,6 +297,13 @@ def _styled(outcome: str) -> str:
     return f"[{_COLOURS.get(outcome, 'white')}]{outcome}[/]"
 
 
+def _is_usage(exc: ValueError) -> bool:
+    """ValueErrors the harness raises about what the user asked for."""
+    text = str(exc)
+    return any(w in text for w in ("unknown topology", "unknown profile", "not a harness.matrix",
+                                   "report", "target"))
+
+
 def main() -> None:
     """Console-script entry: internal errors exit 3 with a short message, never a bare traceback."""
     try:
@@ -128,6 +316,14 @@ def main() -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(EXIT_USAGE)
+    except ScenarioError as exc:
+        click.echo(f"harness: scenario error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    except ValueError as exc:
+        if type(exc).__module__.startswith("harness") or _is_usage(exc):
+            click.echo(f"harness: {exc}", err=True)
+            sys.exit(EXIT_USAGE)
+        raise
     except SystemExit:
         raise
     except Exception as exc:  # noqa: BLE001 - the harness's own bug, reported as such

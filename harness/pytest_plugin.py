@@ -1,21 +1,27 @@
-"""The pytest face: the ``faults`` marker and a fixture that runs a function
-across a harness world.
+"""The pytest face: the ``faults`` marker, a fixture that runs a function
+across a world, and a few lines to run your own target over the catalog.
 
-    def test_config_sync(harness_world):
-        result = harness_world("mypkg.sync:load_synced_config", topology="v4-64")
-        assert_world_passed(result)
+    import pytest
+    from harness.pytest_plugin import catalog_cases, check_cell
 
-A failing assertion prints every rank's fate, the mismatches the coordinator
-saw and the stacks of hung ranks.
+    @pytest.mark.faults
+    @pytest.mark.parametrize("case", catalog_cases("mypkg/sync.py:load_config"))
+    def test_config_sync_survives(case):
+        check_cell(case)
+
+A failing case prints every rank's fate, the faults fired, the stacks of hung
+ranks and the command that replays it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
 
+from harness.runner.cells import UNEXPECTED, Cell
+from harness.runner.run import CellPlan, plan_cells, run_cell
 from harness.world.result import PASS, WorldResult
 from harness.world.world import run_world
 
@@ -26,6 +32,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 class WorldFailed(AssertionError):
     """A world that should have passed did not; the message is the full diagnosis."""
+
+
+class CellFailed(AssertionError):
+    """A cell whose verdict is unexpected; the message is the full diagnosis."""
 
 
 def assert_world_passed(result: WorldResult) -> None:
@@ -42,3 +52,54 @@ def harness_world() -> Callable[..., WorldResult]:
         return run_world(target, **options)
 
     return run
+
+
+def catalog_cases(target: str, scenarios: Iterable[str] | None = None,
+                  workload: str = "config-sync", seed: int = 0) -> list[Any]:
+    """``pytest.param`` per catalog scenario of ``workload`` for your ``target``,
+    with readable ids (``isolated-tmp``)."""
+    from harness.scenarios import catalog, find
+    from harness.workloads.registry import Target
+    from harness.workloads.registry import target as named_target
+
+    chosen = [find(s) for s in scenarios] if scenarios else \
+        [s for s in catalog() if s.workload == workload]
+    resolved = named_target(target)
+    if not resolved.builtin:
+        resolved = Target(target, target, workload)
+    return [pytest.param(plan, id=plan.scenario.name)
+            for plan in plan_cells(chosen, [resolved], seed)]
+
+
+def describe_cell(cell: Cell) -> str:
+    """What a person needs to act on a cell: the line, each rank, the faults, the replay."""
+    lines = [f"{cell.scenario}[{cell.target}] on {cell.topology}: {cell.outcome} "
+             f"(expected {cell.expected}, verdict {cell.verdict})", f"  {cell.detail}"]
+    if cell.finding:
+        lines.append(f"  tests: {cell.finding}")
+    for r in cell.ranks:
+        what = r.error or (f"returned {r.value}" if r.outcome == PASS else r.outcome)
+        killed = " (killed by the fault plan)" if r.killed_by_fault else ""
+        lines.append(f"  rank {r.rank} (host {r.host}): {r.outcome}{killed}: {what}")
+    for f in cell.faults_fired:
+        lines.append(f"  fault at {f.t * 1000:.0f} ms on rank {f.rank}: {f.message}")
+    for m in cell.mismatches:
+        lines.append(f"  ! {m}")
+    for r in cell.ranks:
+        if r.stack:
+            lines.append(f"--- rank {r.rank} stack at the deadline ---\n{r.stack.rstrip()}")
+            break
+    for r in cell.ranks:
+        if r.traceback:
+            lines.append(f"--- rank {r.rank} traceback ---\n{r.traceback.rstrip()}")
+            break
+    lines.append(f"replay: {cell.replay}")
+    return "\n".join(lines)
+
+
+def check_cell(case: CellPlan | Cell) -> Cell:
+    """Run (or take) a cell and fail the test if its verdict is unexpected."""
+    cell = case if isinstance(case, Cell) else run_cell(case)
+    if cell.verdict == UNEXPECTED:
+        raise CellFailed(describe_cell(cell))
+    return cell

@@ -25,7 +25,8 @@ from harness.filesystem.view import NoHooks, Resolved, View, ViewFile, oserror
 
 Notify = Callable[[dict[str, Any]], None]
 
-_CONTENT_KINDS = ("torn-write", "lost-write", "corrupt", "empty-window", "hold-write")
+_CONTENT_KINDS = ("torn-write", "lost-write", "corrupt", "empty-window", "hold-write",
+                  "foreign-write")
 _EXCEPTIONS = {"RuntimeError": RuntimeError, "ValueError": ValueError, "OSError": OSError,
                "KeyError": KeyError, "TimeoutError": TimeoutError, "AssertionError": AssertionError}
 
@@ -39,10 +40,13 @@ class FaultEngine(NoHooks):
         self.counts: Counter[int] = Counter()
         self.watched = plan.held_paths()
         self.owned = {lo.path: lo for lo in plan.leftovers if lo.owner_uid is not None}
+        self.owners = {f.trigger.path: f for f in plan.faults if f.kind == "permission-denied"}
         self._holds = 0
 
     # -- bookkeeping ------------------------------------------------------------
     def _fires(self, fault: Fault, op: str, path: str | None = None, tag: str | None = None) -> bool:
+        if fault.trigger.after_ms is not None:
+            return False  # fired by its timer (on_start), never by an operation
         if not fault.trigger.matches(op, path, tag):
             return False
         self.counts[fault.index] += 1
@@ -59,8 +63,6 @@ class FaultEngine(NoHooks):
     # -- filesystem hooks -----------------------------------------------------------
     def before(self, view: View, op: str, r: Resolved, r2: Resolved | None = None) -> None:
         self._check_permission(op, r, r2)
-        if op in ("open-read", "stat", "listdir") and self._watched(r.vpath):
-            self.notify({"type": "fs-access", "path": r.vpath})
         for fault in self.faults:
             if fault.kind == "eio" and op in ("open-read", "open-write", "read", "write", "fsync") \
                     and self._fires(fault, op, r.vpath):
@@ -72,6 +74,12 @@ class FaultEngine(NoHooks):
                 time.sleep(delay / 1000)
             if fault.kind in ("kill", "raise") and op != "write" and self._fires(fault, op, r.vpath):
                 self._strike(fault, op, r.vpath)
+
+    def looked(self, view: View, op: str, r: Resolved) -> None:
+        # Told after the look, never before: a held write published in between
+        # would reach the reader that was meant to miss it.
+        if op in ("open-read", "stat", "listdir") and self._watched(r.vpath):
+            self.notify({"type": "fs-access", "path": r.vpath})
 
     def _watched(self, vpath: str) -> bool:
         return any(fnmatch.fnmatchcase(vpath, g) for g in self.watched)
@@ -106,6 +114,10 @@ class FaultEngine(NoHooks):
             elif fault.kind == "eio" and self._fires(fault, "write", r.vpath):
                 self.report(fault, "write", r.vpath, message=f"EIO on write of {r.vpath}")
                 raise oserror(errno.EIO)
+            elif fault.kind == "latency" and self._fires(fault, "write", r.vpath):
+                delay = int(fault.params.get("delay_ms", 100))
+                self.report(fault, "write", r.vpath, message=f"write of {r.vpath} delayed {delay} ms")
+                time.sleep(delay / 1000)
         return data
 
     def after_short_write(self, view: View, r: Resolved, f: ViewFile) -> None:
@@ -137,6 +149,13 @@ class FaultEngine(NoHooks):
             data, where = corrupt(data, fault)
             self.report(fault, "close", r.vpath, bytes=where,
                         message=f"{r.vpath}: {len(where)} bytes garbled")
+        if "foreign-write" in rng_faults:
+            fault = rng_faults["foreign-write"]
+            foreign = str(fault.params.get("content", "")).encode()
+            self.report(fault, "close", r.vpath,
+                        message=f"another job overwrote {r.vpath} right after rank {self.rank} "
+                                f"wrote it ({len(foreign)} bytes of its own)")
+            data = foreign
         _write(r.staging, data)
         if "empty-window" in rng_faults:
             fault = rng_faults["empty-window"]
@@ -223,6 +242,11 @@ class FaultEngine(NoHooks):
             for path, owner in self.owned.items():
                 denied = _denied(op, res.vpath, path, owner)
                 if denied:
+                    fault = self.owners.get(path)
+                    if fault is not None:
+                        self.report(fault, op, res.vpath,
+                                    message=f"EACCES on {op} of {res.vpath}: {path} belongs to "
+                                            f"uid {owner.owner_uid}, mode {owner.mode:04o}")
                     raise oserror(errno.EACCES, res.vpath)
 
     # -- process faults -------------------------------------------------------------
@@ -231,6 +255,7 @@ class FaultEngine(NoHooks):
             if fault.kind in ("kill", "raise") and fault.trigger.after_ms is not None:
                 timer = threading.Timer(fault.trigger.after_ms / 1000, self._strike,
                                         (fault, "start", None))
+                timer.name = f"harness-fault-{fault.index}"
                 timer.daemon = True
                 timer.start()
 
@@ -243,7 +268,8 @@ class FaultEngine(NoHooks):
             if fault.trigger.after_ms is not None:
                 continue
             glob = fault.trigger.tag
-            named = tag if glob is None or tag is None or fnmatch.fnmatchcase(tag, glob) else op
+            named = tag if tag is not None and (glob is None or fnmatch.fnmatchcase(tag, glob)) \
+                else op
             if not self._fires(fault, "collective", None, named):
                 continue
             if fault.kind == "straggle":

@@ -27,6 +27,7 @@ FS_KINDS = {
     "latency": "an operation takes D ms",
     "hold-write": "the writer's write becomes visible only after the others have looked "
                   "(or have all finished)",
+    "foreign-write": "another job writes the same path right after the writer (last one wins)",
 }
 #: Process primitives, fired by the rank's bootstrap and collective hooks.
 PROCESS_KINDS = {
@@ -42,6 +43,20 @@ KINDS = {**FS_KINDS, **PROCESS_KINDS}
 #: Operations a trigger can name.
 OPS = ("open-read", "open-write", "read", "write", "fsync", "close", "stat", "listdir",
        "mkdir", "remove", "rmdir", "rename", "chmod", "collective", "start")
+_FILE_OPS = ("open-read", "open-write", "read", "write", "fsync", "stat", "listdir", "mkdir",
+             "remove", "rmdir", "rename", "chmod")
+#: The operations at which each kind can fire: a trigger naming another would never fire.
+KIND_OPS = {
+    "eio": ("open-read", "open-write", "read", "write", "fsync"),
+    "enospc": ("write",),
+    "latency": _FILE_OPS,
+    "kill": _FILE_OPS + ("collective",),
+    "raise": _FILE_OPS + ("collective",),
+    "straggle": ("collective",),
+    "never-arrive": ("collective",),
+    **{k: ("close",) for k in ("torn-write", "lost-write", "corrupt", "empty-window", "hold-write",
+                               "foreign-write")},
+}
 
 
 class PlanError(ValueError):
@@ -201,6 +216,21 @@ def make_plan(specs: list[dict[str, Any]], *, seed: int, world_size: int, hosts:
                                world_size, hosts, home)
         params = {k: v for k, v in spec.items() if k not in _TRIGGER_KEYS and k != "kind"}
         params["rng"] = rng.getrandbits(32)  # this fault's own stream, stable under edits
+        allowed = KIND_OPS.get(kind)
+        if trigger.op is not None and allowed is not None:
+            never = [o for o in trigger.op if o not in allowed]
+            if never:
+                raise PlanError(f"a {kind} never fires at {never[0]!r}: use one of "
+                                f"{', '.join(allowed)}", "op")
+        if trigger.after_ms is not None and kind != "kill":
+            raise PlanError(f"after_ms is a trigger of kill only (a {kind} fires at an "
+                            "operation or a collective: use op, path or tag)", "after_ms")
+        if kind == "env-skew":
+            env = params.get("env")
+            if not isinstance(env, dict) or not env or not all(
+                    isinstance(k, str) and isinstance(v, (str, int, float)) for k, v in env.items()):
+                raise PlanError(f"env-skew needs env: a mapping of variable names to values, "
+                                f"got {env!r}", "env")
         if kind in ("stale-leftover", "permission-denied"):
             leftovers.append(_leftover(kind, trigger, params))
         faults.append(Fault(kind=kind, trigger=trigger, params=params, index=index))

@@ -33,6 +33,9 @@ class Waiting:
     step: int | None
     site: str | None
     since: float
+    # Something in the rank other than this call could still act: the call is
+    # not on the main thread, other threads run, or a timer (alarm) is armed.
+    guarded: bool = True
 
     def describe(self) -> str:
         what = f"{self.op} {self.tag!r}" if self.tag else self.op
@@ -112,7 +115,8 @@ class Coordinator:
         if header.get("groups") is not None:
             detail["groups"] = header["groups"]
         self.record("call", rank=rank, op=op, tag=tag, step=step_no, site=site, detail=detail)
-        self.waiting[rank] = Waiting(rank, op, tag, step_no, site, self.now())
+        self.waiting[rank] = Waiting(rank, op, tag, step_no, site, self.now(),
+                                     header.get("guarded", True))
 
         step = self._steps.setdefault(step_no, _Step())
         step.arrivals[rank] = (header, payload)
@@ -219,7 +223,8 @@ class Coordinator:
             _, payload = mailbox.popleft()
             return [(rank, {}, payload)]
         self._receivers[box] = rank
-        self.waiting[rank] = Waiting(rank, "recv", None, None, header.get("site"), self.now())
+        self.waiting[rank] = Waiting(rank, "recv", None, None, header.get("site"), self.now(),
+                                     header.get("guarded", True))
         if src in self.exited:
             self.record("warning", rank=rank, op="recv",
                         detail={"message": f"rank {rank} waits to receive from rank {src}, "

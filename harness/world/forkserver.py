@@ -43,6 +43,7 @@ def main() -> None:
             __import__(name)
         except Exception as exc:  # noqa: BLE001 - a preload is an optimisation only
             print(f"harness fork server: could not preload {name}: {exc}", file=sys.stderr)
+    wire.send_frame(sock, {"type": "ready"})
     leaders: set[int] = set()
     while True:
         readable, _, _ = select.select([sock], [], [], 0.5)

@@ -37,6 +37,11 @@ class ForkServer:
         theirs.close()
         self.sock = ours
         self.lock = threading.Lock()
+        # Wait until the preloads are imported: a world's deadline starts after that.
+        ours.settimeout(300)
+        header, _ = wire.recv_frame(ours)
+        if header.get("type") != "ready":
+            raise RuntimeError(f"fork server did not start: {header}")
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -106,7 +111,7 @@ def _is_installed(name: str) -> bool:
 
 
 def imports_of(path: str) -> set[str]:
-    """Top-level names a Python file imports (absolute imports only)."""
+    """The modules a Python file imports (absolute imports, full dotted names)."""
     try:
         with open(path, encoding="utf-8") as f:
             tree = ast.parse(f.read(), filename=path)
@@ -115,9 +120,9 @@ def imports_of(path: str) -> set[str]:
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names.update(a.name.split(".")[0] for a in node.names)
+            names.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
+            names.add(node.module)
     return names
 
 
@@ -153,4 +158,14 @@ def preload_for(target: str | None, argv: tuple[str, ...] | None, cwd: str) -> t
     if not path:
         return ()
     skip = {"torch_xla", "harness", "__future__"}
-    return tuple(sorted(n for n in imports_of(path) - skip if _is_installed(n)))
+    modules = set()
+    for name in imports_of(path):
+        top = name.split(".")[0]
+        if top in skip or top in sys.stdlib_module_names:
+            continue  # the standard library is cheap to import; keep server keys few
+        if _is_installed(top):
+            modules.add(name)
+    # The harness's own modules a reference target imports have no side effects;
+    # the target module itself is never preloaded (it may import torch_xla).
+    modules |= {n for n in imports_of(path) if n.startswith("harness.") and "torch_xla" not in n}
+    return tuple(sorted(modules))

@@ -284,6 +284,13 @@ def _enter_world(ctx: RankContext, rank: int) -> None:
     assert ctx.channel is not None
     engine = FaultEngine(spec.faults, rank, ctx.host, ctx.channel.notify)
     ctx.engine = engine
+    for fault in engine.faults:
+        if fault.kind == "env-skew":  # this host composes its config from other values
+            extra = {str(k): str(v) for k, v in fault.params["env"].items()}
+            os.environ.update(extra)
+            engine.report(fault, "start", None,
+                          message=f"host {ctx.host} sets " + ", ".join(
+                              f"{k}={v}" for k, v in sorted(extra.items())))
     if spec.mounts is not None:
         from harness.filesystem import patch
         from harness.filesystem.view import View
@@ -314,6 +321,21 @@ def seed_generators(seed: int) -> None:
     random.seed(seed)
     when_imported("numpy", lambda np: np.random.seed(seed))
     when_imported("torch", lambda torch: torch.manual_seed(seed))
+
+
+def guarded() -> bool:
+    """Could anything in this process act while this thread blocks in a collective?
+
+    True unless the call is on the main thread, no other Python thread of the
+    target runs and no timer (``signal.alarm``/``setitimer``) is armed: only
+    then can a world whose ranks are all blocked be proven deadlocked early.
+    """
+    me = threading.current_thread()
+    if me is not threading.main_thread():
+        return True
+    if any(t is not me and not t.name.startswith("harness-") for t in threading.enumerate()):
+        return True
+    return signal.getitimer(signal.ITIMER_REAL)[0] > 0
 
 
 def before_collective(op: str, tag: str | None) -> None:

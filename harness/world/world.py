@@ -88,8 +88,12 @@ def run_world(target: str | Callable[..., Any] | None = None, *,
               preload: tuple[str, ...] | list[str] | None = None,
               mounts: MountTable | list[Mount] | None = None,
               faults: FaultPlan | list[dict[str, Any]] | None = None,
-              sandbox: bool = True, keep_output_dir: bool = False) -> WorldResult:
+              sandbox: bool = True, detect_deadlock: bool = True,
+              keep_output_dir: bool = False) -> WorldResult:
     """Run ``target`` on every rank of a world and return every rank's fate.
+
+    ``preload`` names the modules the warm fork server imports before forking
+    (default: the installed modules the target's source imports).
 
     ``target`` is ``module.path:function``, ``path/to/file.py:function`` or a
     module-level function; it is called as ``target(*args, **kwargs)`` on every
@@ -100,7 +104,9 @@ def run_world(target: str | Callable[..., Any] | None = None, *,
     With ``sandbox`` (the default) every file the target writes lands in the
     world's sandbox, seen through the topology's mount table (``mounts`` adds
     or replaces mounts); ``faults`` are fault specs (or a ready plan) fired
-    at their triggers.
+    at their triggers. With ``detect_deadlock`` the watchdog acts as soon as
+    no rank can make progress (see ``_WorldLoop._deadlocked``), not only at
+    the deadline.
     """
     if (target is None) == (argv is None):
         raise ValueError("run_world needs exactly one of target= or argv=")
@@ -133,6 +139,9 @@ def run_world(target: str | Callable[..., Any] | None = None, *,
     if plan.faults and table is None and any(f.kind in _FS_ONLY for f in plan.faults):
         raise ValueError("filesystem faults need the sandbox: pass sandbox=True")
     grace = min(1.0, 0.1 * timeout)
+    modules = tuple(preload) if preload is not None else \
+        pool.preload_for(name, tuple(argv) if argv else None, cwd)
+    server = pool.fork_server(modules)  # a cold start is not the world's time
     start_wall, start = time.time(), time.monotonic()
     spec = WorldSpec(
         world_id=world_id, address=wire.new_address(world_id), topology=topo, profile=profile,
@@ -142,14 +151,18 @@ def run_world(target: str | Callable[..., Any] | None = None, *,
         faults=plan)
     if table is not None:
         sandbox_layout.create(spec.sandbox, table, topo, plan.leftovers)
-    modules = tuple(preload or ()) + pool.preload_for(name, spec.argv, cwd)
     try:
         loop = _WorldLoop(spec, start)
         try:
-            loop.leader_pid = pool.fork_server(modules).fork_world(spec)
-            finished = loop.serve(until=start + timeout - grace)
+            loop.leader_pid = server.fork_world(spec)
+            finished = loop.serve(until=start + timeout - grace, detect_deadlock=detect_deadlock)
             if not finished:
-                loop.end_at_deadline(hard_end=start + timeout + 2.0, stack_wait=grace * 0.6)
+                stack_wait = grace * 0.6
+                if time.monotonic() < start + timeout - grace:
+                    loop.deadlock_at = time.monotonic() - start
+                    # Declared early: there is time to wait for every stack.
+                    stack_wait = max(stack_wait, min(1.0, start + timeout - time.monotonic()))
+                loop.end_at_deadline(hard_end=start + timeout + 2.0, stack_wait=stack_wait)
             loop.drain()
         finally:
             loop.close()
@@ -203,15 +216,20 @@ class _WorldLoop:
         self.leftovers = 0
         self.hang_report: str | None = None
         self.deadline_passed = False
+        self._stuck_since: float | None = None
+        self.deadlock_at: float | None = None
 
     # -- the loop -------------------------------------------------------------
-    def serve(self, until: float) -> bool:
-        """Serve until the leader reports the world over (True) or ``until`` (False)."""
+    def serve(self, until: float, detect_deadlock: bool = False) -> bool:
+        """Serve until the leader reports the world over (True), or until ``until`` or a
+        proven deadlock (False)."""
         while not self.done:
             remaining = until - time.monotonic()
             if remaining <= 0:
                 return False
-            wait = min(remaining, 0.5)
+            if detect_deadlock and self._deadlocked():
+                return False
+            wait = min(remaining, 0.05 if self._stuck_since is not None else 0.5)
             next_publish = self.publisher.next_time()
             if next_publish is not None:
                 wait = max(0.0, min(wait, next_publish - self.coordinator.now()))
@@ -223,6 +241,31 @@ class _WorldLoop:
                     self._read(sock, until)  # type: ignore[arg-type]
             self._publish_due()
         return True
+
+    def _deadlocked(self) -> bool:
+        """Has no rank any way left to make progress, for at least 100 ms?
+
+        Every live rank is blocked in a collective from its main thread, with no
+        other thread, no armed timer and no child process, so no arrival can ever
+        complete a step. (Ranks the fault plan holds forever count as blocked.)
+        A real pod would wait forever here; the watchdog may as well act now.
+        """
+        if self.spec.exec_mode:
+            return False
+        held = {e.rank for e in self.coordinator.history
+                if e.kind == "fault" and e.op == "never-arrive"}
+        live = [r for r, u in self.ranks.items() if u.status is None]
+        stuck = bool(live) and all(
+            r in held or (r in self.coordinator.waiting and not self.coordinator.waiting[r].guarded
+                          and not _has_children(self.ranks[r].pid))
+            for r in live)
+        now = time.monotonic()
+        if not stuck:
+            self._stuck_since = None
+            return False
+        if self._stuck_since is None:
+            self._stuck_since = now
+        return now - self._stuck_since >= 0.1
 
     def _publish_due(self) -> None:
         for held in self.publisher.due(self.coordinator.now()):
@@ -312,6 +355,8 @@ class _WorldLoop:
             self.call[rank] = sock
             self.control[rank] = self.control.pop(-1 - conn.ident, None) or sock
             self.ranks[rank].pid = conn.pid
+        elif kind == "stacks":
+            pass  # a late answer to the watchdog, after it fell back to faulthandler
         elif kind == "rank-exit":
             self._exited(("rank", header["rank"]), header["status"])
         elif kind == "fault":
@@ -394,6 +439,9 @@ class _WorldLoop:
                                       dict(self.coordinator.exited), blocked_ranks)
         if never:
             report += f"; rank{'s' if len(never) > 1 else ''} {format_ranks(never)} never started"
+        if self.deadlock_at is not None:
+            report += (f" (no rank could make progress any more: declared at "
+                       f"{self.deadlock_at:.1f} s, before the deadline)")
         self.hang_report = report
         self.coordinator.record("hang", detail={"message": report})
         if self.leader_conn() is not None:
@@ -485,6 +533,16 @@ class _WorldLoop:
             out.error = {"type": "NeverStarted", "message": "the process never started",
                          "traceback": ""}
         return out
+
+
+def _has_children(pid: int | None) -> bool:
+    if pid is None:
+        return True
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return bool(f.read().strip())
+    except OSError:
+        return True  # cannot tell: assume a child could still act
 
 
 def _read_tail(path: str) -> str:

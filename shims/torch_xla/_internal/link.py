@@ -51,7 +51,8 @@ def collective(op: str, kind: str, payload: Any = b"", **meta: Any) -> tuple[dic
     ctx = context()
     assert ctx.channel is not None
     _rank.before_collective(op, meta.get("tag"))
-    header = {"type": "collective", "op": op, "kind": kind, "site": call_site(), **meta}
+    header = {"type": "collective", "op": op, "kind": kind, "site": call_site(),
+              "guarded": _rank.guarded(), **meta}
     return ctx.channel.request(header, payload)
 
 
@@ -64,5 +65,6 @@ def send(box: Any, peer: int, payload: Any) -> None:
 def recv(box: Any, peer: int) -> bytearray:
     ctx = context()
     assert ctx.channel is not None
-    _, data = ctx.channel.request({"type": "recv", "box": box, "peer": peer, "site": call_site()})
+    _, data = ctx.channel.request({"type": "recv", "box": box, "peer": peer, "site": call_site(),
+                                   "guarded": _rank.guarded()})
     return data

@@ -1,0 +1,1 @@
+"""Checkers: pure functions from a world's results and history to an outcome."""

@@ -1,0 +1,1 @@
+"""The runner: cells, parallelism, expectations, seeds, replay."""

@@ -1,0 +1,124 @@
+"""Cells and matrices: what a run produced, in the shape every report renders.
+
+A ``Matrix`` round-trips through the JSON report (schema ``harness.matrix/1``)
+so that ``harness report`` and ``harness diff`` work from a saved file and a
+renderer never needs a live run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+SCHEMA = "harness.matrix/1"
+
+OK, KNOWN, UNEXPECTED = "ok", "known", "unexpected"
+VERDICTS = (OK, KNOWN, UNEXPECTED)
+
+
+@dataclass
+class RankRow:
+    rank: int
+    host: int
+    outcome: str
+    exit_code: int | None
+    error: str | None  # "Type: message"
+    signal: int | None = None
+    killed_by_fault: bool = False
+    traceback: str | None = None
+    stack: str | None = None
+    value: str | None = None  # repr of what the rank returned
+    stdout: str = ""
+    stderr: str = ""
+
+
+@dataclass
+class FaultRow:
+    t: float
+    rank: int | None
+    fault: str
+    op: str | None
+    path: str | None
+    message: str
+
+
+@dataclass
+class Cell:
+    scenario: str
+    target: str
+    topology: str
+    seed: int
+    outcome: str  # PASS FAIL ERROR HANG CRASH
+    expected: str  # pass | fail-loudly
+    verdict: str  # ok | known | unexpected
+    duration_s: float
+    detail: str
+    replay: str
+    ranks: list[RankRow] = field(default_factory=list)
+    faults_fired: list[FaultRow] = field(default_factory=list)
+    history: list[dict[str, Any]] = field(default_factory=list)
+    mismatches: list[str] = field(default_factory=list)
+    finding: str = ""  # the seed finding the scenario tests
+    workload: str = ""
+    met: bool = False  # the outcome meets the expectation
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.scenario, self.target)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Cell:
+        data = dict(data)
+        data["ranks"] = [RankRow(**r) for r in data.get("ranks", [])]
+        data["faults_fired"] = [FaultRow(**f) for f in data.get("faults_fired", [])]
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass
+class Matrix:
+    cells: list[Cell]
+    seed: int
+    created: str
+    harness_version: str
+    duration_s: float = 0.0
+
+    @property
+    def scenarios(self) -> list[str]:
+        return list(dict.fromkeys(c.scenario for c in self.cells))
+
+    @property
+    def targets(self) -> list[str]:
+        return list(dict.fromkeys(c.target for c in self.cells))
+
+    def cell(self, scenario: str, target: str) -> Cell | None:
+        return next((c for c in self.cells if c.key == (scenario, target)), None)
+
+    def summary(self) -> dict[str, Any]:
+        outcomes: dict[str, int] = {}
+        verdicts = {v: 0 for v in VERDICTS}
+        for c in self.cells:
+            outcomes[c.outcome] = outcomes.get(c.outcome, 0) + 1
+            verdicts[c.verdict] += 1
+        return {"cells": len(self.cells), "outcomes": outcomes, "verdicts": verdicts,
+                "duration_s": round(self.duration_s, 3)}
+
+    @property
+    def unexpected(self) -> list[Cell]:
+        return [c for c in self.cells if c.verdict == UNEXPECTED]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": SCHEMA, "harness_version": self.harness_version, "seed": self.seed,
+                "created": self.created, "cells": [c.to_dict() for c in self.cells],
+                "summary": self.summary()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Matrix:
+        if data.get("schema") != SCHEMA:
+            raise ValueError(f"not a {SCHEMA} report (schema: {data.get('schema')!r})")
+        return cls(cells=[Cell.from_dict(c) for c in data["cells"]], seed=data["seed"],
+                   created=data["created"], harness_version=data["harness_version"],
+                   duration_s=data.get("summary", {}).get("duration_s", 0.0))

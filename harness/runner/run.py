@@ -1,0 +1,140 @@
+"""Run cells: one (scenario, target) world each, judged, in parallel.
+
+Expectations and known failures are applied here, after the checker: the
+checker says what happened (the outcome), the runner says whether that was
+expected (the verdict).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import os
+import shlex
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+
+from harness import __version__
+from harness.runner.cells import KNOWN, OK, UNEXPECTED, Cell, FaultRow, Matrix, RankRow
+from harness.scenarios import Scenario, catalog_dir
+from harness.workloads.registry import WORKLOADS, Target
+from harness.world.result import ERROR, PASS, WorldResult
+from harness.world.world import run_world
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CellPlan:
+    scenario: Scenario
+    target: Target
+    seed: int
+    topology: str
+    timeout: float
+    topology_overridden: bool = False
+    timeout_overridden: bool = False
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.scenario.name, self.target.name)
+
+
+def plan_cells(scenarios: Iterable[Scenario], targets: Iterable[Target], seed: int,
+               topology: str | None = None, timeout: float | None = None) -> list[CellPlan]:
+    """Every (scenario, target) pair whose workloads agree, in catalog order."""
+    targets = list(targets)
+    plans = []
+    for scenario in scenarios:
+        for target in targets:
+            if target.workload not in (None, scenario.workload):
+                continue
+            plans.append(CellPlan(scenario, target, seed, topology or scenario.topology,
+                                  timeout or scenario.timeout, topology is not None,
+                                  timeout is not None))
+    return plans
+
+
+def replay_command(plan: CellPlan) -> str:
+    scenario = plan.scenario
+    from_catalog = scenario.source is not None and os.path.dirname(
+        os.path.abspath(scenario.source)) == str(catalog_dir())
+    parts = ["harness", "replay", "--scenario", scenario.name if from_catalog else
+             str(scenario.source), "--target", plan.target.name, "--seed", str(plan.seed)]
+    if plan.topology_overridden:
+        parts += ["--topology", plan.topology]
+    if plan.timeout_overridden:
+        parts += ["--timeout", f"{plan.timeout:g}"]
+    return shlex.join(parts)
+
+
+def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset()) -> Cell:
+    scenario, target = plan.scenario, plan.target
+    workload = WORKLOADS.get(scenario.workload)
+    if workload is None:
+        raise ValueError(f"scenario {scenario.name}: workload {scenario.workload!r} has no "
+                         "checker in this version of the harness")
+    home = os.path.expanduser("~")
+    result = run_world(target.ref, topology=plan.topology, timeout=plan.timeout, seed=plan.seed,
+                       profile=scenario.profile, args=(workload.inputs(scenario.inputs),),
+                       mounts=scenario.mount_list(home), faults=scenario.fault_specs(),
+                       preload=target.preload)
+    judgement = workload.checker(result)
+    met = judgement.outcome == PASS or (scenario.expect == "fail-loudly"
+                                        and judgement.outcome == ERROR and judgement.loud)
+    is_known = scenario.name in target.known_failures or plan.key in known
+    detail = judgement.detail
+    if met and is_known:
+        verdict, detail = UNEXPECTED, f"known failure now passes: {detail}"
+    elif met:
+        verdict = OK
+    else:
+        verdict = KNOWN if is_known else UNEXPECTED
+    return Cell(
+        scenario=scenario.name, target=target.name, topology=plan.topology, seed=plan.seed,
+        outcome=judgement.outcome, expected=scenario.expect, verdict=verdict,
+        duration_s=result.duration_s, detail=detail, replay=replay_command(plan),
+        ranks=_rank_rows(result), faults_fired=_faults(result),
+        history=[e.to_dict() for e in result.history], mismatches=list(result.mismatches),
+        finding=scenario.finding, workload=scenario.workload, met=met)
+
+
+def _rank_rows(result: WorldResult) -> list[RankRow]:
+    return [RankRow(rank=r.rank, host=r.host, outcome=r.outcome, exit_code=r.exit_code,
+                    error=f"{r.error['type']}: {r.error['message']}" if r.error else None,
+                    signal=r.signal, killed_by_fault=r.killed_by_fault,
+                    traceback=r.error.get("traceback") if r.error else None, stack=r.stack,
+                    value=r.value_repr, stdout=r.stdout[-4000:], stderr=r.stderr[-4000:])
+            for r in result.ranks]
+
+
+def _faults(result: WorldResult) -> list[FaultRow]:
+    return [FaultRow(t=e.t, rank=e.rank, fault=e.op or "?", op=e.detail.get("op"),
+                     path=e.detail.get("path"), message=e.detail.get("message", ""))
+            for e in result.history if e.kind == "fault"]
+
+
+def run_matrix(plans: list[CellPlan], jobs: int | None = None, seed: int = 0,
+               known: frozenset[tuple[str, str]] = frozenset(),
+               on_cell: Callable[[Cell], None] | None = None) -> Matrix:
+    """Run every planned cell, ``jobs`` at a time; cells come back in plan order."""
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    start = time.monotonic()
+    created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    cells: dict[tuple[str, str], Cell] = {}
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="harness-cell") as pool:
+        futures = {pool.submit(run_cell, plan, known): plan for plan in plans}
+        for future in as_completed(futures):
+            cell = future.result()
+            cells[futures[future].key] = cell
+            if on_cell is not None:
+                on_cell(cell)
+    ordered = [cells[p.key] for p in plans]
+    return Matrix(cells=ordered, seed=seed, created=created, harness_version=__version__,
+                  duration_s=time.monotonic() - start)
+
+
+def known_from_baseline(matrix: Matrix) -> frozenset[tuple[str, str]]:
+    """A saved report's failing cells, to be counted as known in a new run."""
+    return frozenset(c.key for c in matrix.cells if not c.met)

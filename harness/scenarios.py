@@ -1,0 +1,218 @@
+"""Scenarios: the declarative files users edit, and the catalog shipped with
+the harness. A file is validated against a schema; a bad one is refused with
+the file, the line and the field, never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from harness.faults.plan import KINDS, PlanError, make_plan
+from harness.filesystem.mounts import Mount
+from harness.topology import get_topology
+
+WORKLOADS = ("config-sync", "data-sharding", "checkpoint-resume")
+
+#: Catalog order, as DESIGN.md lists it; files not named here follow by name.
+CATALOG_ORDER = (
+    "baseline", "missing-file", "partial-write", "empty-file", "corrupt-file", "stale-leftover",
+    "isolated-tmp", "transient-eio", "disk-full", "permission-denied", "read-only-fs",
+    "slow-writer", "visibility-delay", "writer-killed", "rank0-raises", "divergent-slugs",
+    "divergent-input", "concurrent-jobs", "api-drift",
+    "uneven-shards", "missing-data-on-host", "divergent-dataset", "corrupt-npy",
+    "readonly-data-mount", "divergent-seed",
+    "preempt-mid-shard", "preempt-mid-checkpoint", "preempt-storm", "upload-failure",
+    "duplicate-worker-id", "stream-missing",
+)
+
+
+class MountSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    path: str
+    scope: Literal["shared", "host", "rank"] = "host"
+    mode: Literal["rw", "ro"] = "rw"
+    base: Literal["fresh", "overlay"] = "fresh"
+    consistency: Literal["local", "close-to-open", "delayed", "object"] = "local"
+    delay_ms: int = Field(default=0, ge=0)
+
+    @field_validator("path")
+    @classmethod
+    def _absolute(cls, value: str) -> str:
+        if not value.startswith(("/", "~")):
+            raise ValueError("must be an absolute path (or start with ~)")
+        return value
+
+
+class FaultSpec(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    kind: str
+
+    @field_validator("kind")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        if value not in KINDS:
+            raise ValueError(f"unknown fault {value!r}; known faults: {', '.join(sorted(KINDS))}")
+        return value
+
+
+class Scenario(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    workload: Literal["config-sync", "data-sharding", "checkpoint-resume"]
+    description: str
+    finding: str
+    topology: str
+    expect: Literal["pass", "fail-loudly"]
+    profile: Literal["legacy", "current"] = "legacy"
+    timeout: float = Field(default=6.0, gt=0, le=600)
+    mounts: list[MountSpec] = Field(default_factory=list)
+    faults: list[FaultSpec] = Field(default_factory=list)
+    inputs: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("topology")
+    @classmethod
+    def _topology(cls, value: str) -> str:
+        get_topology(value)  # raises ValueError with the known names
+        return value
+
+    # Set by the loader, not by the file.
+    _source: str | None = None
+
+    @property
+    def source(self) -> str | None:
+        return self._source
+
+    def mount_list(self, home: str) -> list[Mount]:
+        return [Mount(path=home + m.path[1:] if m.path.startswith("~") else m.path,
+                      scope=m.scope, mode=m.mode, base=m.base, consistency=m.consistency,
+                      delay_ms=m.delay_ms) for m in self.mounts]
+
+    def fault_specs(self) -> list[dict[str, Any]]:
+        return [f.model_dump() for f in self.faults]
+
+
+@dataclass
+class ScenarioError(Exception):
+    """A scenario file that cannot be used: where, and what is wrong."""
+
+    file: str
+    message: str
+    line: int | None = None
+    field: str | None = None
+
+    def __str__(self) -> str:
+        where = self.file + (f":{self.line}" if self.line else "")
+        what = f" (field '{self.field}')" if self.field else ""
+        return f"{where}: {self.message}{what}"
+
+
+def _node_at(node: yaml.Node | None, loc: tuple[Any, ...]) -> yaml.Node | None:
+    """The YAML node a pydantic error location points at (or its nearest parent)."""
+    for key in loc:
+        if isinstance(node, yaml.MappingNode):
+            child = next((v for k, v in node.value if k.value == key), None)
+            if child is None:
+                # An unexpected key: point at the key itself.
+                child = next((k for k, _ in node.value if k.value == key), None)
+                return child or node
+            node = child
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+        else:
+            break
+    return node
+
+
+def load_scenario(path: str | os.PathLike[str]) -> Scenario:
+    path = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as exc:
+        raise ScenarioError(path, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        root = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ScenarioError(path, f"not valid YAML: {problem}",
+                            line=mark.line + 1 if mark else None) from None
+    if not isinstance(data, dict):
+        raise ScenarioError(path, "a scenario file must be a mapping of fields", line=1)
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(err["loc"])
+        node = _node_at(root, loc)
+        message = err["msg"]
+        if err["type"] == "extra_forbidden":
+            message = f"unknown key; allowed keys are {_allowed(loc)}"
+        elif err["type"] == "missing":
+            message = "required field is missing"
+        raise ScenarioError(path, message, line=node.start_mark.line + 1 if node else None,
+                            field=".".join(str(p) for p in loc)) from None
+    stem = Path(path).stem
+    if scenario.name != stem:
+        node = _node_at(root, ("name",))
+        raise ScenarioError(path, f"name {scenario.name!r} must match the file name {stem!r}",
+                            line=node.start_mark.line + 1 if node else None, field="name")
+    _check_faults(path, root, scenario)
+    scenario._source = path
+    return scenario
+
+
+def _allowed(loc: tuple[Any, ...]) -> str:
+    model: Any = Scenario
+    for key in loc[:-1]:
+        if key == "mounts":
+            model = MountSpec
+        elif key == "faults":
+            return "kind and the fault's trigger and parameters"
+    return ", ".join(model.model_fields)
+
+
+def _check_faults(path: str, root: yaml.Node, scenario: Scenario) -> None:
+    """Plan the faults once now, so a bad trigger is reported with its line."""
+    topo = get_topology(scenario.topology)
+    for index, spec in enumerate(scenario.fault_specs()):
+        try:
+            make_plan([spec], seed=0, world_size=topo.world_size, hosts=topo.hosts, home="/root")
+        except PlanError as exc:
+            loc = ("faults", index) + ((exc.field,) if exc.field else ())
+            node = _node_at(root, loc)
+            raise ScenarioError(path, str(exc), line=node.start_mark.line + 1 if node else None,
+                                field=".".join(str(p) for p in loc)) from None
+
+
+def catalog_dir() -> Path:
+    """The built-in scenarios: installed with the package, or the checkout's folder."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "_scenarios", here.parent / "scenarios"):
+        if candidate.is_dir() and any(candidate.glob("*.yaml")):
+            return candidate
+    raise ScenarioError(str(here), "the built-in scenario catalog is missing")
+
+
+def catalog() -> list[Scenario]:
+    scenarios = [load_scenario(p) for p in sorted(catalog_dir().glob("*.yaml"))]
+    rank = {name: i for i, name in enumerate(CATALOG_ORDER)}
+    return sorted(scenarios, key=lambda s: (rank.get(s.name, len(rank)), s.name))
+
+
+def find(name_or_path: str) -> Scenario:
+    """A catalog name, or the path of a scenario file."""
+    if name_or_path.endswith((".yaml", ".yml")) or os.sep in name_or_path:
+        return load_scenario(name_or_path)
+    path = catalog_dir() / f"{name_or_path}.yaml"
+    if not path.exists():
+        names = ", ".join(s.name for s in catalog())
+        raise ScenarioError(name_or_path, f"no such scenario; the catalog has: {names}")
+    return load_scenario(path)

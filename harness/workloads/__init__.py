@@ -1,0 +1,1 @@
+"""Workloads: the reference targets and the adapter that calls a user's target."""
