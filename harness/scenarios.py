@@ -152,7 +152,7 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
         err = exc.errors()[0]
         loc = tuple(err["loc"])
         node = _node_at(root, loc)
-        message = err["msg"]
+        message = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             message = f"unknown key; allowed keys are {_allowed(loc)}"
         elif err["type"] == "missing":
@@ -186,7 +186,11 @@ def _check_faults(path: str, root: yaml.Node, scenario: Scenario) -> None:
         try:
             make_plan([spec], seed=0, world_size=topo.world_size, hosts=topo.hosts, home="/root")
         except PlanError as exc:
-            loc = ("faults", index) + ((exc.field,) if exc.field else ())
+            field = exc.field
+            written = set(spec)
+            if field and field not in written:  # the file may spell it singular or plural
+                field = next((f for f in (field.rstrip("s"), field + "s") if f in written), field)
+            loc = ("faults", index) + ((field,) if field else ())
             node = _node_at(root, loc)
             raise ScenarioError(path, str(exc), line=node.start_mark.line + 1 if node else None,
                                 field=".".join(str(p) for p in loc)) from None
