@@ -62,6 +62,17 @@ def install(view: View) -> None:
     _set(os, "close", v.close_fd)
     _set(os, "chdir", v.chdir)
     _set(os, "getcwd", v.getcwd)
+    _set(os, "getcwdb", lambda: os.fsencode(v.getcwd()))
+    _set(os, "chown", v.chown)
+    _set(os, "fchmod", v.fchmod)
+    _set(os, "fchown", v.fchown)
+    _set(os, "lchown", v.lchown)
+    _set(os, "mkfifo", v.mkfifo)
+    _set(os, "mknod", v.mknod)
+    _set(os, "statvfs", v.statvfs)
+    for name in ("listxattr", "getxattr", "setxattr", "removexattr"):
+        if hasattr(os, name):
+            _set(os, name, getattr(v, name))
     if hasattr(os, "fdatasync"):
         _set(os, "fdatasync", v.fsync)
     # pathlib on 3.10 bound os functions into an accessor at import time.

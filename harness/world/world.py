@@ -429,7 +429,7 @@ class _WorldLoop:
         blocked_ranks = set(self.coordinator.waiting)
         running = {r: watchdog.top_frame(u.stack) for r, u in live.items()}
         for event in self.coordinator.history:  # a rank the fault plan holds says so
-            if event.kind == "fault" and event.op in ("never-arrive", "straggle", "latency") \
+            if event.kind == "fault" and event.op == "never-arrive" \
                     and event.rank in running:
                 running[event.rank] = f"the fault plan: {event.detail.get('message')}"
         never = [r for r, u in live.items() if u.pid is None and r not in self.call]
