@@ -89,7 +89,7 @@ def test_a_hang_names_who_waits_where_with_stacks_and_leaves_nothing():
     assert any("rank 0 exited while ranks 1-7 wait for it in rendezvous 'config_save'" in m
                for m in result.mismatches), result.mismatches
     # The watchdog ends the world by its deadline, not after it.
-    assert result.duration_s < 3 + 1.0
+    assert result.duration_s < 3 + 2.5  # the hard end: deadline + the leader's last 2 s
     assert processes_of_world(result.world_id) == []
 
 

@@ -27,15 +27,17 @@ Notify = Callable[[dict[str, Any]], None]
 
 _CONTENT_KINDS = ("torn-write", "lost-write", "corrupt", "empty-window", "hold-write",
                   "foreign-write")
+_STRIKES = ("kill", "preempt", "raise")
 _EXCEPTIONS = {"RuntimeError": RuntimeError, "ValueError": ValueError, "OSError": OSError,
                "KeyError": KeyError, "TimeoutError": TimeoutError, "AssertionError": AssertionError}
 
 
 class FaultEngine(NoHooks):
-    def __init__(self, plan: FaultPlan, rank: int, host: int, notify: Notify) -> None:
+    def __init__(self, plan: FaultPlan, rank: int, host: int, notify: Notify,
+                 life: int = 0) -> None:
         self.plan = plan
-        self.rank, self.host = rank, host
-        self.faults = plan.for_rank(rank, host)
+        self.rank, self.host, self.life = rank, host, life
+        self.faults = plan.for_rank(rank, host, life)
         self.notify = notify
         self.counts: Counter[int] = Counter()
         self.watched = plan.held_paths()
@@ -72,7 +74,7 @@ class FaultEngine(NoHooks):
                 delay = int(fault.params.get("delay_ms", 100))
                 self.report(fault, op, r.vpath, message=f"{op} of {r.vpath} delayed {delay} ms")
                 time.sleep(delay / 1000)
-            if fault.kind in ("kill", "raise") and op != "write" and self._fires(fault, op, r.vpath):
+            if fault.kind in _STRIKES and op != "write" and self._fires(fault, op, r.vpath):
                 self._strike(fault, op, r.vpath)
 
     def looked(self, view: View, op: str, r: Resolved) -> None:
@@ -105,7 +107,7 @@ class FaultEngine(NoHooks):
                                 message=f"ENOSPC writing {r.vpath} at byte {f.written}")
                     raise oserror(errno.ENOSPC)
                 data = data[:limit - f.written]
-            elif fault.kind in ("kill", "raise") and self._fires(fault, "write", r.vpath):
+            elif fault.kind in _STRIKES and self._fires(fault, "write", r.vpath):
                 if fault.params.get("partial", True) and len(data) > 1:
                     cut = 1 + random.Random(fault.params["rng"]).randrange(len(data) - 1)
                     os.write(f.fileno(), data[:cut])
@@ -252,7 +254,7 @@ class FaultEngine(NoHooks):
     # -- process faults -------------------------------------------------------------
     def on_start(self) -> None:
         for fault in self.faults:
-            if fault.kind in ("kill", "raise") and fault.trigger.after_ms is not None:
+            if fault.kind in _STRIKES and fault.trigger.after_ms is not None:
                 timer = threading.Timer(fault.trigger.after_ms / 1000, self._strike,
                                         (fault, "start", None))
                 timer.name = f"harness-fault-{fault.index}"
@@ -263,7 +265,7 @@ class FaultEngine(NoHooks):
         """Process faults aimed at a collective: ``tag`` globs match its tag or its op."""
         shown = f"{op} {tag!r}" if tag else op
         for fault in self.faults:
-            if fault.kind not in ("kill", "raise", "straggle", "never-arrive"):
+            if fault.kind not in (*_STRIKES, "straggle", "never-arrive"):
                 continue
             if fault.trigger.after_ms is not None:
                 continue
@@ -285,9 +287,11 @@ class FaultEngine(NoHooks):
                 self._strike(fault, "collective", shown)
 
     def _strike(self, fault: Fault, op: str, where: str | None) -> None:
-        if fault.kind == "kill":
+        if fault.kind in ("kill", "preempt"):
+            what = "pre-empted" if fault.kind == "preempt" else "SIGKILLed"
+            life = f" (life {self.life})" if self.life else ""
             self.report(fault, op, where if op != "collective" else None,
-                        message=f"rank {self.rank} SIGKILLed at {op} {where or ''}".rstrip())
+                        message=f"rank {self.rank}{life} {what} at {op} {where or ''}".rstrip())
             os.kill(os.getpid(), signal.SIGKILL)
             time.sleep(10)  # the signal is on its way
         exc_type = _EXCEPTIONS.get(str(fault.params.get("exception", "RuntimeError")), RuntimeError)

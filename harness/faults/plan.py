@@ -32,6 +32,8 @@ FS_KINDS = {
 #: Process primitives, fired by the rank's bootstrap and collective hooks.
 PROCESS_KINDS = {
     "kill": "SIGKILL the rank at the trigger point",
+    "preempt": "SIGKILL the rank at the trigger point and start it again with the same "
+               "identity and host disk, as a pre-empted TPU VM comes back",
     "raise": "raise an exception in the rank at the trigger point",
     "straggle": "delay the rank before a collective",
     "never-arrive": "the rank blocks forever before a collective",
@@ -51,6 +53,7 @@ KIND_OPS = {
     "enospc": ("write",),
     "latency": _FILE_OPS,
     "kill": _FILE_OPS + ("collective",),
+    "preempt": _FILE_OPS + ("collective",),
     "raise": _FILE_OPS + ("collective",),
     "straggle": ("collective",),
     "never-arrive": ("collective",),
@@ -76,12 +79,14 @@ class Trigger:
     op: tuple[str, ...] | None = None
     path: str | None = None  # a glob on the virtual path
     tag: str | None = None  # a glob on a collective's op name or tag
-    occurrences: tuple[int, ...] | None = None  # 1-based, counted per rank and fault
+    occurrences: tuple[int, ...] | None = None  # 1-based, counted per rank, fault and life
     after_ms: int | None = None  # time from the rank's start
+    lives: tuple[int, ...] | None = None  # which incarnations (0 = first start) it fires in
 
-    def selects(self, rank: int, host: int) -> bool:
+    def selects(self, rank: int, host: int, life: int = 0) -> bool:
         return ((self.ranks is None or rank in self.ranks)
-                and (self.hosts is None or host in self.hosts))
+                and (self.hosts is None or host in self.hosts)
+                and (self.lives is None or life in self.lives))
 
     def matches(self, op: str, path: str | None = None, tag: str | None = None) -> bool:
         if self.op is not None and op not in self.op:
@@ -141,8 +146,8 @@ class FaultPlan:
     faults: tuple[Fault, ...] = ()
     leftovers: tuple[Leftover, ...] = ()
 
-    def for_rank(self, rank: int, host: int) -> list[Fault]:
-        return [f for f in self.faults if f.trigger.selects(rank, host)]
+    def for_rank(self, rank: int, host: int, life: int = 0) -> list[Fault]:
+        return [f for f in self.faults if f.trigger.selects(rank, host, life)]
 
     def held_paths(self) -> list[str]:
         """Globs of paths whose visibility some fault controls: readers report access."""
@@ -191,12 +196,16 @@ def make_trigger(spec: dict[str, Any], world_size: int, hosts: int, home: str) -
     after_ms = spec.get("after_ms")
     if after_ms is not None and (not isinstance(after_ms, int) or after_ms < 0):
         raise PlanError(f"after_ms must be a non-negative integer, got {after_ms!r}", "after_ms")
+    lives = _tuple(spec.get("life", spec.get("lives")), "lives")
+    for life in lives or ():
+        if life < 0:
+            raise PlanError(f"lives count from 0 (the first start), got {life}", "lives")
     return Trigger(ranks=ranks, hosts=host_list, op=ops, path=path, tag=spec.get("tag"),
-                   occurrences=occurrences, after_ms=after_ms)
+                   occurrences=occurrences, after_ms=after_ms, lives=lives)
 
 
 _TRIGGER_KEYS = {"rank", "ranks", "host", "hosts", "op", "path", "tag", "occurrence",
-                 "occurrences", "after_ms"}
+                 "occurrences", "after_ms", "life", "lives"}
 
 
 def make_plan(specs: list[dict[str, Any]], *, seed: int, world_size: int, hosts: int,
@@ -222,8 +231,8 @@ def make_plan(specs: list[dict[str, Any]], *, seed: int, world_size: int, hosts:
             if never:
                 raise PlanError(f"a {kind} never fires at {never[0]!r}: use one of "
                                 f"{', '.join(allowed)}", "op")
-        if trigger.after_ms is not None and kind != "kill":
-            raise PlanError(f"after_ms is a trigger of kill only (a {kind} fires at an "
+        if trigger.after_ms is not None and kind not in ("kill", "preempt"):
+            raise PlanError(f"after_ms is a trigger of kill and preempt only (a {kind} fires at an "
                             "operation or a collective: use op, path or tag)", "after_ms")
         if kind == "env-skew":
             env = params.get("env")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from harness import __version__
 from harness.runner.cells import KNOWN, OK, UNEXPECTED, Cell, FaultRow, Matrix, RankRow
 from harness.scenarios import Scenario, catalog_dir
+from harness.topology import get_topology
 from harness.workloads.registry import WORKLOADS, Target
 from harness.world.result import ERROR, PASS, WorldResult
 from harness.world.world import run_world
@@ -76,10 +77,14 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset()) ->
         raise ValueError(f"scenario {scenario.name}: workload {scenario.workload!r} has no "
                          "checker in this version of the harness")
     home = os.path.expanduser("~")
-    result = run_world(target.ref, topology=plan.topology, timeout=plan.timeout, seed=plan.seed,
-                       profile=scenario.profile, args=(workload.inputs(scenario.inputs),),
+    inputs = workload.inputs(scenario.inputs)
+    topology = get_topology(plan.topology)
+    files = workload.setup(inputs, topology, plan.seed) if workload.setup else []
+    watch = workload.watch(inputs) if workload.watch else []
+    result = run_world(target.ref, topology=topology, timeout=plan.timeout, seed=plan.seed,
+                       profile=scenario.profile, args=(inputs,),
                        mounts=scenario.mount_list(home), faults=scenario.fault_specs(),
-                       preload=target.preload)
+                       preload=target.preload, files=files, watch=watch)
     judgement = workload.checker(result)
     met = judgement.outcome == PASS or (scenario.expect == "fail-loudly"
                                         and judgement.outcome == ERROR and judgement.loud)

@@ -9,14 +9,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.checkers.common import Judgement
+from harness.faults.plan import Leftover
+from harness.topology import Topology
 from harness.world.result import WorldResult
 
 
 @dataclass(frozen=True)
 class Workload:
+    """What a workload's cells share: default inputs, the files a scenario
+    starts with, the files to watch, and the checker."""
+
     name: str
     default_inputs: dict[str, Any]
     checker: Callable[[WorldResult], Judgement]
+    #: (inputs, topology, seed) -> files placed in the sandbox before the world starts
+    setup: Callable[[dict[str, Any], Topology, int], list[Leftover]] | None = None
+    #: (inputs) -> virtual globs whose content the history records at every exit
+    watch: Callable[[dict[str, Any]], list[str]] | None = None
 
     def inputs(self, overrides: dict[str, Any]) -> dict[str, Any]:
         merged = copy.deepcopy(self.default_inputs)

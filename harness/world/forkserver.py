@@ -128,29 +128,44 @@ def _lead(spec: WorldSpec) -> None:
     wire.send_frame(conn, {"type": "hello", "role": "leader", "id": 0, "pid": os.getpid(),
                            "channel": "leader"})
     units: dict[int, tuple[str, int]] = {}
-    for role, ident in spec.units():
+
+    def start(role: str, ident: int, life: int = 0) -> int:
         pid = os.fork()
         if pid == 0:
             conn.close()
             os.close(wake_r)
             os.close(wake_w)
             after_fork()
-            run_unit(spec, role, ident)
+            run_unit(spec, role, ident, life)
         units[pid] = (role, ident)
+        return pid
+
+    for role, ident in spec.units():
+        start(role, ident)
     wire.send_frame(conn, {"type": "started", "units": units})
 
+    # Units exit; the harness decides whether one comes back (a pre-empted rank)
+    # and, once none is left, says "finish".
     live = set(units)
-    killing = False
-    while live:
+    killing = finishing = False
+    while not finishing or live:
         readable, _, _ = select.select([conn, wake_r], [], [], 1.0)
         if wake_r in readable:
             os.read(wake_r, 4096)
         if conn in readable:
             try:
                 header, _ = wire.recv_frame(conn)
-                killing = killing or header.get("type") == "kill"
             except (EOFError, OSError):
-                killing = True  # the harness is gone: nothing may outlive it
+                header = {"type": "kill"}  # the harness is gone: nothing may outlive it
+            kind = header.get("type")
+            if kind == "kill":
+                killing = finishing = True
+            elif kind == "finish":
+                finishing = True
+            elif kind == "restart" and not killing:
+                pid = start("rank", header["rank"], header["life"])
+                live.add(pid)
+                wire.send_frame(conn, {"type": "started", "units": {pid: ("rank", header["rank"])}})
         if killing:
             for pid in live:
                 _kill_group(pid)

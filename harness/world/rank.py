@@ -196,9 +196,13 @@ def output_paths(spec: WorldSpec, name: str) -> tuple[str, str]:
             os.path.join(spec.outdir, f"{name}.stderr"))
 
 
-def _redirect_output(spec: WorldSpec, name: str) -> None:
+def _redirect_output(spec: WorldSpec, name: str, life: int = 0) -> None:
+    """Point fds 1 and 2 at the capture files; a restarted rank appends to its own."""
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if life else os.O_TRUNC)
     for fd, path in zip((1, 2), output_paths(spec, name)):
-        target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        target = os.open(path, flags, 0o644)
+        if life:
+            os.write(target, f"--- restarted after pre-emption (life {life}) ---\n".encode())
         os.dup2(target, fd)
         os.close(target)
 
@@ -247,19 +251,20 @@ def fork() -> int:
     return pid
 
 
-def become_rank(spec: WorldSpec, rank: int) -> RankContext:
+def become_rank(spec: WorldSpec, rank: int, life: int = 0) -> RankContext:
     """Turn this freshly forked process into ``rank`` of ``spec``'s world."""
     global _context
     topology = spec.topology
     name = f"rank-{rank}"
-    _redirect_output(spec, name)
-    _enter_environment(spec, topology.rank_environment(rank, spec.profile))
+    _redirect_output(spec, name, life)
+    _enter_environment(spec, {**topology.rank_environment(rank, spec.profile),
+                              "HARNESS_LIFE": str(life)})
     if _context is not None and _context.channel is not None:
         _context.channel.close(shutdown=False)  # inherited from a launcher that forked us
     channel = Channel(spec.address, "rank", rank)
     _context = RankContext(spec, "rank", rank, topology.host_of(rank), channel)
     _arm_fallback_stacks(spec, name)
-    _enter_world(_context, rank)
+    _enter_world(_context, rank, life)
     return _context
 
 
@@ -276,13 +281,13 @@ def become_host(spec: WorldSpec, host: int) -> RankContext:
     return _context
 
 
-def _enter_world(ctx: RankContext, rank: int) -> None:
+def _enter_world(ctx: RankContext, rank: int, life: int = 0) -> None:
     """The sandboxed filesystem, the fault engine and the seeded generators."""
     from harness.faults.engine import FaultEngine
 
     spec = ctx.spec
     assert ctx.channel is not None
-    engine = FaultEngine(spec.faults, rank, ctx.host, ctx.channel.notify)
+    engine = FaultEngine(spec.faults, rank, ctx.host, ctx.channel.notify, life)
     ctx.engine = engine
     for fault in engine.faults:
         if fault.kind == "env-skew":  # this host composes its config from other values
@@ -476,13 +481,13 @@ def _finish(ctx: RankContext, result: dict[str, Any], code: int) -> None:
     os._exit(code)
 
 
-def run_unit(spec: WorldSpec, role: str, ident: int) -> None:
+def run_unit(spec: WorldSpec, role: str, ident: int, life: int = 0) -> None:
     """Entry point of a forked unit process; never returns."""
     try:
         die_with_parent()
         os.setpgid(0, 0)
         if role == "rank":
-            ctx = become_rank(spec, ident)
+            ctx = become_rank(spec, ident, life)
             target = spec.target
             assert target is not None
             report_and_exit(ctx, lambda: resolve_target(target)(*spec.args, **spec.kwargs))

@@ -33,6 +33,7 @@ class RankResult:
     stderr: str = ""
     stack: str | None = None
     killed_by_fault: bool = False  # the fault plan killed it: checkers judge its survivors
+    restarts: int = 0  # times it came back after a pre-emption
     _value: Any = field(default=_UNSET, repr=False, compare=False)
 
     @property
@@ -86,6 +87,7 @@ class WorldResult:
     duration_s: float
     hosts: list[RankResult] = field(default_factory=list)  # exec mode launchers
     leftovers: int = 0  # processes the leader had to kill after the ranks ended
+    files: dict[int, dict[str, str]] = field(default_factory=dict)  # watched, per rank, at the end
 
     @property
     def values(self) -> list[Any]:

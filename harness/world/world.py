@@ -23,10 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.faults.plan import FaultPlan, make_plan
+from harness.faults.plan import FaultPlan, Leftover, make_plan
 from harness.filesystem import sandbox as sandbox_layout
 from harness.filesystem.mounts import Mount, MountTable, default_table
 from harness.filesystem.publisher import Publisher
+from harness.filesystem.snapshot import snapshot
 from harness.history import format_ranks
 from harness.topology import PROFILES, Topology, clean_environment, get_topology
 from harness.world import pool, watchdog, wire
@@ -89,7 +90,8 @@ def run_world(target: str | Callable[..., Any] | None = None, *,
               mounts: MountTable | list[Mount] | None = None,
               faults: FaultPlan | list[dict[str, Any]] | None = None,
               sandbox: bool = True, detect_deadlock: bool = True,
-              keep_output_dir: bool = False) -> WorldResult:
+              files: list[Leftover] | None = None, watch: list[str] | None = None,
+              max_restarts: int = 20, keep_output_dir: bool = False) -> WorldResult:
     """Run ``target`` on every rank of a world and return every rank's fate.
 
     ``preload`` names the modules the warm fork server imports before forking
@@ -104,9 +106,13 @@ def run_world(target: str | Callable[..., Any] | None = None, *,
     With ``sandbox`` (the default) every file the target writes lands in the
     world's sandbox, seen through the topology's mount table (``mounts`` adds
     or replaces mounts); ``faults`` are fault specs (or a ready plan) fired
-    at their triggers. With ``detect_deadlock`` the watchdog acts as soon as
-    no rank can make progress (see ``_WorldLoop._deadlocked``), not only at
-    the deadline.
+    at their triggers; ``files`` are placed in the sandbox before the world
+    starts (a scenario's dataset). ``watch`` globs name files whose content is
+    recorded in the history each time a rank exits and, at the end, in
+    ``WorldResult.files``. A rank pre-empted by the fault plan comes back with
+    the same identity and disk, up to ``max_restarts`` times. With
+    ``detect_deadlock`` the watchdog acts as soon as no rank can make progress
+    (see ``_WorldLoop._deadlocked``), not only at the deadline.
     """
     if (target is None) == (argv is None):
         raise ValueError("run_world needs exactly one of target= or argv=")
@@ -150,9 +156,11 @@ def run_world(target: str | Callable[..., Any] | None = None, *,
         argv=tuple(argv) if argv is not None else None, seed=seed, home=home, mounts=table,
         faults=plan)
     if table is not None:
-        sandbox_layout.create(spec.sandbox, table, topo, plan.leftovers)
+        sandbox_layout.create(spec.sandbox, table, topo, plan.leftovers + tuple(files or ()))
+    elif files:
+        raise ValueError("files need the sandbox: pass sandbox=True")
     try:
-        loop = _WorldLoop(spec, start)
+        loop = _WorldLoop(spec, start, watch=list(watch or []), max_restarts=max_restarts)
         try:
             loop.leader_pid = server.fork_world(spec)
             finished = loop.serve(until=start + timeout - grace, detect_deadlock=detect_deadlock)
@@ -189,11 +197,17 @@ class _Unit:
     status: int | None = None
     alive_at_deadline: bool = False
     stack: str | None = None
+    life: int = 0  # how many times the fault plan's pre-emptions brought it back
+    doomed_by: str | None = None  # the fault kind (kill/preempt) that took this life
 
 
 class _WorldLoop:
-    def __init__(self, spec: WorldSpec, start: float) -> None:
+    def __init__(self, spec: WorldSpec, start: float, watch: list[str] | None = None,
+                 max_restarts: int = 20) -> None:
         self.spec = spec
+        self.watch = watch or []
+        self.max_restarts = max_restarts
+        self.finish_sent = False
         self.topology = spec.topology
         self.coordinator = Coordinator(self.topology.world_size, start=start)
         self.publisher = Publisher(self.topology.world_size)
@@ -363,6 +377,8 @@ class _WorldLoop:
             self.coordinator.record("fault", rank=rank, op=header["fault"],
                                     detail={"op": header.get("op"), "path": header.get("path"),
                                             **header.get("detail", {})})
+            if header["fault"] in ("kill", "preempt") and rank is not None:
+                self.ranks[rank].doomed_by = header["fault"]
         elif kind == "hold":
             self.publisher.hold(rank if rank is not None else -1, header, self.coordinator.now())
         elif kind == "fs-access":
@@ -396,9 +412,50 @@ class _WorldLoop:
         if rank is not None:
             if role == "host":
                 self.ranks[rank].status = status
+            self._snapshot_on_exit(rank)
+            unit = self.ranks[rank]
+            if role == "rank" and unit.doomed_by == "preempt" and unit.life < self.max_restarts:
+                self._restart(rank)
+                return
             self.coordinator.rank_exited(rank, self._how(rank, status))
             self.publisher.rank_exited(rank)
             self._publish_due()
+        self._finish_if_over()
+
+    def _restart(self, rank: int) -> None:
+        """A pre-empted rank comes back: same rank, same host disk, a new process."""
+        old = self.ranks[rank]
+        self.ranks[rank] = _Unit(life=old.life + 1)
+        self.call.pop(rank, None)
+        self.control.pop(rank, None)
+        self.coordinator.waiting.pop(rank, None)
+        self.coordinator.record("restart", rank=rank, detail={
+            "message": f"rank {rank} restarts after pre-emption (life {old.life + 1})",
+            "life": old.life + 1})
+        conn = self.leader_conn()
+        if conn is not None:
+            self._send(conn, {"type": "restart", "rank": rank, "life": old.life + 1})
+
+    def _finish_if_over(self) -> None:
+        units = self.hosts if self.spec.exec_mode else self.ranks
+        if not self.finish_sent and all(u.status is not None for u in units.values()):
+            conn = self.leader_conn()
+            if conn is not None:
+                self.finish_sent = True
+                self._send(conn, {"type": "finish"})
+
+    def _snapshot_on_exit(self, rank: int) -> None:
+        if not self.watch or self.spec.mounts is None:
+            return
+        files = self._files_of(rank)
+        self.coordinator.record("snapshot", rank=rank, detail={
+            "files": files, "life": self.ranks[rank].life,
+            "message": f"{len(files)} watched file(s) as rank {rank} left them"})
+
+    def _files_of(self, rank: int) -> dict[str, str]:
+        assert self.spec.mounts is not None
+        return snapshot(self.spec.sandbox, self.spec.mounts, self.topology, rank, self.watch,
+                        self.spec.cwd, self.spec.home)
 
     def _how(self, rank: int, status: int) -> str:
         code, sig = decode_status(status)
@@ -507,7 +564,9 @@ class _WorldLoop:
             history=list(self.coordinator.history),
             mismatches=self.coordinator.mismatches + self.coordinator.findings(),
             hang_report=self.hang_report, duration_s=round(duration, 4), hosts=hosts,
-            leftovers=self.leftovers)
+            leftovers=self.leftovers,
+            files={r: self._files_of(r) for r in self.ranks} if self.watch and self.spec.mounts
+            is not None else {})
 
     def _unit_result(self, ident: int, host: int, unit: _Unit, name: str) -> RankResult:
         code, sig = decode_status(unit.status) if unit.status is not None else (None, None)
@@ -517,10 +576,8 @@ class _WorldLoop:
         stdout_path, stderr_path = (os.path.join(self.spec.outdir, f"{name}.{s}")
                                     for s in ("stdout", "stderr"))
         out.stdout, out.stderr = _read_tail(stdout_path), _read_tail(stderr_path)
-        if name.startswith("rank-") and any(
-                e.kind == "fault" and e.op == "kill" and e.rank == ident
-                for e in self.coordinator.history):
-            out.killed_by_fault = True
+        out.killed_by_fault = unit.doomed_by is not None and unit.status is not None
+        out.restarts = unit.life
         if unit.alive_at_deadline:
             out.outcome = HANG
         elif res is not None and res.get("ok"):
