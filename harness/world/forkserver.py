@@ -43,6 +43,7 @@ def main() -> None:
             __import__(name)
         except Exception as exc:  # noqa: BLE001 - a preload is an optimisation only
             print(f"harness fork server: could not preload {name}: {exc}", file=sys.stderr)
+    warm_up()
     wire.send_frame(sock, {"type": "ready"})
     leaders: set[int] = set()
     while True:
@@ -68,6 +69,33 @@ def main() -> None:
     for pid in leaders:
         _kill(pid)
     os._exit(0)
+
+
+def warm_up() -> None:
+    """Do once here what every rank would otherwise do after its fork.
+
+    The harness's rank-side modules are imported (so every rank of every world
+    runs the same code, compiled once); ``numpy.random`` too when numpy is
+    loaded (each rank seeds it); the shim is byte-compiled, since it can only
+    be imported inside a rank; and the heap is frozen so that a rank's garbage
+    collections do not touch, and so copy, every page it inherited.
+    """
+    import gc
+
+    import harness.faults.engine  # noqa: F401
+    import harness.filesystem.patch  # noqa: F401
+    import harness.filesystem.view  # noqa: F401
+    if "numpy" in sys.modules:
+        import numpy.random  # noqa: F401
+    try:
+        import compileall
+
+        from harness.world.world import shim_root
+        compileall.compile_dir(shim_root(), quiet=2, force=False)
+    except Exception:  # noqa: BLE001 - bytecode is an optimisation only (read-only installs)
+        pass
+    gc.collect()
+    gc.freeze()
 
 
 def _reap(leaders: set[int]) -> None:
