@@ -83,6 +83,15 @@ def exec_command(topology: str, timeout: float, profile: str, seed: int, output:
 
 # -- the matrix -----------------------------------------------------------------
 
+def _load(path: str) -> Any:
+    """A saved report, or a usage error naming the file (exit 2)."""
+    from harness.reports.json_report import load
+    try:
+        return load(path)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
 def _scenarios(names: tuple[str, ...]) -> list[Any]:
     from harness.scenarios import catalog, find
     return [find(n) for n in names] if names else catalog()
@@ -204,13 +213,13 @@ def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], topolog
     """
     import shlex
 
-    from harness.reports.json_report import load
+    from harness.pytest_plugin import describe_cell
     from harness.runner.run import plan_cells, run_cell
 
     if report:
         if not cell:
             raise click.UsageError("with a report, name the cell: --cell 'scenario[target]'")
-        saved = next((c for c in load(report).cells if f"{c.scenario}[{c.target}]" == cell), None)
+        saved = next((c for c in _load(report).cells if f"{c.scenario}[{c.target}]" == cell), None)
         if saved is None:
             raise click.UsageError(f"{report} has no cell {cell}")
         args = shlex.split(saved.replay)[2:]
@@ -221,8 +230,7 @@ def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], topolog
     if not plans:
         raise click.UsageError("this target does not belong to the scenario's workload")
     result = run_cell(plans[0])
-    from harness.reports.terminal import render_cell
-    render_cell(result, Console())
+    click.echo(describe_cell(result))
     sys.exit(EXIT_FAILED if result.verdict == "unexpected" else EXIT_OK)
 
 
@@ -235,9 +243,8 @@ def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], topolog
 def report_command(report: str, fmt: str, output: str | None) -> None:
     """Render a saved JSON report again, in any format."""
     from harness.reports import render
-    from harness.reports.json_report import load
 
-    text = render(load(report), fmt)
+    text = render(_load(report), fmt)
     if output:
         with open(output, "w", encoding="utf-8") as f:
             f.write(text)
@@ -253,10 +260,9 @@ def diff_command(before: str, after: str) -> None:
     """The cells whose outcome changed between two saved reports (simulator vs pod,
     before vs after). Exit 1 if any did."""
     from harness.reports.diff import diff, render_diff
-    from harness.reports.json_report import load
 
-    changes = diff(load(before), load(after))
-    click.echo(render_diff(changes) if changes else "no cell changed")
+    changes = diff(_load(before), _load(after))
+    click.echo(render_diff(changes, before, after))
     sys.exit(EXIT_FAILED if changes else EXIT_OK)
 
 
@@ -297,13 +303,6 @@ def _styled(outcome: str) -> str:
     return f"[{_COLOURS.get(outcome, 'white')}]{outcome}[/]"
 
 
-def _is_usage(exc: ValueError) -> bool:
-    """ValueErrors the harness raises about what the user asked for."""
-    text = str(exc)
-    return any(w in text for w in ("unknown topology", "unknown profile", "not a harness.matrix",
-                                   "report", "target"))
-
-
 def main() -> None:
     """Console-script entry: internal errors exit 3 with a short message, never a bare traceback."""
     try:
@@ -319,11 +318,7 @@ def main() -> None:
     except ScenarioError as exc:
         click.echo(f"harness: scenario error: {exc}", err=True)
         sys.exit(EXIT_USAGE)
-    except ValueError as exc:
-        if type(exc).__module__.startswith("harness") or _is_usage(exc):
-            click.echo(f"harness: {exc}", err=True)
-            sys.exit(EXIT_USAGE)
-        raise
+
     except SystemExit:
         raise
     except Exception as exc:  # noqa: BLE001 - the harness's own bug, reported as such

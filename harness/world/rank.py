@@ -140,14 +140,16 @@ def format_stacks() -> str:
     return "\n".join(out)
 
 
-_SHIM_DIR = os.path.join(os.path.dirname(_HARNESS_DIR), "shims")
-_INSTALLED_SHIM_DIR = os.path.join(_HARNESS_DIR, "_shims")
+# The machinery whose frames a user never needs to see. The reference targets
+# (harness/workloads) are code under test: their frames stay.
+_MACHINERY = tuple(os.path.join(_HARNESS_DIR, d) + os.sep
+                   for d in ("world", "filesystem", "faults", "_shims")) + (
+    os.path.join(os.path.dirname(_HARNESS_DIR), "shims") + os.sep,)
 
 
 def _is_harness_frame(filename: str) -> bool:
     """The harness's and the shim's own frames, and the fork server's ``-c``."""
-    return (filename.startswith((_HARNESS_DIR, _SHIM_DIR, _INSTALLED_SHIM_DIR))
-            or filename == "<string>")
+    return filename.startswith(_MACHINERY) or filename == "<string>"
 
 
 # -- becoming a rank --------------------------------------------------------

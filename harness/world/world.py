@@ -318,11 +318,13 @@ class _WorldLoop:
         sock.close()
 
     def _send(self, sock: socket.socket, header: dict, payload: bytes | bytearray = b"") -> None:
+        # A peer that is gone may still have frames for us in the socket: the
+        # read side forgets the socket once it has read them and met the EOF.
         try:
             sock.settimeout(10)
             wire.send_frame(sock, header, payload)
         except OSError:
-            self._forget(sock)
+            pass
 
     # -- messages -------------------------------------------------------------
     def _handle(self, sock: socket.socket, header: dict, payload: bytearray) -> None:
@@ -438,6 +440,8 @@ class _WorldLoop:
 
     def _finish_if_over(self) -> None:
         units = self.hosts if self.spec.exec_mode else self.ranks
+        if self.deadline_passed:
+            return  # the leader was told to kill: it finishes by itself
         if not self.finish_sent and all(u.status is not None for u in units.values()):
             conn = self.leader_conn()
             if conn is not None:
@@ -479,10 +483,13 @@ class _WorldLoop:
         asked = {r: s for r, s in self.control.items()
                  if (r >= 0 and r in live) or (r < 0 and -1 - r in live_hosts)}
         stacks = watchdog.collect_stacks(asked, timeout=stack_wait * 0.7)
+        # The faulthandler fallback is written at the deadline: worth a short,
+        # shared wait then, none when the world was found deadlocked early.
+        fallback_end = time.monotonic() + (0 if self.deadlock_at is not None else stack_wait * 0.3)
         for key, unit in [*live.items(), *((-1 - h, u) for h, u in live_hosts.items())]:
             name = f"rank-{key}" if key >= 0 else f"host-{-1 - key}"
             unit.stack = stacks.get(key) or watchdog.fallback_stack(
-                self.spec.outdir, name, wait=stack_wait * 0.3)
+                self.spec.outdir, name, wait=max(0.0, fallback_end - time.monotonic()))
         blocked_ranks = set(self.coordinator.waiting)
         running = {r: watchdog.top_frame(u.stack) for r, u in live.items()}
         for event in self.coordinator.history:  # a rank the fault plan holds says so

@@ -1,0 +1,73 @@
+"""Renderers of a matrix: terminal, JSON, JUnit XML, Markdown, HTML. They never recompute a verdict.
+
+Every renderer reads only what a ``Cell`` says, so a matrix loaded from a
+saved JSON report (``harness report``) renders exactly like a live run.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable
+from pathlib import Path
+
+from rich.console import Console
+
+from harness.runner.cells import Matrix
+
+FORMATS = ("terminal", "json", "junit", "markdown", "html")
+#: The file each format is written to by ``write_reports``.
+FILENAMES = {"terminal": "matrix.txt", "json": "matrix.json", "junit": "matrix.xml",
+             "markdown": "matrix.md", "html": "matrix.html"}
+#: The width of the terminal report when it is written to a file.
+TEXT_WIDTH = 100
+
+
+def render_terminal_text(matrix: Matrix, width: int = TEXT_WIDTH) -> str:
+    """The terminal report as plain text (no colour), as a file or a log shows it."""
+    from harness.reports.terminal import render_matrix
+
+    console = Console(record=True, width=width, file=io.StringIO(), color_system=None,
+                      highlight=False, emoji=False, force_terminal=False)
+    render_matrix(matrix, console)
+    return "".join(line.rstrip() + "\n" for line in console.export_text(styles=False).splitlines())
+
+
+def render(matrix: Matrix, fmt: str) -> str:
+    """The matrix in one of ``FORMATS``, as text."""
+    if fmt == "terminal":
+        return render_terminal_text(matrix)
+    if fmt == "json":
+        from harness.reports.json_report import to_json
+        return to_json(matrix)
+    if fmt == "junit":
+        from harness.reports.junit import to_junit
+        return to_junit(matrix)
+    if fmt == "markdown":
+        from harness.reports.markdown import to_markdown
+        return to_markdown(matrix)
+    if fmt == "html":
+        from harness.reports.html import to_html
+        return to_html(matrix)
+    raise ValueError(f"unknown report format {fmt!r} (choose from {', '.join(FORMATS)})")
+
+
+def write_reports(matrix: Matrix, directory: str | Path,
+                  formats: Iterable[str] = FORMATS) -> dict[str, Path]:
+    """Write each format to its file in ``directory`` (created if needed); return format -> path."""
+    formats = list(dict.fromkeys(formats))
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown:
+        raise ValueError(f"unknown report format {unknown[0]!r} (choose from {', '.join(FORMATS)})")
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+    for fmt in formats:
+        path = directory / FILENAMES[fmt]
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(render(matrix, fmt), encoding="utf-8")
+        tmp.replace(path)
+        written[fmt] = path
+    return written
+
+
+__all__ = ["FORMATS", "FILENAMES", "render", "render_terminal_text", "write_reports"]

@@ -1,0 +1,89 @@
+"""JUnit XML, for CI dashboards: one test case per cell.
+
+An ``unexpected`` cell fails the build, so it is a <failure>; a ``known`` cell
+is recorded but tolerated, as pytest reports a strict xfail, so it is
+<skipped>; an ``ok`` cell passes (even an ERROR that meets ``fail-loudly``).
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+from harness.reports._common import cell_name, rank_groups, ranks_label, text_groups
+from harness.runner.cells import KNOWN, OK, UNEXPECTED, Cell, Matrix
+
+# Characters XML 1.0 cannot carry at all, even escaped (ANSI escapes in a rank's stderr, NULs...).
+_INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def clean(text: object) -> str:
+    """Text XML can hold: ElementTree escapes <, > and &, this replaces what it cannot."""
+    return _INVALID_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+
+
+def diagnosis(cell: Cell) -> str:
+    """The failure body: what each group of ranks did, tracebacks, stacks of hung ranks, the replay."""
+    lines = [f"{cell_name(cell)}: {cell.outcome}, expected {cell.expected} ({cell.verdict})",
+             f"topology {cell.topology}, seed {cell.seed}"]
+    if cell.finding:
+        lines.append(f"seed finding: {cell.finding}")
+    lines.append("")
+    for group in rank_groups(cell):
+        host = "host" if len(group.hosts) == 1 else "hosts"
+        line = f"{group.label} ({host} {group.host_text}): {group.outcome}, {group.exit}"
+        lines.append(line + (f": {group.result}" if group.result else ""))
+    for fault in cell.faults_fired:
+        who = "world" if fault.rank is None else f"rank {fault.rank}"
+        lines.append(f"fault {fault.fault} fired on {who} at {fault.t * 1000:.1f} ms: {fault.message}")
+    for mismatch in cell.mismatches:
+        lines.append(f"mismatch: {mismatch}")
+    for ranks, tb in text_groups(cell, "traceback"):
+        lines += ["", f"traceback of {ranks_label(ranks)}:", tb.rstrip()]
+    for ranks, stack in text_groups(cell, "stack"):
+        lines += ["", f"stack of {ranks_label(ranks)} (still blocked):", stack.rstrip()]
+    lines += ["", "replay:", f"  {cell.replay}"]
+    return "\n".join(lines) + "\n"
+
+
+def testcase(cell: Cell, parent: ET.Element) -> ET.Element:
+    case = ET.SubElement(parent, "testcase", {
+        "name": clean(cell_name(cell)),
+        "classname": clean(f"harness.{cell.workload or 'matrix'}"),
+        "time": f"{max(cell.duration_s, 0.0):.3f}",
+    })
+    if cell.verdict == UNEXPECTED:
+        failure = ET.SubElement(case, "failure", {"message": clean(cell.detail), "type": clean(cell.outcome)})
+        failure.text = clean(diagnosis(cell))
+    elif cell.verdict == KNOWN:
+        ET.SubElement(case, "skipped", {"message": clean(f"known failure: {cell.outcome}: {cell.detail}")})
+    elif cell.verdict != OK:
+        error = ET.SubElement(case, "error", {"message": clean(f"unknown verdict {cell.verdict!r}")})
+        error.text = clean(diagnosis(cell))
+    if cell.verdict != UNEXPECTED and cell.outcome != "PASS":
+        out = ET.SubElement(case, "system-out")
+        out.text = clean(diagnosis(cell))
+    return case
+
+
+def to_junit(matrix: Matrix) -> str:
+    """The matrix as one <testsuite>, with the seed and version as properties."""
+    cells = matrix.cells
+    suite = ET.Element("testsuite", {
+        "name": "harness.matrix",
+        "tests": str(len(cells)),
+        "failures": str(sum(c.verdict == UNEXPECTED for c in cells)),
+        "errors": str(sum(c.verdict not in (OK, KNOWN, UNEXPECTED) for c in cells)),
+        "skipped": str(sum(c.verdict == KNOWN for c in cells)),
+        "time": f"{max(matrix.duration_s, 0.0):.3f}",
+        "timestamp": clean(matrix.created),
+    })
+    props = ET.SubElement(suite, "properties")
+    for name, value in (("seed", matrix.seed), ("harness_version", matrix.harness_version),
+                        ("created", matrix.created)):
+        ET.SubElement(props, "property", {"name": name, "value": clean(value)})
+    for cell in cells:
+        testcase(cell, suite)
+    ET.indent(suite)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
+

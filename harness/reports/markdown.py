@@ -1,0 +1,138 @@
+"""The Markdown report: the matrix as a GitHub table, then one section per failing cell.
+
+Meant for a pull-request comment or a CI job summary, so it must render on
+GitHub and still read as plain text. Error text goes into code spans and
+blocks, which GitHub shows literally (a ``<script>`` in an error stays text).
+"""
+
+from __future__ import annotations
+
+import re
+
+from harness.reports._common import (
+    anchor,
+    attention_cells,
+    cell_name,
+    rank_groups,
+    ranks_label,
+    seconds,
+    summary_parts,
+    text_groups,
+)
+from harness.runner.cells import KNOWN, OK, UNEXPECTED, Cell, Matrix
+
+EMOJI = {OK: "✅", KNOWN: "⚠️", UNEXPECTED: "❌"}
+_MAX_CELL_TEXT = 200
+
+
+def emoji(verdict: str) -> str:
+    return EMOJI.get(verdict, "❔")
+
+
+def text(value: object) -> str:
+    """Prose that Markdown must not interpret: escape what would become markup or HTML."""
+    s = " ".join(str(value).split())
+    s = re.sub(r"([\\`*\[\]<|])", r"\\\1", s)
+    # An underscore inside a word (temp_config) is literal in GFM; only escape the others.
+    return re.sub(r"(?<!\w)_|_(?!\w)", r"\\_", s)
+
+
+def code(value: object, limit: int | None = None) -> str:
+    """An inline code span that survives backticks and pipes (safe inside a table)."""
+    s = " ".join(str(value).split())
+    if limit and len(s) > limit:
+        s = s[: limit - 1] + "…"
+    if not s:
+        return ""
+    fence = "`" * (max((len(m) for m in re.findall(r"`+", s)), default=0) + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    return f"{fence}{pad}{s.replace('|', chr(92) + '|')}{pad}{fence}"
+
+
+def block(value: str, lang: str = "text") -> str:
+    """A fenced code block, its fence longer than any backtick run inside."""
+    fence = "`" * max(3, max((len(m) for m in re.findall(r"`+", value)), default=0) + 1)
+    return f"{fence}{lang}\n{value.rstrip()}\n{fence}"
+
+
+def grid_cell(cell: Cell | None) -> str:
+    if cell is None:
+        return "·"
+    label = f"{emoji(cell.verdict)} {cell.outcome}"
+    if cell.verdict == UNEXPECTED:
+        label = f"{emoji(cell.verdict)} **{cell.outcome}** (unexpected)"
+    elif cell.verdict == KNOWN:
+        label += " (known)"
+    if cell.outcome != "PASS" or cell.verdict != OK:
+        label = f"[{label}](#{anchor(cell)})"
+    return label
+
+
+def table(matrix: Matrix) -> list[str]:
+    """One row per scenario, one column per target."""
+    targets = matrix.targets
+    lines = ["| scenario | " + " | ".join(code(t) for t in targets) + " |",
+             "|---" * (len(targets) + 1) + "|"]
+    for scenario in matrix.scenarios:
+        row = [grid_cell(matrix.cell(scenario, t)) for t in targets]
+        lines.append(f"| {code(scenario)} | " + " | ".join(row) + " |")
+    return lines
+
+
+def section(cell: Cell) -> list[str]:
+    """A failing cell: detail, facts, per-rank outcomes, faults, mismatches, traces, replay."""
+    lines = [f'<a id="{anchor(cell)}"></a>', "",
+             f"### {emoji(cell.verdict)} {code(cell_name(cell))}: {cell.outcome}, "
+             f"expected {cell.expected} ({cell.verdict})", "",
+             f"> {text(cell.detail or '(no detail recorded)')}", ""]
+    facts = [f"topology {code(cell.topology)}", f"seed {cell.seed}", seconds(cell.duration_s)]
+    if cell.workload:
+        facts.append(f"workload {code(cell.workload)}")
+    lines.append("- " + " · ".join(facts))
+    if cell.finding:
+        lines.append(f"- seed finding: {text(cell.finding)}")
+    lines.append("")
+    if cell.ranks:
+        lines += ["| ranks | hosts | outcome | exit | error or result |", "|---|---|---|---|---|"]
+        for g in rank_groups(cell):
+            lines.append(f"| {g.rank_text} | {g.host_text} | {g.outcome} | {text(g.exit)} | "
+                         f"{code(g.result, _MAX_CELL_TEXT)} |")
+        lines.append("")
+    if cell.faults_fired:
+        lines += ["**Faults fired**", "", "| t (ms) | rank | fault | op | path | message |",
+                  "|---:|---|---|---|---|---|"]
+        for f in cell.faults_fired:
+            rank = "all" if f.rank is None else str(f.rank)
+            lines.append(f"| {f.t * 1000:.1f} | {rank} | {code(f.fault)} | {code(f.op or '')} | "
+                         f"{code(f.path or '')} | {text(f.message)} |")
+        lines.append("")
+    if cell.mismatches:
+        lines += ["**Mismatches**", ""] + [f"- {code(m)}" for m in cell.mismatches] + [""]
+    for attr, title in (("traceback", "traceback of"), ("stack", "stack (still blocked) of")):
+        for ranks, trace in text_groups(cell, attr):
+            lines += [f"<details><summary>{title} {ranks_label(ranks)}</summary>", "",
+                      block(trace), "", "</details>", ""]
+    lines += ["**Replay**", "", block(cell.replay or "(none)", "sh"), ""]
+    return lines
+
+
+def to_markdown(matrix: Matrix) -> str:
+    """The whole report: header, summary, table, legend, then the cells that need a look."""
+    outcomes, verdicts = summary_parts(matrix)
+    counts = ", ".join(f"{n} {o}" for o, n in outcomes) or "no cells"
+    verdict_counts = ", ".join((f"**{n} {v}**" if v == UNEXPECTED else f"{n} {v}") for v, n in verdicts)
+    lines = ["# harness matrix", "",
+             f"seed {matrix.seed} · harness {text(matrix.harness_version)} · {text(matrix.created)} · "
+             f"{len(matrix.cells)} cells in {seconds(matrix.duration_s)}", "",
+             f"**{counts}**" + (f" · {verdict_counts}" if verdict_counts else ""), ""]
+    if not matrix.cells:
+        return "\n".join(lines + ["The matrix is empty: no cell was run.", ""])
+    lines += table(matrix)
+    lines += ["", f"{EMOJI[OK]} meets its expectation · {EMOJI[KNOWN]} known failure · "
+                  f"{EMOJI[UNEXPECTED]} unexpected", ""]
+    cells = attention_cells(matrix)
+    if cells:
+        lines += [f"## Cells that need a look ({len(cells)})", ""]
+        for cell in cells:
+            lines += section(cell)
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,121 @@
+"""The terminal report: the grid first, then what to do about each failing cell.
+
+Everything is built from ``rich.text.Text`` so that a ``[target]`` in a cell
+name or a bracket in an error message is never read as rich markup.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from harness.reports._common import (
+    attention_cells,
+    cell_name,
+    marker,
+    seconds,
+    summary_parts,
+)
+from harness.runner.cells import KNOWN, OK, UNEXPECTED, Cell, Matrix
+
+VERDICT_STYLES = {OK: "green", KNOWN: "yellow dim", UNEXPECTED: "bold red"}
+
+
+def verdict_style(verdict: str) -> str:
+    return VERDICT_STYLES.get(verdict, "magenta")
+
+
+def cell_text(cell: Cell | None) -> Text:
+    """``ERROR ~``: the outcome and the verdict's marker, coloured by the verdict."""
+    if cell is None:
+        return Text("·", style="dim")
+    return Text(f"{cell.outcome} {marker(cell.verdict)}", style=verdict_style(cell.verdict))
+
+
+def grid(matrix: Matrix) -> Table:
+    """Rows are scenarios, columns are targets; a missing combination is a dim dot."""
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, header_style="bold")
+    table.add_column("scenario", no_wrap=True)
+    for target in matrix.targets:
+        table.add_column(target, justify="left", no_wrap=True, overflow="ellipsis")
+    for scenario in matrix.scenarios:
+        table.add_row(Text(scenario), *(cell_text(matrix.cell(scenario, t)) for t in matrix.targets))
+    return table
+
+
+def legend() -> Text:
+    text = Text("  ")
+    for verdict, words in ((OK, "meets its expectation"), (KNOWN, "known failure"),
+                           (UNEXPECTED, "unexpected")):
+        text.append(marker(verdict), style=verdict_style(verdict))
+        text.append(f" {words}   ", style="dim")
+    return text.rstrip() or text
+
+
+def print_attention(cell: Cell, console: Console) -> None:
+    """One failing cell: its name and state, the one-line detail, the replay command.
+
+    Lines are wrapped here, with a hanging indent, rather than by rich; the
+    replay command is never wrapped so that it stays one line to copy.
+    """
+    width = max(console.width, 40)
+    head = Text()
+    head.append(f"{marker(cell.verdict)} {cell.outcome:<5} ", style=verdict_style(cell.verdict))
+    head.append(cell_name(cell), style="bold")
+    meta = f"{cell.verdict} · expected {cell.expected} · {seconds(cell.duration_s)}"
+    if len(head) + 2 + len(meta) <= width:
+        head.append(f"  {meta}", style="dim")
+        console.print(head, soft_wrap=True)
+    else:
+        console.print(head, soft_wrap=True)
+        console.print(Text(" " * 8 + meta, style="dim"), soft_wrap=True)
+    detail = textwrap.fill(cell.detail or "(no detail recorded)", width=width,
+                           initial_indent=" " * 4, subsequent_indent=" " * 6)
+    console.print(Text(detail), soft_wrap=True)
+    replay = Text("    replay: ", style="dim")
+    replay.append(cell.replay or "(none)", style="cyan")
+    console.print(replay, soft_wrap=True)
+
+
+def summary_lines(matrix: Matrix) -> list[Text]:
+    """The counts of outcomes, then of verdicts with the bottom line; each fits 80 columns."""
+    outcomes, verdicts = summary_parts(matrix)
+    first = Text()
+    first.append(f"{len(matrix.cells)} cells", style="bold")
+    first.append(f" in {seconds(matrix.duration_s)} (seed {matrix.seed})")
+    if outcomes:
+        first.append(": " + ", ".join(f"{n} {o}" for o, n in outcomes))
+    second = Text()
+    for i, (v, n) in enumerate(verdicts):
+        if i:
+            second.append(", ")
+        second.append(f"{n} {v}", style=verdict_style(v))
+    unexpected = len(matrix.unexpected)
+    if unexpected:
+        second.append(" · the run fails", style="bold red")
+    else:
+        second.append(" · no unexpected cell: the run passes", style="bold green")
+    return [first, second]
+
+
+def render_matrix(matrix: Matrix, console: Console) -> None:
+    """Print the matrix to ``console``: grid, legend, failing cells, summary."""
+    if not matrix.cells:
+        console.print(Text("the matrix is empty: no cell was run", style="yellow"))
+        return
+    console.print(grid(matrix))
+    console.print(legend())
+    cells = attention_cells(matrix)
+    if cells:
+        console.print()
+        for i, cell in enumerate(cells):
+            if i:
+                console.print()
+            print_attention(cell, console)
+    console.print()
+    for line in summary_lines(matrix):
+        console.print(line)

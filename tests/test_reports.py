@@ -1,0 +1,331 @@
+"""Reports: every renderer shows what the cells say, escapes what the run produced, and reads back."""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from harness.reports import FILENAMES, FORMATS, render, render_terminal_text, write_reports
+from harness.reports.diff import diff, render_diff
+from harness.reports.html import to_html
+from harness.reports.json_report import load, to_json
+from harness.reports.junit import to_junit
+from harness.reports.markdown import to_markdown
+from harness.reports.terminal import render_matrix
+from harness.runner.cells import Cell, FaultRow, Matrix, RankRow
+
+REPLAY = "harness replay --scenario {s} --target {t} --topology v4-64 --seed 7"
+TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    '  File "naive_sync.py", line 41, in load_synced_config\n'
+    '    with open("/tmp/temp_config.yaml") as f:\n'
+    "FileNotFoundError: [Errno 2] No such file or directory: '/tmp/temp_config.yaml'\n"
+)
+STACK = (
+    'Thread 0x7f (most recent call first):\n  File "shim/xla_model.py", line 88 in rendezvous\n'
+    '  File "naive_sync.py", line 37 in load_synced_config\n'
+)
+XSS = "<script>alert('x')</script>"
+
+
+def rows(n: int, make) -> list[RankRow]:
+    return [make(r) for r in range(n)]
+
+
+def passing(r: int) -> RankRow:
+    return RankRow(rank=r, host=r, outcome="PASS", exit_code=0, error=None, value="'run-3f2a'")
+
+
+def cell(scenario: str, target: str, outcome: str, verdict: str, **kw) -> Cell:
+    base = dict(scenario=scenario, target=target, topology="v4-64", seed=7, outcome=outcome,
+                expected="pass", verdict=verdict, duration_s=0.25, detail=f"{outcome.lower()} detail",
+                replay=REPLAY.format(s=scenario, t=target), ranks=rows(8, passing),
+                workload="config-sync", met=verdict == "ok")
+    base.update(kw)
+    return Cell(**base)
+
+
+def sample_matrix() -> Matrix:
+    """PASS/ok, ERROR/known, HANG/unexpected with a stack, FAIL/unexpected with faults and a history."""
+    error_ranks = [passing(0)] + [
+        RankRow(rank=r, host=r, outcome="ERROR", exit_code=1,
+                error="FileNotFoundError: [Errno 2] No such file or directory: '/tmp/temp_config.yaml'",
+                traceback=TRACEBACK, stderr="warning: config missing\n") for r in range(1, 8)]
+    hang_ranks = [RankRow(rank=0, host=0, outcome="CRASH", exit_code=None, error=None, signal=9,
+                          killed_by_fault=True)] + [
+        RankRow(rank=r, host=r, outcome="HANG", exit_code=None, error=None, stack=STACK) for r in range(1, 8)]
+    fail_ranks = [passing(r) for r in range(4)] + [
+        RankRow(rank=r, host=r, outcome="FAIL", exit_code=0, error=None, value="'run-9c1d'")
+        for r in range(4, 8)]
+    history = [
+        {"t": 0.0021, "kind": "call", "rank": 0, "op": "rendezvous", "tag": "config_save", "step": 0},
+        {"t": 0.0004, "kind": "fault", "rank": 4, "op": "open", "site": "naive_sync.py:33",
+         "detail": {"message": "EIO on read of /tmp/temp_config.yaml"}},
+        {"t": 0.0100, "kind": "mismatch", "op": "all_reduce",
+         "detail": {"message": "digests differ", "ranks": "4-7"}},
+        {"t": 0.0150, "kind": "exit", "rank": 7, "detail": {"message": "returned"}},
+    ]
+    cells = [
+        cell("baseline", "naive-sync", "PASS", "ok", detail=""),
+        cell("baseline", "robust-sync", "PASS", "ok", detail=""),
+        cell("isolated-tmp", "naive-sync", "ERROR", "known", ranks=error_ranks,
+             detail="ranks 1-7 raised FileNotFoundError on /tmp/temp_config.yaml: "
+                    "/tmp is private to each host",
+             finding="000: the config is synced through /tmp, which is per host on a v4-64"),
+        cell("isolated-tmp", "robust-sync", "PASS", "ok", detail=""),
+        cell("writer-killed", "naive-sync", "HANG", "unexpected", ranks=hang_ranks, expected="fail-loudly",
+             duration_s=5.02,
+             detail="ranks 1-7 still blocked in rendezvous('config_save') after rank 0 was killed"),
+        cell("writer-killed", "robust-sync", "ERROR", "ok", expected="fail-loudly",
+             detail="ranks 1-7 raised SyncTimeout within the deadline (fail-loudly met)"),
+        cell("transient-eio", "naive-sync", "FAIL", "unexpected", ranks=fail_ranks, history=history,
+             detail=f"ranks 4-7 ended with a different run name {XSS}",
+             faults_fired=[FaultRow(t=0.0004, rank=4, fault="transient-eio", op="open",
+                                    path="/tmp/temp_config.yaml", message="EIO on read (1 of 3)")],
+             mismatches=["run_name: ranks 0-3 'run-3f2a', ranks 4-7 'run-9c1d'"]),
+    ]
+    return Matrix(cells=cells, seed=7, created="2026-05-09T12:00:00+00:00", harness_version="0.1.0",
+                  duration_s=6.5)
+
+
+@pytest.fixture
+def matrix() -> Matrix:
+    return sample_matrix()
+
+
+# -- terminal -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_terminal_fits_the_width_and_lists_every_failing_cell(matrix: Matrix, width: int) -> None:
+    console = Console(record=True, width=width, file=io.StringIO(), color_system=None)
+    render_matrix(matrix, console)
+    out = console.export_text(styles=False)
+    lines = out.splitlines()
+    # Only the replay commands may run past the width (soft-wrapped, so they stay copyable).
+    assert all(len(ln) <= width for ln in lines if "replay:" not in ln)
+    grid_rows = {ln.split()[0]: ln for ln in lines[:8] if ln.strip()}
+    assert "naive-sync" in lines[0] and "robust-sync" in lines[0]
+    assert "HANG ✗" in grid_rows["writer-killed"] and "ERROR ✓" in grid_rows["writer-killed"]
+    assert "ERROR ~" in grid_rows["isolated-tmp"]
+    flat = " ".join(out.split())
+    for c in matrix.cells:
+        if c.outcome != "PASS":
+            assert c.replay in out  # on one line, whatever the width
+            assert c.detail in flat
+    assert "baseline[naive-sync]" not in out  # a PASS/ok cell is not in the list
+    assert "7 cells in 6.50 s (seed 7): 3 PASS, 1 FAIL, 2 ERROR, 1 HANG" in out
+    assert "4 ok, 1 known, 2 unexpected · the run fails" in out
+
+
+def test_terminal_does_not_read_brackets_as_markup(matrix: Matrix) -> None:
+    matrix.cells[4].detail = "[bold red]not markup[/] [/oops]"
+    text = render_terminal_text(matrix)
+    assert "[bold red]not markup[/] [/oops]" in text
+    assert "writer-killed[naive-sync]" in text
+
+
+def test_terminal_in_colour_marks_unexpected_red(matrix: Matrix) -> None:
+    console = Console(record=True, width=100, file=io.StringIO(), color_system="truecolor",
+                      force_terminal=True)
+    render_matrix(matrix, console)
+    ansi = console.export_text(styles=True)
+    assert re.search(r"\x1b\[1;31mHANG ✗", ansi)
+
+
+# -- JSON ---------------------------------------------------------------------------------------
+
+def test_json_round_trips_to_an_equal_dict(matrix: Matrix, tmp_path: Path) -> None:
+    text = to_json(matrix)
+    data = json.loads(text)
+    assert list(data)[:5] == ["schema", "harness_version", "seed", "created", "cells"]
+    assert data["schema"] == "harness.matrix/1"
+    path = tmp_path / "m.json"
+    path.write_text(text)
+    again = load(path)
+    assert again.to_dict() == data
+    assert to_json(again) == text  # stable: the same bytes on a second write
+    cell = data["cells"][6]
+    for key in ("scenario", "target", "topology", "seed", "outcome", "expected", "verdict", "duration_s",
+                "detail", "ranks", "faults_fired", "replay"):
+        assert key in cell
+    assert set(cell["ranks"][0]) >= {"rank", "host", "outcome", "exit_code", "error"}
+    assert list(cell["history"][1])[:3] == ["t", "kind", "rank"]
+
+
+@pytest.mark.parametrize("content, says", [
+    ("{not json", "not valid JSON"),
+    ('["a list"]', "not an object"),
+    ('{"schema": "other/2", "cells": []}', "harness.matrix/1"),
+    ('{"schema": "harness.matrix/1", "harness_version": "0", "seed": 1, "created": "x", '
+     '"cells": [{"scenario": "a", "target": "b"}]}', "missing field 'topology'"),
+])
+def test_a_bad_report_gives_a_value_error_naming_the_file(tmp_path: Path, content: str, says: str) -> None:
+    path = tmp_path / "broken-report.json"
+    path.write_text(content)
+    with pytest.raises(ValueError, match="broken-report.json") as info:
+        load(path)
+    assert says in str(info.value)
+
+
+def test_a_missing_report_gives_a_value_error_naming_the_file(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="nowhere.json"):
+        load(tmp_path / "nowhere.json")
+
+
+# -- JUnit --------------------------------------------------------------------------------------
+
+def test_junit_has_one_failure_per_unexpected_cell(matrix: Matrix) -> None:
+    matrix.cells[6].ranks[4].stderr = "\x1b[31mred\x1b[0m \x00"  # not in any failure body, but...
+    matrix.cells[4].detail += " \x1b[31m<&>\"'"  # ...a control character in an attribute must not break XML
+    root = ET.fromstring(to_junit(matrix).encode())
+    assert root.tag == "testsuite"
+    cases = root.findall("testcase")
+    assert len(cases) == len(matrix.cells)
+    assert root.get("tests") == "7" and root.get("failures") == "2" and root.get("skipped") == "1"
+    by_name = {c.get("name"): c for c in cases}
+    assert set(by_name) == {f"{c.scenario}[{c.target}]" for c in matrix.cells}
+    failures = root.findall("testcase/failure")
+    assert len(failures) == len(matrix.unexpected) == 2
+    hang = by_name["writer-killed[naive-sync]"]
+    assert hang.get("classname") == "harness.config-sync"
+    assert hang.get("time") == "5.020"
+    failure = hang.find("failure")
+    assert failure is not None
+    assert failure.get("message").startswith("ranks 1-7 still blocked") and "<&>" in failure.get("message")
+    assert "rank 0 (host 0): CRASH, SIGKILL (killed by the fault plan)" in failure.text
+    assert "ranks 1-7 (hosts 1-7): HANG, running" in failure.text
+    assert "in rendezvous" in failure.text  # the stack of the hung ranks
+    assert matrix.cells[4].replay in failure.text
+    skipped = by_name["isolated-tmp[naive-sync]"].find("skipped")
+    assert skipped is not None and skipped.get("message").startswith("known failure: ")
+    ok = by_name["baseline[naive-sync]"]
+    assert list(ok) == []  # a passing case has no child at all
+    assert by_name["writer-killed[robust-sync]"].find("failure") is None
+
+
+# -- Markdown -----------------------------------------------------------------------------------
+
+def test_markdown_table_has_one_row_per_scenario(matrix: Matrix) -> None:
+    md = to_markdown(matrix)
+    table = [ln for ln in md.splitlines() if ln.startswith("| `")]
+    header = next(ln for ln in md.splitlines() if ln.startswith("| scenario"))
+    assert header.count("|") == len(matrix.targets) + 2
+    scenario_rows = [ln for ln in table if ln.split("|")[1].strip().strip("`") in matrix.scenarios]
+    assert [ln.split("|")[1].strip().strip("`") for ln in scenario_rows] == matrix.scenarios
+    assert all(ln.count("|") == len(matrix.targets) + 2 for ln in scenario_rows)
+    assert "❌ **HANG**" in md and "⚠️ ERROR (known)" in md
+    # a section per non-PASS cell, each with its replay in a code block
+    for c in matrix.cells:
+        if c.outcome != "PASS":
+            assert f"`{c.scenario}[{c.target}]`" in md
+            assert f"```sh\n{c.replay}\n```" in md
+    assert "`baseline[naive-sync]`" not in md
+    assert XSS not in md  # the detail's <script> is escaped
+    assert "\\<script>" in md
+    assert "| 1-7 | 1-7 | ERROR | exit 1 |" in md
+    assert "transient-eio" in md and "EIO on read (1 of 3)" in md
+
+
+# -- HTML ---------------------------------------------------------------------------------------
+
+def test_html_is_one_self_contained_page(matrix: Matrix) -> None:
+    page = to_html(matrix)
+    assert page.startswith("<!DOCTYPE html>")
+    for name in matrix.scenarios + matrix.targets:
+        assert f">{name}</th>" in page
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)  # nothing loaded from outside
+    assert "<link" not in page and "@import" not in page
+    assert page.count('<details class="cell') == len(matrix.cells)
+    assert page.count("<script>") == 1  # only the page's own script
+
+
+def test_html_escapes_run_text(matrix: Matrix) -> None:
+    page = to_html(matrix)
+    assert XSS not in page
+    assert html.escape(XSS) in page
+
+
+def test_html_shows_a_cells_detail(matrix: Matrix) -> None:
+    page = to_html(matrix)
+    fail = page[page.index('id="cell-transient-eio--naive-sync"'):]
+    fail = fail[: fail.index("</details></details>") if "</details></details>" in fail else None]
+    assert "EIO on read (1 of 3)" in fail  # the fault fired
+    assert html.escape("run_name: ranks 0-3 'run-3f2a', ranks 4-7 'run-9c1d'") in fail  # the mismatch
+    times = [float(t) for t in re.findall(r'<tr class="k-\w+"><td class="num">([\d.]+)</td>', fail)]
+    assert times == sorted(times) and len(times) == 4  # the history in time order
+    assert 'href="#cell-writer-killed--naive-sync"' in page  # the grid links to the detail
+    hang = page[page.index('id="cell-writer-killed--naive-sync"'):]
+    assert "SIGKILL (killed by the fault plan)" in hang[:4000]
+    assert "line 88 in rendezvous" in hang[:6000]  # the hung ranks' stack
+    assert html.escape(TRACEBACK.rstrip()) in page
+    assert html.escape(matrix.cells[2].finding) in page
+    assert '<button class="copy js" type="button" hidden>Copy</button>' in page
+    assert "warning: config missing" in page  # captured stderr
+
+
+# -- formats and files --------------------------------------------------------------------------
+
+def test_write_reports_writes_every_format(matrix: Matrix, tmp_path: Path) -> None:
+    out = tmp_path / "deep" / "reports"
+    paths = write_reports(matrix, out)
+    assert set(paths) == set(FORMATS)
+    assert sorted(p.name for p in out.iterdir()) == sorted(FILENAMES.values())
+    assert load(paths["json"]).to_dict() == matrix.to_dict() | {"summary": matrix.summary()}
+    assert "writer-killed[naive-sync]" in paths["terminal"].read_text()
+    assert write_reports(matrix, out, formats=["html"]) == {"html": out / "matrix.html"}
+    with pytest.raises(ValueError, match="pdf"):
+        write_reports(matrix, out, formats=["pdf"])
+    with pytest.raises(ValueError, match="pdf"):
+        render(matrix, "pdf")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_an_empty_matrix_renders(fmt: str) -> None:
+    empty = Matrix(cells=[], seed=0, created="2026-05-09T00:00:00+00:00", harness_version="0.1.0")
+    assert render(empty, fmt).strip()
+
+
+# -- diff ---------------------------------------------------------------------------------------
+
+def test_diff_finds_exactly_the_changed_cells(matrix: Matrix) -> None:
+    after = sample_matrix()
+    after.cells[2].outcome, after.cells[2].verdict = "PASS", "ok"  # isolated-tmp[naive-sync] fixed
+    after.cells[5].verdict = "unexpected"  # same outcome, different verdict
+    after.cells[0].detail = "only the detail changed"  # not a change
+    del after.cells[1]  # baseline[robust-sync] only in A
+    after.cells.append(cell("api-drift", "robust-sync", "PASS", "ok"))  # only in B
+    changes = diff(matrix, after)
+    assert [c.name for c in changes] == ["baseline[robust-sync]", "isolated-tmp[naive-sync]",
+                                         "writer-killed[robust-sync]", "api-drift[robust-sync]"]
+    assert [c.kind for c in changes] == ["removed", "changed", "changed", "added"]
+    text = render_diff(changes, "sim.json", "pod.json")
+    assert text.splitlines() == [
+        "baseline[robust-sync]: only in sim.json (PASS, ok)",
+        "isolated-tmp[naive-sync]: ERROR -> PASS (known -> ok)",
+        "writer-killed[robust-sync]: ERROR -> ERROR (ok -> unexpected)",
+        "api-drift[robust-sync]: only in pod.json (PASS, ok)",
+    ]
+    assert diff(matrix, sample_matrix()) == []
+    assert "no cell changed" in render_diff([])
+
+
+def test_a_known_failure_that_now_passes_is_shown_as_unexpected(matrix: Matrix) -> None:
+    """PASS/unexpected: renderers show the verdict the cell carries, they do not recompute it."""
+    matrix.cells[0].verdict = "unexpected"
+    matrix.cells[0].detail = "baseline now passes but was recorded as a known failure"
+    assert "baseline[naive-sync]" in render_terminal_text(matrix)
+    root = ET.fromstring(to_junit(matrix))
+    case = next(c for c in root.iter("testcase") if c.get("name") == "baseline[naive-sync]")
+    assert case.find("failure") is not None
+    assert "`baseline[naive-sync]`" in to_markdown(matrix)
+    assert "❌ **PASS** (unexpected)" in to_markdown(matrix)
+    page = to_html(matrix)
+    section = page[: page.index("Passing cells")]
+    assert 'id="cell-baseline--naive-sync"' in section  # among the cells that need a look
