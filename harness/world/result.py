@@ -55,7 +55,7 @@ class RankResult:
         if self.outcome == PASS:
             return "returned " + (self.value_repr or "None")
         if self.outcome == ERROR and self.error:
-            return f"raised {self.error['type']}: {self.error['message']}"
+            return f"raised {self.error['type']}: {one_line(self.error['message'])}"
         if self.outcome == CRASH:
             return self.exit_description + " without a Python exception"
         if self.outcome == HANG:
@@ -126,6 +126,12 @@ class WorldResult:
             if r.stack:
                 lines.append(f"--- rank {r.rank} stack at the deadline ---\n{r.stack.rstrip()}")
         return "\n".join(lines)
+
+
+def one_line(text: str, limit: int = 240) -> str:
+    """A message as one line a report can show (multi-line errors are common)."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
 
 
 def decode_status(status: int) -> tuple[int | None, int | None]:

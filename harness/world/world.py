@@ -40,6 +40,7 @@ from harness.world.result import (
     RankResult,
     WorldResult,
     decode_status,
+    one_line,
     world_outcome,
 )
 from harness.world.spec import WorldSpec
@@ -470,7 +471,7 @@ class _WorldLoop:
             return "returned"
         if result is not None:
             err = result["error"]
-            return f"raised {err['type']}: {err['message']}"
+            return f"raised {err['type']}: {one_line(err['message'])}"
         return f"exited with code {code} without a Python exception"
 
     # -- the deadline ---------------------------------------------------------
