@@ -107,7 +107,8 @@ def default_table(topology: Topology, home: str, cwd: str) -> MountTable:
     """What a host of ``topology`` sees unless a scenario says otherwise.
 
     Every host has its own disk (``/`` is an overlay per host: installed code
-    reads through, writes stay on that host) and its own empty ``/tmp``. On
+    reads through, writes stay on that host) and its own empty ``/tmp``; the
+    working directory and home are always overlays of the real ones. On
     one host that is the same as sharing everything. Seed 004's v6e-256 adds a
     read-only data disk and a gcsfuse bucket shared by all hosts.
     """
@@ -121,8 +122,15 @@ def default_table(topology: Topology, home: str, cwd: str) -> MountTable:
             Mount("/mnt/data", scope="shared", mode="ro", base="fresh"),
             Mount("/mnt/checkpoints", scope="shared", base="fresh", consistency="object"),
         ]
-    del home, cwd  # both live under "/": per-host overlays of the real directories
-    return MountTable(tuple(mounts))
+    table = MountTable(tuple(mounts))
+    # The working directory (the user's repository) and home are per-host copies
+    # of the real ones, even when they lie under a fresh mount such as /tmp (a CI
+    # checkout often does): every VM of a pod has the code and the user's files.
+    for path in (home, cwd):
+        path = posixpath.normpath(path)
+        if path != "/" and table.match(path).base == "fresh":
+            table = table.with_mount(Mount(path, scope="host", base="overlay"))
+    return table
 
 
 def scope_keys(mount: Mount, topology: Topology) -> list[str]:

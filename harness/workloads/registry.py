@@ -102,6 +102,88 @@ def _config_sync_targets() -> list[Target]:
 BUILTIN_TARGETS: dict[str, Target] = {t.name: t for t in _config_sync_targets()}
 
 
+# -- data sharding (harness/workloads/data_sharding) ---------------------------
+
+def _check_data_sharding(result: WorldResult) -> Judgement:
+    from harness.checkers import sharding
+    from harness.workloads.data_sharding.dataset import expected_from_files
+
+    expected = expected_from_files(result.files)
+    return sharding.check(result, sharding.Epoch.from_expected(expected) if expected else None)
+
+
+def _data_sharding_setup(inputs: dict[str, Any], topology: Topology, seed: int) -> list[Leftover]:
+    from harness.workloads.data_sharding.dataset import build
+    return build(inputs, topology, seed)
+
+
+def _data_sharding_watch(inputs: dict[str, Any]) -> list[str]:
+    from harness.workloads.data_sharding.dataset import watch
+    return watch(inputs)
+
+
+def _data_sharding_workload() -> Workload:
+    from harness.workloads.data_sharding import DEFAULT_INPUTS
+    return Workload("data-sharding", DEFAULT_INPUTS, _check_data_sharding,
+                    setup=_data_sharding_setup, watch=_data_sharding_watch)
+
+
+# The seed's loader (seed 000, Finding 3) never fails loudly in the catalog: a host
+# without the files leaves the others blocked in their first step's collective
+# (HANG); another version, garbled rows or divergent generators are trained on
+# silently (FAIL). It passes uneven-shards (it drops the last partial batch on
+# every rank alike) and readonly-data-mount (it writes nothing).
+_SEED_LOADER_KNOWN = frozenset({"missing-data-on-host", "divergent-dataset", "corrupt-npy",
+                                "divergent-seed"})
+
+
+def _data_sharding_targets() -> list[Target]:
+    from harness.workloads.data_sharding import PRELOAD, TARGETS
+
+    known = {"seed-loader": _SEED_LOADER_KNOWN}
+    return [Target(name, ref, "data-sharding", known.get(name, frozenset()), builtin=True,
+                   preload=PRELOAD) for name, ref in TARGETS.items()]
+
+
+WORKLOADS["data-sharding"] = _data_sharding_workload()
+BUILTIN_TARGETS.update({t.name: t for t in _data_sharding_targets()})
+
+
+# -- checkpoint/resume (harness/workloads/checkpoint_resume) -----------------
+
+def _check_checkpoint_resume(result: WorldResult) -> Judgement:
+    from harness.checkers import exactly_once
+    from harness.topology import get_topology
+
+    topo = get_topology(result.topology)  # one worker per host: worker id = host index
+    return exactly_once.check(result, {r: topo.host_of(r) for r in range(topo.world_size)})
+
+
+def _checkpoint_resume_workload() -> Workload:
+    from harness.workloads.checkpoint_resume import DEFAULT_INPUTS, dataset
+    return Workload("checkpoint-resume", DEFAULT_INPUTS, _check_checkpoint_resume,
+                    setup=dataset.setup, watch=dataset.watch)
+
+
+# Seed 003's worker (see its module docstring): a restart re-uses shard names and
+# replaces the first life's shards (lost samples), a torn checkpoint raises on every
+# restart, a transient EIO kills the upload, and a duplicated id loses a stream.
+_NAIVE_WORKER_KNOWN = frozenset({"preempt-mid-shard", "preempt-mid-checkpoint", "preempt-storm",
+                                 "upload-failure", "duplicate-worker-id"})
+
+
+def _checkpoint_resume_targets() -> list[Target]:
+    from harness.workloads.checkpoint_resume import PRELOAD, TARGETS
+
+    known = {"naive-worker": _NAIVE_WORKER_KNOWN}
+    return [Target(name, ref, "checkpoint-resume", known.get(name, frozenset()), builtin=True,
+                   preload=PRELOAD) for name, ref in TARGETS.items()]
+
+
+WORKLOADS["checkpoint-resume"] = _checkpoint_resume_workload()
+BUILTIN_TARGETS.update({t.name: t for t in _checkpoint_resume_targets()})
+
+
 def target(spec: str) -> Target:
     """A built-in name, or a user's ``module:function`` / ``file.py:function``."""
     if spec in BUILTIN_TARGETS:

@@ -215,7 +215,8 @@ def _enter_environment(spec: WorldSpec, env: dict[str, str]) -> None:
     os.environ.update(env)
     os.environ["HARNESS_PROFILE"] = spec.profile
     os.environ["HARNESS_WORLD_ID"] = spec.world_id
-    os.chdir(spec.cwd)
+    import posix
+    posix.chdir(spec.cwd)  # the real one: a launcher forking us may have a view installed
     if spec.shim_root not in sys.path[:1]:
         sys.path.insert(0, spec.shim_root)
     # A target's earlier import of torch_xla (never expected, but cheap to rule out).

@@ -1,0 +1,68 @@
+"""The files a checkpoint/resume world starts with, and the files it watches.
+
+``setup`` plays seed 003's ``create_dataset_streams.py``: the dataset split into
+one JSONL stream per worker ("Handles remainder distribution"), present on
+every VM's disk under the workdir. Pure: it returns ``Leftover`` files, the
+world places them.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from harness.faults.plan import Leftover
+from harness.topology import Topology
+
+STREAM = "data/streams/stream_{worker:03d}.jsonl"
+CHECKPOINT = "checkpoints/checkpoint_worker_{worker}.json"
+OUTPUTS = "activations/tpu_{worker}"
+_WORDS = ("grid", "rotate", "mirror", "fill", "count", "colour", "shape", "border", "tile",
+          "object", "pattern", "symmetry", "crop", "scale", "sort", "gravity")
+
+
+def split(total: int, workers: int) -> list[range]:
+    """Contiguous dataset slices, the first ``total % workers`` one sample longer."""
+    base, extra = divmod(total, workers)
+    out, start = [], 0
+    for w in range(workers):
+        size = base + (1 if w < extra else 0)
+        out.append(range(start, start + size))
+        start += size
+    return out
+
+
+def sample_id(index: int) -> str:
+    return f"sample-{index:05d}"
+
+
+def streams(total: int, workers: int, seed: int) -> dict[int, list[dict[str, Any]]]:
+    """Every worker's samples; the text (not the ids) depends on the seed."""
+    rng = random.Random(f"checkpoint-resume-{seed}")
+    out: dict[int, list[dict[str, Any]]] = {}
+    for worker, indices in enumerate(split(total, workers)):
+        out[worker] = [{"id": sample_id(i),
+                        "text": " ".join(rng.choice(_WORDS) for _ in range(rng.randint(1, 3)))}
+                       for i in indices]
+    return out
+
+
+def setup(inputs: dict[str, Any], topology: Topology, seed: int) -> list[Leftover]:
+    """One stream per host, on every host's disk, except ``missing_streams``."""
+    workdir = inputs["workdir"].rstrip("/")
+    missing = set(inputs.get("missing_streams") or ())
+    files = []
+    for worker, samples in streams(int(inputs["total_samples"]), topology.hosts, seed).items():
+        if worker in missing:
+            continue
+        text = "".join(json.dumps(s) + "\n" for s in samples)
+        files.append(Leftover(f"{workdir}/{STREAM.format(worker=worker)}", text.encode()))
+    return files
+
+
+def watch(inputs: dict[str, Any]) -> list[str]:
+    """The streams (the checker's ground truth), the checkpoints and the bucket."""
+    workdir, bucket = inputs["workdir"].rstrip("/"), inputs["bucket"].rstrip("/")
+    return [f"{workdir}/data/streams/*.jsonl", f"{workdir}/checkpoints/*",
+            f"{bucket}/activations/*"]
