@@ -36,15 +36,33 @@ def cell_text(cell: Cell | None) -> Text:
     return Text(f"{cell.outcome} {marker(cell.verdict)}", style=verdict_style(cell.verdict))
 
 
-def grid(matrix: Matrix) -> Table:
+def grid(matrix: Matrix, scenarios: list[str] | None = None,
+         targets: list[str] | None = None) -> Table:
     """Rows are scenarios, columns are targets; a missing combination is a dim dot."""
+    scenarios = scenarios or matrix.scenarios
+    targets = targets or matrix.targets
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, header_style="bold")
     table.add_column("scenario", no_wrap=True)
-    for target in matrix.targets:
+    for target in targets:
         table.add_column(target, justify="left", no_wrap=True, overflow="ellipsis")
-    for scenario in matrix.scenarios:
-        table.add_row(Text(scenario), *(cell_text(matrix.cell(scenario, t)) for t in matrix.targets))
+    for scenario in scenarios:
+        table.add_row(Text(scenario), *(cell_text(matrix.cell(scenario, t)) for t in targets))
     return table
+
+
+def grids(matrix: Matrix) -> list[Table]:
+    """One grid per workload: its scenarios against the targets that ran them, so a
+    catalog of several workloads is not a sparse grid of dots."""
+    workloads: dict[str, tuple[list[str], list[str]]] = {}
+    for cell in matrix.cells:
+        scenarios, targets = workloads.setdefault(cell.workload or "", ([], []))
+        if cell.scenario not in scenarios:
+            scenarios.append(cell.scenario)
+        if cell.target not in targets:
+            targets.append(cell.target)
+    if len(workloads) <= 1:
+        return [grid(matrix)]
+    return [grid(matrix, scenarios, targets) for scenarios, targets in workloads.values()]
 
 
 def legend() -> Text:
@@ -107,7 +125,10 @@ def render_matrix(matrix: Matrix, console: Console) -> None:
     if not matrix.cells:
         console.print(Text("the matrix is empty: no cell was run", style="yellow"))
         return
-    console.print(grid(matrix))
+    for i, table in enumerate(grids(matrix)):
+        if i:
+            console.print()
+        console.print(table)
     console.print(legend())
     cells = attention_cells(matrix)
     if cells:

@@ -115,9 +115,12 @@ def _rank_rows(result: WorldResult) -> list[RankRow]:
 
 
 def _faults(result: WorldResult) -> list[FaultRow]:
-    return [FaultRow(t=e.t, rank=e.rank, fault=e.op or "?", op=e.detail.get("op"),
+    """Faults fired, rank by rank: each rank's sequence is fixed by the seed, while
+    the interleaving of different ranks is the scheduler's."""
+    rows = [FaultRow(t=e.t, rank=e.rank, fault=e.op or "?", op=e.detail.get("op"),
                      path=e.detail.get("path"), message=e.detail.get("message", ""))
             for e in result.history if e.kind == "fault"]
+    return sorted(rows, key=lambda f: (-1 if f.rank is None else f.rank, f.t))
 
 
 def run_matrix(plans: list[CellPlan], jobs: int | None = None, seed: int = 0,
