@@ -415,6 +415,9 @@ class _WorldLoop:
         if rank is not None:
             if role == "host":
                 self.ranks[rank].status = status
+            # The leader's word that it exited can overtake the rank's last frames
+            # (its result, the fault that killed it): read them before judging.
+            self._drain_rank(rank)
             self._snapshot_on_exit(rank)
             unit = self.ranks[rank]
             if role == "rank" and unit.doomed_by == "preempt" and unit.life < self.max_restarts:
@@ -424,6 +427,17 @@ class _WorldLoop:
             self.publisher.rank_exited(rank)
             self._publish_due()
         self._finish_if_over()
+
+    def _drain_rank(self, rank: int) -> None:
+        sock = self.call.get(rank)
+        while sock is not None and sock in self.conns:
+            try:
+                sock.settimeout(0.5)  # the process is gone: what it sent is all buffered
+                header, payload = wire.recv_frame(sock)
+            except (EOFError, OSError):
+                self._forget(sock)
+                return
+            self._handle(sock, header, payload)
 
     def _restart(self, rank: int) -> None:
         """A pre-empted rank comes back: same rank, same host disk, a new process."""
