@@ -86,6 +86,7 @@ def exec_command(topology: str, timeout: float, profile: str, seed: int, output:
 def _load(path: str) -> Any:
     """A saved report, or a usage error naming the file (exit 2)."""
     from harness.reports.json_report import load
+
     try:
         return load(path)
     except ValueError as exc:
@@ -168,10 +169,9 @@ def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], topology: 
     With no arguments: the whole catalog against the built-in targets.
     """
     from harness.reports import FORMATS, render, write_reports
-    from harness.reports.json_report import load
     from harness.runner.run import known_from_baseline, plan_cells
 
-    known = known_from_baseline(load(baseline)) if baseline else frozenset()
+    known = known_from_baseline(_load(baseline)) if baseline else frozenset()
     plans = plan_cells(_scenarios(scenarios), _targets(targets), seed, topology, timeout)
     if not plans:
         raise click.UsageError("no cell to run: no target belongs to these scenarios' workloads")

@@ -598,3 +598,31 @@ def test_make_plan_is_a_function_of_the_seed():
     assert [f.params["rng"] for f in a.faults] != [f.params["rng"] for f in b.faults]
     assert a.faults[1].trigger.path == "/root/x"
     assert [f.name for f in a.faults] == ["torn-write#0", "corrupt#1"]
+
+
+@pytest.mark.parametrize("spec,field", [
+    ({"kind": "eio", "count": "lots"}, "count"),
+    ({"kind": "enospc", "at_byte": -1}, "at_byte"),
+    ({"kind": "latency", "delay_ms": 1.5}, "delay_ms"),
+    ({"kind": "raise", "exception": "NoSuchError"}, "exception"),
+    ({"kind": "raise", "exception": "OSError"}, "errno"),
+    ({"kind": "hold-write", "path": "/tmp/x", "until": "never"}, "until"),
+    ({"kind": "permission-denied", "path": "/tmp/x", "mode": "9z"}, "mode"),
+    ({"kind": "straggle", "tag": 5}, "tag"),
+    ({"kind": "stale-leftover", "path": "/tmp/../../etc/x"}, "path"),
+    ({"kind": "stale-leftover", "path": "relative/x"}, "path"),
+])
+def test_a_bad_parameter_is_refused_at_plan_time_naming_it(spec, field):
+    """Not later, inside a rank, where it would read as the target's own failure."""
+    with pytest.raises(PlanError) as info:
+        make_plan([spec], seed=0, world_size=4, hosts=2, home="/root")
+    assert info.value.field == field, str(info.value)
+
+
+def test_a_raised_oserror_carries_a_real_errno_and_filename():
+    result = run("opens_for_write", topology="1x2", args=(CONFIG,),
+                 faults=[{"kind": "raise", "rank": 1, "op": "open-write", "path": CONFIG,
+                          "exception": "OSError", "errno": 5}])
+    err = result.ranks[1].error
+    assert err["type"] == "OSError"
+    assert err["message"] == f"[Errno 5] Input/output error: '{CONFIG}'"

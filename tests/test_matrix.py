@@ -27,7 +27,38 @@ def matrix_cells(request):
     return {f"{c.scenario}-{c.target}": c for c in matrix.cells}
 
 
+# The README's config-sync grid at seed 0 (the other workloads pin theirs in their own
+# tests): a known failure that changes how it fails is a change to the headline too.
+GRID = """
+baseline            PASS    HANG  PASS
+missing-file        ERROR   HANG  PASS
+partial-write       FAIL    HANG  PASS
+empty-file          ERROR   HANG  PASS
+corrupt-file        ERROR   HANG  PASS
+stale-leftover      FAIL    HANG  PASS
+isolated-tmp        ERROR   HANG  PASS
+transient-eio       HANG    HANG  PASS
+disk-full           HANG    HANG  PASS
+permission-denied   HANG    HANG  PASS
+read-only-fs        HANG    HANG  PASS
+slow-writer         ERROR   HANG  PASS
+visibility-delay    ERROR   HANG  PASS
+writer-killed       HANG    HANG  ERROR
+rank0-raises        HANG    HANG  ERROR
+divergent-slugs     PASS    HANG  PASS
+divergent-input     PASS    HANG  PASS
+concurrent-jobs     FAIL    HANG  PASS
+api-drift           ERROR   ERROR PASS
+"""
+OUTCOMES = {f"{row.split()[0]}-{target}": outcome
+            for row in GRID.strip().splitlines()
+            for target, outcome in zip(("naive-sync", "seed-fix-sync", "robust-sync"),
+                                       row.split()[1:])}
+
+
 @pytest.mark.faults
 @pytest.mark.parametrize("cell_id", list(PLANS))
 def test_matrix(cell_id, matrix_cells):
-    check_cell(matrix_cells[cell_id])
+    cell = check_cell(matrix_cells[cell_id])
+    if cell_id in OUTCOMES:
+        assert cell.outcome == OUTCOMES[cell_id], cell.detail

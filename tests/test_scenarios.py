@@ -87,3 +87,12 @@ def test_the_cli_refuses_a_bad_scenario_with_exit_2_and_no_traceback(tmp_path):
     assert done.returncode == 2, done.stderr
     assert f"{path}:9: unknown fault 'nope'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_topology_override_that_a_scenario_cannot_fit_is_a_usage_error(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "harness", "run", "--scenario", "divergent-input",
+                           "--topology", "v4-8", "--report-dir", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "does not fit topology v4-8: host 1 is outside a world of 1 hosts" in done.stderr
+    assert "Traceback" not in done.stderr

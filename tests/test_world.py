@@ -325,3 +325,44 @@ def test_cli_exec_exit_codes(spawn_script):
     assert "no such script: no/such/script.py" in missing.stderr
     bad_topology = _cli("exec", "-t", "v9", "--", "python", str(spawn_script))
     assert bad_topology.returncode == 2 and "unknown topology 'v9'" in bad_topology.stderr
+
+
+def test_a_fork_server_outlives_the_thread_that_started_it():
+    """PR_SET_PDEATHSIG follows a thread: cells start servers from worker threads."""
+    import threading
+    import time
+
+    from harness.world import pool
+
+    results = []
+    thread = threading.Thread(target=lambda: results.append(
+        run_world(target("identity"), topology="2x1", timeout=10, preload=("json",))))
+    thread.start()
+    thread.join()
+    time.sleep(0.3)
+    assert pool.fork_server(("json",)).alive()
+    again = run_world(target("identity"), topology="2x1", timeout=10, preload=("json",))
+    assert results[0].outcome == again.outcome == PASS
+
+
+PREEMPTED_IN_A_COLLECTIVE = """
+import os, time
+import torch_xla.core.xla_model as xm
+
+def fn():
+    life = int(os.environ["HARNESS_LIFE"])
+    if xm.get_ordinal() == 0:
+        time.sleep(0.8)  # rank 1's first life arrives, and dies, before rank 0 comes
+        return xm.rendezvous("x", b"zero")
+    return xm.rendezvous("x", b"life %d" % life)
+"""
+
+
+def test_a_rank_preempted_inside_a_collective_does_not_leave_its_arrival_behind(tmp_path):
+    path = tmp_path / "preempted.py"
+    path.write_text(PREEMPTED_IN_A_COLLECTIVE)
+    result = run_world(f"{path}:fn", topology="1x2", timeout=10,
+                       faults=[{"kind": "preempt", "rank": 1, "after_ms": 300, "lives": [0]}])
+    assert result.outcome == PASS, result.describe()
+    assert result.ranks[1].restarts == 1
+    assert [r.value for r in result.ranks] == [[b"zero", b"life 1"]] * 2

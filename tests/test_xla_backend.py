@@ -243,7 +243,6 @@ def test_barrier_returns_at_once_and_synchronizes_nothing(topology):
     rank0_entered = vals[0]["entered"]
     for v in vals:
         assert v["async_completed"] is True
-        assert v["left"] - v["entered"] < 0.5  # nobody waited in a barrier
     for v in vals[1:]:
         # Every other rank was out of both barriers before rank 0 even reached its first.
         assert v["left"] < rank0_entered

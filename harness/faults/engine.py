@@ -9,6 +9,7 @@ history next to the collective calls, before it takes effect.
 
 from __future__ import annotations
 
+import builtins
 import errno
 import fnmatch
 import os
@@ -20,16 +21,15 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from harness.faults.plan import Fault, FaultPlan, Leftover
+from harness.faults.plan import KIND_OPS, RAISABLE, Fault, FaultPlan, Leftover
 from harness.filesystem.view import NoHooks, Resolved, View, ViewFile, oserror
 
 Notify = Callable[[dict[str, Any]], None]
 
-_CONTENT_KINDS = ("torn-write", "lost-write", "corrupt", "empty-window", "hold-write",
-                  "foreign-write")
+# Faults that change what a closed file shows others: decided at open, applied at close.
+_CONTENT_KINDS = tuple(kind for kind, ops in KIND_OPS.items() if ops == ("close",))
 _STRIKES = ("kill", "preempt", "raise")
-_EXCEPTIONS = {"RuntimeError": RuntimeError, "ValueError": ValueError, "OSError": OSError,
-               "KeyError": KeyError, "TimeoutError": TimeoutError, "AssertionError": AssertionError}
+_EXCEPTIONS = {name: getattr(builtins, name) for name in RAISABLE}
 
 
 class FaultEngine(NoHooks):
@@ -294,11 +294,15 @@ class FaultEngine(NoHooks):
                         message=f"rank {self.rank}{life} {what} at {op} {where or ''}".rstrip())
             os.kill(os.getpid(), signal.SIGKILL)
             time.sleep(10)  # the signal is on its way
-        exc_type = _EXCEPTIONS.get(str(fault.params.get("exception", "RuntimeError")), RuntimeError)
+        exc_type = _EXCEPTIONS[str(fault.params.get("exception", "RuntimeError"))]
         message = str(fault.params.get("message", f"injected failure at {op} {where or ''}".rstrip()))
+        exc = exc_type(message)
+        if issubclass(exc_type, OSError):  # as the kernel raises it: errno, strerror, filename
+            code = int(fault.params["errno"])
+            exc = OSError(code, os.strerror(code), *([where] if where and op != "collective" else []))
         self.report(fault, op, where if op != "collective" else None,
-                    message=f"rank {self.rank} raises {exc_type.__name__}: {message}")
-        raise exc_type(message)
+                    message=f"rank {self.rank} raises {type(exc).__name__}: {exc}")
+        raise exc
 
 
 def torn_offset(data: bytes, fault: Fault) -> int:

@@ -10,6 +10,7 @@ here, so the same seed fires the same faults at the same points.
 from __future__ import annotations
 
 import fnmatch
+import posixpath
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -189,6 +190,11 @@ def make_trigger(spec: dict[str, Any], world_size: int, hosts: int, home: str) -
             raise PlanError(f"path must be a string, got {path!r}", "path")
         if path.startswith("~"):
             path = home + path[1:]
+        if not path.startswith(("/", "*")):
+            raise PlanError(f"path must be absolute (or start with ~ or *), got {path!r}", "path")
+        if "/../" in path + "/" or path.endswith("/.."):
+            raise PlanError(f"path must not climb with '..': {path!r}", "path")
+        path = path if path.startswith("*") else posixpath.normpath(path)
     occurrences = _tuple(spec.get("occurrence", spec.get("occurrences")), "occurrence")
     for o in occurrences or ():
         if o < 1:
@@ -200,7 +206,10 @@ def make_trigger(spec: dict[str, Any], world_size: int, hosts: int, home: str) -
     for life in lives or ():
         if life < 0:
             raise PlanError(f"lives count from 0 (the first start), got {life}", "lives")
-    return Trigger(ranks=ranks, hosts=host_list, op=ops, path=path, tag=spec.get("tag"),
+    tag = spec.get("tag")
+    if tag is not None and not isinstance(tag, str):
+        raise PlanError(f"tag must be a string (a glob), got {tag!r}", "tag")
+    return Trigger(ranks=ranks, hosts=host_list, op=ops, path=path, tag=tag,
                    occurrences=occurrences, after_ms=after_ms, lives=lives)
 
 
@@ -240,10 +249,52 @@ def make_plan(specs: list[dict[str, Any]], *, seed: int, world_size: int, hosts:
                     isinstance(k, str) and isinstance(v, (str, int, float)) for k, v in env.items()):
                 raise PlanError(f"env-skew needs env: a mapping of variable names to values, "
                                 f"got {env!r}", "env")
+        _check_params(kind, params)
         if kind in ("stale-leftover", "permission-denied"):
             leftovers.append(_leftover(kind, trigger, params))
         faults.append(Fault(kind=kind, trigger=trigger, params=params, index=index))
     return FaultPlan(seed=seed, faults=tuple(faults), leftovers=tuple(leftovers))
+
+
+#: Integer parameters: (kinds, name, smallest value).
+_INT_PARAMS = (
+    (("eio",), "count", 1), (("enospc",), "at_byte", 0), (("torn-write",), "offset", 0),
+    (("corrupt",), "bytes", 1), (("latency", "straggle"), "delay_ms", 0),
+    (("raise",), "errno", 1),
+)
+#: Exceptions a ``raise`` fault may name (builtins a target can meet).
+RAISABLE = ("RuntimeError", "ValueError", "OSError", "KeyError", "TimeoutError",
+            "AssertionError", "TypeError", "PermissionError", "FileNotFoundError")
+
+
+def _check_params(kind: str, params: dict[str, Any]) -> None:
+    """A parameter of the wrong type is refused here, naming it, rather than
+    failing inside a rank where it would look like the target's fault."""
+    for kinds, name, low in _INT_PARAMS:
+        if kind in kinds and name in params:
+            value = params[name]
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise PlanError(f"{name} must be an integer >= {low}, got {value!r}", name)
+    if kind == "raise":
+        exc = params.get("exception", "RuntimeError")
+        if exc not in RAISABLE:
+            raise PlanError(f"exception {exc!r} is not one of {', '.join(RAISABLE)}", "exception")
+        if exc in ("OSError", "PermissionError", "FileNotFoundError") and "errno" not in params:
+            raise PlanError(f"a raised {exc} needs an errno (a real one always has one)", "errno")
+    if kind == "hold-write" and params.get("until", "read") not in ("read", "done"):
+        raise PlanError(f"until must be 'read' or 'done', got {params.get('until')!r}", "until")
+    if kind == "permission-denied":
+        mode = params.get("mode")
+        if mode is not None:
+            try:
+                mode = int(mode, 8) if isinstance(mode, str) else int(mode)
+            except (TypeError, ValueError):
+                mode = -1
+            if not 0 <= mode <= 0o7777:
+                raise PlanError(f"mode must be an octal permission like '0600', got "
+                                f"{params['mode']!r}", "mode")
+        if not isinstance(params.get("directory", False), bool):
+            raise PlanError("directory must be true or false", "directory")
 
 
 def _leftover(kind: str, trigger: Trigger, params: dict[str, Any]) -> Leftover:

@@ -41,6 +41,7 @@ class Mount:
     def __post_init__(self) -> None:
         if not self.path.startswith("/"):
             raise ValueError(f"mount path {self.path!r} must be absolute")
+        object.__setattr__(self, "path", posixpath.normpath(self.path))  # "/tmp/" is "/tmp"
         for name, value, allowed in (("scope", self.scope, SCOPES), ("mode", self.mode, MODES),
                                      ("base", self.base, BASES),
                                      ("consistency", self.consistency, CONSISTENCY)):

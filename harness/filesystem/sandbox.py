@@ -32,7 +32,11 @@ def place(sandbox: str, table: MountTable, topology: Topology, leftover: Leftove
         for rank in topology.ranks_of_host(host):
             keys.add(mount.scope_key(rank, host))
     for key in sorted(keys):
-        target = os.path.join(real_root(sandbox, mount, key), mount.relative(leftover.path))
+        root = real_root(sandbox, mount, key)
+        target = os.path.normpath(os.path.join(root, mount.relative(leftover.path)))
+        if not target.startswith(os.path.realpath(sandbox) + os.sep) and \
+                not target.startswith(os.path.normpath(sandbox) + os.sep):
+            raise ValueError(f"cannot place {leftover.path}: it resolves outside the sandbox")
         if leftover.is_dir:
             os.makedirs(target, exist_ok=True)
         else:

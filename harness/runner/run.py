@@ -17,8 +17,9 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
 from harness import __version__
+from harness.faults.plan import PlanError, make_plan
 from harness.runner.cells import KNOWN, OK, UNEXPECTED, Cell, FaultRow, Matrix, RankRow
-from harness.scenarios import Scenario, catalog_dir
+from harness.scenarios import Scenario, ScenarioError, catalog_dir
 from harness.topology import get_topology
 from harness.workloads.registry import WORKLOADS, Target
 from harness.world.result import ERROR, PASS, WorldResult
@@ -44,10 +45,17 @@ class CellPlan:
 
 def plan_cells(scenarios: Iterable[Scenario], targets: Iterable[Target], seed: int,
                topology: str | None = None, timeout: float | None = None) -> list[CellPlan]:
-    """Every (scenario, target) pair whose workloads agree, in catalog order."""
+    """Every (scenario, target) pair whose workloads agree, in catalog order.
+
+    A topology given here replaces each scenario's: the scenario's faults and
+    inputs are checked against it now, so that a trigger naming a rank the new
+    topology lacks is a usage error before any cell runs, not a crash after.
+    """
     targets = list(targets)
     plans = []
     for scenario in scenarios:
+        if topology is not None:
+            _check_against(scenario, topology, seed)
         for target in targets:
             if target.workload not in (None, scenario.workload):
                 continue
@@ -55,6 +63,20 @@ def plan_cells(scenarios: Iterable[Scenario], targets: Iterable[Target], seed: i
                                   timeout or scenario.timeout, topology is not None,
                                   timeout is not None))
     return plans
+
+
+def _check_against(scenario: Scenario, topology: str, seed: int) -> None:
+    topo = get_topology(topology)
+    where = scenario.source or scenario.name
+    try:
+        make_plan(scenario.fault_specs(), seed=seed, world_size=topo.world_size,
+                  hosts=topo.hosts, home=os.path.expanduser("~"))
+        workload = WORKLOADS.get(scenario.workload)
+        if workload is not None and workload.setup is not None:
+            workload.setup(workload.inputs(scenario.inputs), topo, seed)
+    except (PlanError, ValueError) as exc:
+        raise ScenarioError(where, f"does not fit topology {topology}: {exc}",
+                            field=getattr(exc, "field", None)) from None
 
 
 def replay_command(plan: CellPlan) -> str:

@@ -231,6 +231,24 @@ class Coordinator:
                                            f"which {self.exited[src]}"})
         return []
 
+    def forget(self, rank: int) -> None:
+        """A rank restarted after pre-emption starts the collective sequence afresh.
+
+        Its dead life's arrivals must not complete a step for the new one (real
+        PJRT cannot rejoin a collective at all; the harness restarts only ranks
+        of independent workloads, so this keeps them from poisoning a step).
+        """
+        for step in self._steps.values():
+            step.arrivals.pop(rank, None)
+        self._steps = {n: st for n, st in self._steps.items() if st.arrivals}
+        for box, receiver in list(self._receivers.items()):
+            if receiver == rank:
+                del self._receivers[box]
+        others = [n for r, n in enumerate(self._next_step) if r != rank]
+        self._next_step[rank] = min(self._steps, default=max(others, default=0))
+        self.waiting.pop(rank, None)
+        self.exited.pop(rank, None)
+
     # -- exits and diagnosis --------------------------------------------
     def rank_exited(self, rank: int, how: str) -> None:
         self.exited[rank] = how

@@ -8,7 +8,8 @@ Process tree of a world::
               └─ units    the ranks (or, in exec mode, one launcher per host)
                   └─ ...  whatever the target forks
 
-Every process below the harness dies with its parent (PR_SET_PDEATHSIG), and
+Every leader and rank dies with its parent (PR_SET_PDEATHSIG), the fork server
+stops when the harness's end of its socket closes, and
 the leader, as a subreaper, SIGKILLs every descendant it inherits before it
 exits, so no process outlives its world whatever the target does.
 """
@@ -33,8 +34,13 @@ log = logging.getLogger(__name__)
 
 
 def main() -> None:
-    """Fork server entry point: ``python -c ... FD [MODULE...]``."""
-    die_with_parent()
+    """Fork server entry point: ``python -c ... FD [MODULE...]``.
+
+    No PR_SET_PDEATHSIG here: it fires when the *thread* that started us ends,
+    and the harness starts servers from whichever cell thread needs one first.
+    The end of our socket (the harness process exiting, even by SIGKILL) is
+    what stops the server, and it takes its leaders with it.
+    """
     become_subreaper()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sock = socket.socket(fileno=int(sys.argv[1]))
@@ -42,7 +48,7 @@ def main() -> None:
         try:
             __import__(name)
         except Exception as exc:  # noqa: BLE001 - a preload is an optimisation only
-            print(f"harness fork server: could not preload {name}: {exc}", file=sys.stderr)
+            log.warning("harness fork server: could not preload %s: %s", name, exc)
     warm_up()
     wire.send_frame(sock, {"type": "ready"})
     leaders: set[int] = set()

@@ -160,8 +160,9 @@ def preload_for(target: str | None, argv: tuple[str, ...] | None, cwd: str) -> t
     if not path:
         return ()
     skip = {"torch_xla", "harness", "__future__"}
+    names = imports_of(path)
     modules = set()
-    for name in imports_of(path):
+    for name in names:
         top = name.split(".")[0]
         if top in skip or top in sys.stdlib_module_names:
             continue  # the standard library is cheap to import; keep server keys few
@@ -169,5 +170,5 @@ def preload_for(target: str | None, argv: tuple[str, ...] | None, cwd: str) -> t
             modules.add(name)
     # The harness's own modules a reference target imports have no side effects;
     # the target module itself is never preloaded (it may import torch_xla).
-    modules |= {n for n in imports_of(path) if n.startswith("harness.") and "torch_xla" not in n}
+    modules |= {n for n in names if n.startswith("harness.") and "torch_xla" not in n}
     return tuple(sorted(modules))

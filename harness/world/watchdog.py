@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import re
-import select
+import selectors
 import socket
 import time
 
@@ -25,9 +25,13 @@ def collect_stacks(control: dict[int, socket.socket], timeout: float) -> dict[in
             continue
     stacks: dict[int, str] = {}
     end = time.monotonic() + timeout
+    selector = selectors.DefaultSelector()  # not select(): a 256-rank world has fds > 1024
+    for sock in asked:
+        selector.register(sock, selectors.EVENT_READ)
     while asked and time.monotonic() < end:
-        readable, _, _ = select.select(list(asked), [], [], max(end - time.monotonic(), 0))
-        for sock in readable:
+        ready = [key.fileobj for key, _ in selector.select(max(end - time.monotonic(), 0))]
+        for sock in ready:
+            selector.unregister(sock)
             rank = asked.pop(sock)
             try:
                 sock.settimeout(max(end - time.monotonic(), 0.05))
@@ -35,6 +39,7 @@ def collect_stacks(control: dict[int, socket.socket], timeout: float) -> dict[in
                 stacks[rank] = header.get("stacks", "")
             except (OSError, EOFError):
                 pass
+    selector.close()
     return stacks
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.faults.plan import FaultPlan, Leftover, make_plan
+from harness.faults.plan import FS_KINDS, FaultPlan, Leftover, make_plan
 from harness.filesystem import sandbox as sandbox_layout
 from harness.filesystem.mounts import Mount, MountTable, default_table, staging_root
 from harness.filesystem.publisher import Publisher
@@ -52,8 +52,6 @@ _SHIM_CANDIDATES = (
     os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "shims"),
 )
 _OUTPUT_LIMIT = 1 << 20
-_FS_ONLY = {"torn-write", "lost-write", "empty-window", "corrupt", "stale-leftover", "eio",
-            "enospc", "permission-denied", "latency", "hold-write"}
 _counter = itertools.count()
 
 
@@ -102,7 +100,8 @@ def run_world(target: str | Callable[..., Any] | None = None, *,
     module-level function; it is called as ``target(*args, **kwargs)`` on every
     rank. With ``argv`` instead (exec mode), every host runs ``python *argv``
     and the script's own ``xmp.spawn`` starts the ranks.
-    The world never outlives ``timeout`` seconds.
+    The world ends by ``timeout`` seconds (its processes are SIGKILLed by then,
+    and the call returns at most 2 s later, once the leader confirms).
 
     With ``sandbox`` (the default) every file the target writes lands in the
     world's sandbox, seen through the topology's mount table (``mounts`` adds
@@ -129,7 +128,6 @@ def run_world(target: str | Callable[..., Any] | None = None, *,
     except Exception as exc:  # noqa: BLE001 - any pickling failure is the caller's mistake
         raise ValueError(f"args and kwargs must be picklable to reach the ranks: {exc}") from None
     world_id = f"{os.getpid()}-{next(_counter)}-{os.urandom(2).hex()}"
-    outdir = tempfile.mkdtemp(prefix=f"harness-{world_id}-")
     base_env = clean_environment(dict(os.environ))
     base_env.update(env or {})
     base_env["HARNESS_SEED"] = str(seed)
@@ -143,12 +141,15 @@ def run_world(target: str | Callable[..., Any] | None = None, *,
         raise ValueError("mounts need the sandbox: pass sandbox=True")
     plan = faults if isinstance(faults, FaultPlan) else make_plan(
         list(faults or []), seed=seed, world_size=topo.world_size, hosts=topo.hosts, home=home)
-    if plan.faults and table is None and any(f.kind in _FS_ONLY for f in plan.faults):
+    if plan.faults and table is None and any(f.kind in FS_KINDS for f in plan.faults):
         raise ValueError("filesystem faults need the sandbox: pass sandbox=True")
+    if files and table is None:
+        raise ValueError("files need the sandbox: pass sandbox=True")
     grace = min(1.0, 0.1 * timeout)
     modules = tuple(preload) if preload is not None else \
         pool.preload_for(name, tuple(argv) if argv else None, cwd)
     server = pool.fork_server(modules)  # a cold start is not the world's time
+    outdir = tempfile.mkdtemp(prefix=f"harness-{world_id}-")  # after every check: nothing leaks
     start_wall, start = time.time(), time.monotonic()
     spec = WorldSpec(
         world_id=world_id, address=wire.new_address(world_id), topology=topo, profile=profile,
@@ -156,11 +157,9 @@ def run_world(target: str | Callable[..., Any] | None = None, *,
         shim_root=shim_root(), target=name, args=tuple(args), kwargs=dict(kwargs or {}),
         argv=tuple(argv) if argv is not None else None, seed=seed, home=home, mounts=table,
         faults=plan)
-    if table is not None:
-        sandbox_layout.create(spec.sandbox, table, topo, plan.leftovers + tuple(files or ()))
-    elif files:
-        raise ValueError("files need the sandbox: pass sandbox=True")
     try:
+        if table is not None:
+            sandbox_layout.create(spec.sandbox, table, topo, plan.leftovers + tuple(files or ()))
         loop = _WorldLoop(spec, start, watch=list(watch or []), max_restarts=max_restarts)
         try:
             loop.leader_pid = server.fork_world(spec)
@@ -353,14 +352,11 @@ class _WorldLoop:
             return
         rank = conn.ident if conn.role == "rank" else self.promoted.get(conn.ident)
         if kind == "collective" and rank is not None:
-            for r, h, p in self.coordinator.collective(rank, header, payload):
-                self._send(self.call[r], h, p)
+            self._reply(self.coordinator.collective(rank, header, payload))
         elif kind == "send" and rank is not None:
-            for r, h, p in self.coordinator.send(rank, header, payload):
-                self._send(self.call[r], h, p)
+            self._reply(self.coordinator.send(rank, header, payload))
         elif kind == "recv" and rank is not None:
-            for r, h, p in self.coordinator.recv(rank, header):
-                self._send(self.call[r], h, p)
+            self._reply(self.coordinator.recv(rank, header))
         elif kind == "result":
             if conn.role == "host":
                 self.hosts[conn.ident].result = header
@@ -389,6 +385,12 @@ class _WorldLoop:
                 self.publisher.accessed(rank, header["path"])
         else:
             log.warning("world %s: unexpected message %r", self.spec.world_id, kind)
+
+    def _reply(self, replies: list) -> None:
+        for r, h, p in replies:
+            sock = self.call.get(r)
+            if sock is not None:  # a rank between two lives has no socket to answer on
+                self._send(sock, h, p)
 
     def _leader_message(self, header: dict) -> None:
         kind = header.get("type")
@@ -430,14 +432,8 @@ class _WorldLoop:
 
     def _drain_rank(self, rank: int) -> None:
         sock = self.call.get(rank)
-        while sock is not None and sock in self.conns:
-            try:
-                sock.settimeout(0.5)  # the process is gone: what it sent is all buffered
-                header, payload = wire.recv_frame(sock)
-            except (EOFError, OSError):
-                self._forget(sock)
-                return
-            self._handle(sock, header, payload)
+        if sock is not None:  # the process is gone: what it sent is all buffered
+            self._drain_socket(sock, 0.5)
 
     def _restart(self, rank: int) -> None:
         """A pre-empted rank comes back: same rank, same host disk, a new process."""
@@ -446,7 +442,7 @@ class _WorldLoop:
         self._drop_unfinished_uploads(rank)
         self.call.pop(rank, None)
         self.control.pop(rank, None)
-        self.coordinator.waiting.pop(rank, None)
+        self.coordinator.forget(rank)
         self.coordinator.record("restart", rank=rank, detail={
             "message": f"rank {rank} restarts after pre-emption (life {old.life + 1})",
             "life": old.life + 1})
@@ -560,14 +556,17 @@ class _WorldLoop:
     def drain(self) -> None:
         """Read what dead processes left in their sockets (results sent just before exit)."""
         for sock in list(self.conns):
-            while sock in self.conns:
-                try:
-                    sock.settimeout(0.2)
-                    header, payload = wire.recv_frame(sock)
-                except (EOFError, OSError):
-                    self._forget(sock)
-                    break
-                self._handle(sock, header, payload)
+            self._drain_socket(sock, 0.2)
+
+    def _drain_socket(self, sock: socket.socket, timeout: float) -> None:
+        while sock in self.conns:
+            try:
+                sock.settimeout(timeout)
+                header, payload = wire.recv_frame(sock)
+            except (EOFError, OSError):
+                self._forget(sock)
+                return
+            self._handle(sock, header, payload)
 
     def close(self) -> None:
         for sock in list(self.conns):

@@ -71,8 +71,14 @@ def spawn_local_ranks(ctx: _rank.RankContext, fn: Callable[..., Any], args: tupl
                                 os.kill(other, signal.SIGTERM)
                             except ProcessLookupError:
                                 pass
-    for fd in pipes:
+    # A child's pidfd and its pipe can be ready in the same round: every child is
+    # gone now, so what is left in the pipes is complete.
+    for fd, rank in pipes.items():
+        while chunk := os.read(fd, 65536):
+            buffers[fd].extend(chunk)
         os.close(fd)
+        if buffers[fd]:
+            results[rank] = pickle.loads(bytes(buffers[fd]))
     if broken:
         from concurrent.futures.process import BrokenProcessPool
         raise BrokenProcessPool("A process in the process pool was terminated abruptly while "
