@@ -122,9 +122,6 @@ class FaultEngine(NoHooks):
                 time.sleep(delay / 1000)
         return data
 
-    def after_short_write(self, view: View, r: Resolved, f: ViewFile) -> None:
-        pass  # the buffered layer retries the rest, and the next write raises ENOSPC
-
     def after_close(self, view: View, r: Resolved, writing: bool = True) -> None:
         faults = getattr(r, "content_faults", None)
         if not writing:

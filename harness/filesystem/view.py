@@ -831,11 +831,11 @@ class ViewFile(io.FileIO):
     def write(self, b: Any) -> int:
         view = self._view
         if view is not None:
+            # A hook may shorten the data (ENOSPC at byte K): a short count, as from
+            # write(2); the buffered layer retries the rest and meets the error then.
             data = view.hooks.write(view, self._resolved, self, memoryview(b).cast("B"))
             n = super().write(data) if len(data) else 0
             self.written += n
-            if len(data) < len(memoryview(b).cast("B")):
-                view.hooks.after_short_write(view, self._resolved, self)
             return n
         return super().write(b)
 
@@ -888,9 +888,6 @@ class NoHooks:
 
     def write(self, view: View, r: Resolved, f: ViewFile, data: memoryview) -> memoryview:
         return data
-
-    def after_short_write(self, view: View, r: Resolved, f: ViewFile) -> None:
-        pass
 
     def after_close(self, view: View, r: Resolved, writing: bool = True) -> None:
         if writing and r.staging and _exists(r.staging):

@@ -4,6 +4,7 @@ is judged, and which failures each built-in target is known to have."""
 from __future__ import annotations
 
 import copy
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,22 +62,6 @@ def _check_config_sync(result: WorldResult) -> Judgement:
     return config_sync.check(result, validate=_validate_config)
 
 
-DEFAULT_CONFIG: dict[str, Any] = {
-    "arch": {"name": "trm@tiny", "hidden_size": 512, "num_layers": 2},
-    "data_paths": ["harness"],
-    "global_batch_size": 768,
-    "epochs": 100,
-    "lr": 1e-4,
-    "weight_decay": 0.1,
-    "seed": 0,
-}
-
-WORKLOADS: dict[str, Workload] = {
-    "config-sync": Workload("config-sync",
-                            {"config": DEFAULT_CONFIG, "sync_timeout_s": 2.0},
-                            _check_config_sync),
-}
-
 # Which catalog cells the seed's code fails: recorded as the strict xfails of
 # pytest. A known failure that starts passing is reported as unexpected.
 _CONFIG_SYNC_CATALOG = frozenset({
@@ -90,16 +75,13 @@ _NAIVE_KNOWN = _CONFIG_SYNC_CATALOG - {"baseline", "divergent-slugs", "divergent
 # rank 0 raises ValueError before the rendezvous, every time, so it fails everything.
 _SEED_FIX_KNOWN = _CONFIG_SYNC_CATALOG
 
-def _config_sync_targets() -> list[Target]:
-    from harness.workloads.config_sync import PRELOAD, TARGETS
 
-    known = {"naive-sync": _NAIVE_KNOWN, "seed-fix-sync": _SEED_FIX_KNOWN}
-    # One preload set for the three: they share one warm fork server.
-    return [Target(name, ref, "config-sync", known.get(name, frozenset()), builtin=True,
-                   preload=PRELOAD) for name, ref in TARGETS.items()]
-
-
-BUILTIN_TARGETS: dict[str, Target] = {t.name: t for t in _config_sync_targets()}
+def _builtins(package: str, workload: str, known: dict[str, frozenset[str]]) -> list[Target]:
+    """A workload package's reference targets (its ``TARGETS``), sharing one preload
+    set (its ``PRELOAD``) and so one warm fork server."""
+    module = importlib.import_module(package)
+    return [Target(name, ref, workload, known.get(name, frozenset()), builtin=True,
+                   preload=module.PRELOAD) for name, ref in module.TARGETS.items()]
 
 
 # -- data sharding (harness/workloads/data_sharding) ---------------------------
@@ -145,10 +127,6 @@ def _data_sharding_targets() -> list[Target]:
                    preload=PRELOAD) for name, ref in TARGETS.items()]
 
 
-WORKLOADS["data-sharding"] = _data_sharding_workload()
-BUILTIN_TARGETS.update({t.name: t for t in _data_sharding_targets()})
-
-
 # -- checkpoint/resume (harness/workloads/checkpoint_resume) -----------------
 
 def _check_checkpoint_resume(result: WorldResult) -> Judgement:
@@ -172,16 +150,22 @@ _NAIVE_WORKER_KNOWN = frozenset({"preempt-mid-shard", "preempt-mid-checkpoint", 
                                  "upload-failure", "duplicate-worker-id"})
 
 
-def _checkpoint_resume_targets() -> list[Target]:
-    from harness.workloads.checkpoint_resume import PRELOAD, TARGETS
-
-    known = {"naive-worker": _NAIVE_WORKER_KNOWN}
-    return [Target(name, ref, "checkpoint-resume", known.get(name, frozenset()), builtin=True,
-                   preload=PRELOAD) for name, ref in TARGETS.items()]
+def _config_sync_workload() -> Workload:
+    from harness.workloads.config_sync import DEFAULT_INPUTS
+    return Workload("config-sync", DEFAULT_INPUTS, _check_config_sync)
 
 
-WORKLOADS["checkpoint-resume"] = _checkpoint_resume_workload()
-BUILTIN_TARGETS.update({t.name: t for t in _checkpoint_resume_targets()})
+WORKLOADS: dict[str, Workload] = {w.name: w for w in (
+    _config_sync_workload(), _data_sharding_workload(), _checkpoint_resume_workload())}
+
+BUILTIN_TARGETS: dict[str, Target] = {t.name: t for t in (
+    *_builtins("harness.workloads.config_sync", "config-sync",
+               {"naive-sync": _NAIVE_KNOWN, "seed-fix-sync": _SEED_FIX_KNOWN}),
+    *_builtins("harness.workloads.data_sharding", "data-sharding",
+               {"seed-loader": _SEED_LOADER_KNOWN}),
+    *_builtins("harness.workloads.checkpoint_resume", "checkpoint-resume",
+               {"naive-worker": _NAIVE_WORKER_KNOWN}),
+)}
 
 
 def target(spec: str) -> Target:

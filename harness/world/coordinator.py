@@ -38,8 +38,7 @@ class Waiting:
     guarded: bool = True
 
     def describe(self) -> str:
-        what = f"{self.op} {self.tag!r}" if self.tag else self.op
-        return what
+        return f"{self.op} {self.tag!r}" if self.tag else self.op
 
 
 @dataclass

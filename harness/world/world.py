@@ -231,6 +231,7 @@ class _WorldLoop:
         self.hang_report: str | None = None
         self.deadline_passed = False
         self._stuck_since: float | None = None
+        self.held_forever: dict[int, str] = {}  # rank -> the never-arrive fault's message
         self.deadlock_at: float | None = None
 
     # -- the loop -------------------------------------------------------------
@@ -266,8 +267,7 @@ class _WorldLoop:
         """
         if self.spec.exec_mode:
             return False
-        held = {e.rank for e in self.coordinator.history
-                if e.kind == "fault" and e.op == "never-arrive"}
+        held = self.held_forever
         live = [r for r, u in self.ranks.items() if u.status is None]
         stuck = bool(live) and all(
             r in held or (r in self.coordinator.waiting and not self.coordinator.waiting[r].guarded
@@ -378,6 +378,8 @@ class _WorldLoop:
                                             **header.get("detail", {})})
             if header["fault"] in ("kill", "preempt") and rank is not None:
                 self.ranks[rank].doomed_by = header["fault"]
+            elif header["fault"] == "never-arrive" and rank is not None:
+                self.held_forever[rank] = header.get("detail", {}).get("message", "")
         elif kind == "hold":
             self.publisher.hold(rank if rank is not None else -1, header, self.coordinator.now())
         elif kind == "fs-access":
@@ -515,10 +517,9 @@ class _WorldLoop:
                 self.spec.outdir, name, wait=max(0.0, fallback_end - time.monotonic()))
         blocked_ranks = set(self.coordinator.waiting)
         running = {r: watchdog.top_frame(u.stack) for r, u in live.items()}
-        for event in self.coordinator.history:  # a rank the fault plan holds says so
-            if event.kind == "fault" and event.op == "never-arrive" \
-                    and event.rank in running:
-                running[event.rank] = f"the fault plan: {event.detail.get('message')}"
+        for rank, message in self.held_forever.items():  # a rank the fault plan holds says so
+            if rank in running:
+                running[rank] = f"the fault plan: {message}"
         never = [r for r, u in live.items() if u.pid is None and r not in self.call]
         for r in never:
             running.pop(r, None)

@@ -50,4 +50,20 @@ TARGETS = {
 PRELOAD = ("coolname", "pydantic", "torch", "torch.distributed", "yaml",
            "harness.workloads.config_sync.model")
 
-__all__ = ["TARGETS", "PRELOAD"]
+#: What every config-sync cell starts from; a scenario's ``inputs`` are merged over it.
+#: (``sync_timeout_s`` stays below the scenarios' deadlines, so robust-sync's survivors
+#: can fail loudly before the harness calls a dead rank's world a hang.)
+DEFAULT_INPUTS = {
+    "config": {
+        "arch": {"name": "trm@tiny", "hidden_size": 512, "num_layers": 2},
+        "data_paths": ["harness"],
+        "global_batch_size": 768,
+        "epochs": 100,
+        "lr": 1e-4,
+        "weight_decay": 0.1,
+        "seed": 0,
+    },
+    "sync_timeout_s": 2.0,
+}
+
+__all__ = ["TARGETS", "PRELOAD", "DEFAULT_INPUTS"]

@@ -44,7 +44,8 @@ def _canonical(data: dict[str, Any]) -> bytes:
     return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
 
 
-def _rendezvous(tag: str, payload: bytes, timeout_s: float) -> list[bytes]:
+def guarded_rendezvous(tag: str, payload: bytes, timeout_s: float,
+                       what: str = "config sync") -> list[bytes]:
     """``xm.rendezvous`` that gives up after ``timeout_s``.
 
     A real rendezvous has no timeout: if a rank died, the others would block
@@ -65,7 +66,7 @@ def _rendezvous(tag: str, payload: bytes, timeout_s: float) -> list[bytes]:
     thread.start()
     thread.join(timeout_s)
     if thread.is_alive():
-        raise TimeoutError(f"config sync: rendezvous {tag!r} did not complete within {timeout_s:g} s "
+        raise TimeoutError(f"{what}: rendezvous {tag!r} did not complete within {timeout_s:g} s "
                            "(a rank died or never arrived)")
     if "error" in box:
         raise box["error"]
@@ -93,7 +94,7 @@ def sync_config(hydra_config: dict[str, Any], timeout_s: float = 300.0) -> Pretr
             payload = b"ok:" + _canonical(_finalize(PretrainConfig(**hydra_config)).model_dump())
         except Exception as exc:  # every rank must learn of it
             payload = b"error:" + f"{type(exc).__name__}: {exc}".encode()
-    status, _, body = _rendezvous("config_save", payload, timeout_s)[0].partition(b":")
+    status, _, body = guarded_rendezvous("config_save", payload, timeout_s)[0].partition(b":")
     if status == b"error":
         raise ConfigSyncError(f"rank 0 could not build the config: {body.decode()}")
     if status != b"ok":
@@ -103,7 +104,7 @@ def sync_config(hydra_config: dict[str, Any], timeout_s: float = 300.0) -> Pretr
         mine = b"ok:" + hashlib.sha256(_canonical(config.model_dump())).hexdigest().encode()
     except Exception as exc:  # reported to every rank below
         mine = b"error:" + f"{type(exc).__name__}: {exc}".encode()
-    replies = _rendezvous("config_digest", mine, timeout_s)
+    replies = guarded_rendezvous("config_digest", mine, timeout_s)
     if any(r != replies[0] for r in replies) or not replies[0].startswith(b"ok:"):
         groups: dict[bytes, list[int]] = {}
         for r, reply in enumerate(replies):

@@ -47,11 +47,11 @@ import hashlib
 import json
 import os
 import socket
-import threading
 from typing import Any
 
 import numpy as np
 
+from harness.workloads.config_sync.robust import guarded_rendezvous
 from harness.workloads.data_sharding.dataset import data_dir
 
 MANIFEST = "dataset.json"
@@ -60,29 +60,6 @@ ARRAYS = ("inputs.npy", "labels.npy")
 
 class DatasetError(RuntimeError):
     """The dataset is missing, corrupt or not the same on every host; every rank raises it."""
-
-
-def _rendezvous(tag: str, payload: bytes, timeout_s: float) -> list[bytes]:
-    """``xm.rendezvous`` that gives up after ``timeout_s`` (a real one never does)."""
-    import torch_xla.core.xla_model as xm
-
-    box: dict[str, Any] = {}
-
-    def call() -> None:
-        try:
-            box["value"] = xm.rendezvous(tag, payload)
-        except BaseException as exc:  # re-raised in the caller below
-            box["error"] = exc
-
-    thread = threading.Thread(target=call, name=f"rendezvous-{tag}", daemon=True)
-    thread.start()
-    thread.join(timeout_s)
-    if thread.is_alive():
-        raise TimeoutError(f"dataset check: rendezvous {tag!r} did not complete within "
-                           f"{timeout_s:g} s (a rank died or never arrived)")
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 def _sha256(path: str) -> str:
@@ -169,8 +146,8 @@ def open_verified(root: str, timeout_s: float = 300.0) -> dict[str, np.ndarray]:
         arrays, mine = {}, {"ok": False, "problem": str(exc), "who": _who()}
     except Exception as exc:  # anything else this rank hit: every rank must hear of it
         arrays, mine = {}, {"ok": False, "problem": f"{type(exc).__name__}: {exc}", "who": _who()}
-    replies = [json.loads(r) for r in _rendezvous(
-        "dataset_check", json.dumps(mine, sort_keys=True).encode(), timeout_s)]
+    replies = [json.loads(r) for r in guarded_rendezvous(
+        "dataset_check", json.dumps(mine, sort_keys=True).encode(), timeout_s, "dataset check")]
     problems: dict[str, list[int]] = {}
     for rank, reply in enumerate(replies):
         if not reply.get("ok"):

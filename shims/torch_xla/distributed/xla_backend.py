@@ -195,19 +195,13 @@ class ProcessGroupXla(ProcessGroup):
         return self._group_name
 
     def _get_reduce_type(self, reduce_op: Any) -> str:
-        if reduce_op == dist.ReduceOp.SUM:
-            return xm.REDUCE_SUM
-        if reduce_op == dist.ReduceOp.PRODUCT:
-            return xm.REDUCE_MUL
-        if reduce_op == dist.ReduceOp.BAND:
-            return xm.REDUCE_AND
-        if reduce_op == dist.ReduceOp.BOR:
-            return xm.REDUCE_OR
-        if reduce_op == dist.ReduceOp.MIN:
-            return xm.REDUCE_MIN
-        if reduce_op == dist.ReduceOp.MAX:
-            return xm.REDUCE_MAX
-        if reduce_op == dist.ReduceOp.BXOR:
+        ops = dist.ReduceOp
+        for op, name in ((ops.SUM, xm.REDUCE_SUM), (ops.PRODUCT, xm.REDUCE_MUL),
+                         (ops.BAND, xm.REDUCE_AND), (ops.BOR, xm.REDUCE_OR),
+                         (ops.MIN, xm.REDUCE_MIN), (ops.MAX, xm.REDUCE_MAX)):
+            if reduce_op == op:
+                return name
+        if reduce_op == ops.BXOR:
             raise NotImplementedError(f"reduce op {reduce_op}")
         raise ValueError(f"Invalid reduce op {reduce_op}")
 
