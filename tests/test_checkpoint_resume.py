@@ -19,8 +19,8 @@ import pytest
 
 from harness import run_world
 from harness.checkers import exactly_once
-from harness.faults.plan import Leftover
 from harness.filesystem.mounts import Mount
+from harness.filesystem.sandbox import Leftover
 from harness.history import Event
 from harness.runner.cells import OK
 from harness.runner.run import plan_cells, run_matrix

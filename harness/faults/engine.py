@@ -21,7 +21,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from harness.faults.plan import KIND_OPS, RAISABLE, Fault, FaultPlan, Leftover
+from harness.faults.plan import KIND_OPS, RAISABLE, Fault, FaultPlan
+from harness.filesystem.sandbox import Leftover
 from harness.filesystem.view import NoHooks, Resolved, View, ViewFile, oserror
 
 Notify = Callable[[dict[str, Any]], None]

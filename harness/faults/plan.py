@@ -15,6 +15,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.filesystem.sandbox import Leftover
+
 #: Filesystem primitives, fired by the rank's view.
 FS_KINDS = {
     "torn-write": "readers see a prefix of what the writer wrote (offset from the seed)",
@@ -127,18 +129,6 @@ class Fault:
     @property
     def name(self) -> str:
         return f"{self.kind}#{self.index}"
-
-
-@dataclass(frozen=True)
-class Leftover:
-    """A file or directory that exists before the world starts."""
-
-    path: str
-    content: bytes = b""
-    is_dir: bool = False
-    owner_uid: int | None = None  # another user's: permission checks apply to us
-    mode: int = 0o644
-    hosts: tuple[int, ...] | None = None  # for host- or rank-scoped mounts: which hosts
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 from harness.filesystem.view import View
-from harness.world.imports import when_imported
+from harness.imports import when_imported
 
 _installed: View | None = None
 _saved: list[tuple[Any, str, Any]] = []

@@ -4,10 +4,22 @@ the files a scenario places before the world starts."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
-from harness.faults.plan import Leftover
 from harness.filesystem.mounts import MountTable, real_root, scope_keys
 from harness.topology import Topology
+
+
+@dataclass(frozen=True)
+class Leftover:
+    """A file or directory that exists before the world starts."""
+
+    path: str
+    content: bytes = b""
+    is_dir: bool = False
+    owner_uid: int | None = None  # another user's: permission checks apply to us
+    mode: int = 0o644
+    hosts: tuple[int, ...] | None = None  # for host- or rank-scoped mounts: which hosts
 
 
 def create(sandbox: str, table: MountTable, topology: Topology,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.checkers.common import Judgement
-from harness.faults.plan import Leftover
+from harness.filesystem.sandbox import Leftover
 from harness.topology import Topology
 from harness.world.result import WorldResult
 

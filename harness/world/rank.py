@@ -324,7 +324,7 @@ def seed_generators(seed: int) -> None:
     """
     import random
 
-    from harness.world.imports import when_imported
+    from harness.imports import when_imported
 
     random.seed(seed)
     when_imported("numpy", lambda np: np.random.seed(seed))

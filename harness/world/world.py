@@ -23,10 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.faults.plan import FS_KINDS, FaultPlan, Leftover, make_plan
+from harness.faults.plan import FS_KINDS, FaultPlan, make_plan
 from harness.filesystem import sandbox as sandbox_layout
 from harness.filesystem.mounts import Mount, MountTable, default_table, staging_root
 from harness.filesystem.publisher import Publisher
+from harness.filesystem.sandbox import Leftover
 from harness.filesystem.snapshot import snapshot
 from harness.history import format_ranks
 from harness.topology import PROFILES, Topology, clean_environment, get_topology

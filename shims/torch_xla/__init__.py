@@ -27,7 +27,7 @@ def _register_xla_backend(_module: object) -> None:
 # (through xla_model -> pjrt -> xla_backend). Doing that eagerly would import
 # torch; registering as soon as torch.distributed is imported is the same to
 # any code that calls dist.init_process_group.
-from harness.world.imports import when_imported as _when_imported  # noqa: E402
+from harness.imports import when_imported as _when_imported  # noqa: E402
 
 _when_imported("torch.distributed", _register_xla_backend)
 

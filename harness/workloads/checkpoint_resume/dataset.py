@@ -12,7 +12,7 @@ import json
 import random
 from typing import Any
 
-from harness.faults.plan import Leftover
+from harness.filesystem.sandbox import Leftover
 from harness.topology import Topology
 
 STREAM = "data/streams/stream_{worker:03d}.jsonl"

@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.faults.plan import Leftover
+from harness.filesystem.sandbox import Leftover
 from harness.topology import Topology
 from harness.workloads.data_sharding import DEFAULT_INPUTS
 
