@@ -15,6 +15,7 @@ from typing import Any
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from harness import __version__
 from harness.scenarios import ScenarioError
@@ -24,6 +25,7 @@ from harness.world.result import PASS, WorldResult
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 _PYTHONS = ("python", "python3", os.path.basename(sys.executable))
 _COLOURS = {"PASS": "green", "FAIL": "red", "ERROR": "red", "HANG": "magenta", "CRASH": "red"}
+_SHOWN_TRACEBACKS = 3  # of a whole script's world; the rest are one line each in the table
 
 
 def _topology(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -213,7 +215,7 @@ def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], topolog
     """
     import shlex
 
-    from harness.pytest_plugin import describe_cell
+    from harness.reports.diagnosis import describe
     from harness.runner.run import plan_cells, run_cell
 
     if report:
@@ -230,7 +232,7 @@ def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], topolog
     if not plans:
         raise click.UsageError("this target does not belong to the scenario's workload")
     result = run_cell(plans[0])
-    click.echo(describe_cell(result))
+    click.echo(describe(result))
     sys.exit(EXIT_FAILED if result.verdict == "unexpected" else EXIT_OK)
 
 
@@ -267,40 +269,40 @@ def diff_command(before: str, after: str) -> None:
 
 
 def render_world(result: WorldResult, console: Console, show_output: bool = False) -> None:
-    """A world as a person reads it: one line per rank, then what went wrong."""
-    table = Table(title=f"world {result.world_id} · {result.topology} · {result.profile} "
-                        f"· seed {result.seed} · {result.duration_s:.2f}s",
+    """A world as a person reads it: its ranks grouped by how they ended, then what went wrong.
+
+    Run text goes in as ``Text``, never as markup: a ``[x]`` in an error stays itself.
+    """
+    from harness.history import ranks_phrase
+    from harness.reports._common import seconds
+    from harness.reports.diagnosis import diagnose, fault_line
+
+    d = diagnose(result)
+    table = Table(title=f"{d.title} · {d.topology} · seed {d.seed} · {seconds(d.duration_s)}",
                   title_justify="left")
-    for col in ("rank", "host", "outcome", "exit", "what happened"):
+    for col in ("ranks", "hosts", "outcome", "exit", "what happened"):
         table.add_column(col)
-    for r in result.hosts:
-        table.add_row(f"launcher {r.rank}", str(r.host), _styled(r.outcome),
-                      r.exit_description, r.summary())
-    for r in result.ranks:
-        table.add_row(str(r.rank), str(r.host), _styled(r.outcome), r.exit_description,
-                      r.summary())
+    for g in d.groups:
+        table.add_row(ranks_phrase(g.ranks, g.noun), g.host_text, _styled(g.outcome), Text(g.exit),
+                      Text(g.result))
     console.print(table)
-    colour = _COLOURS.get(result.outcome, "white")
-    console.print(f"[bold {colour}]{result.outcome}[/]: {result.detail()}", highlight=False)
-    for note in result.mismatches:
-        console.print(f"[yellow]! {note}[/]", highlight=False)
-    shown = 0
-    for r in [*result.hosts, *result.ranks]:
-        name = f"launcher {r.rank}" if r in result.hosts else f"rank {r.rank}"
-        if r.error and r.error.get("traceback") and shown < 3:
-            console.rule(f"{name}: traceback")
-            console.print(r.error["traceback"].rstrip(), markup=False, highlight=False)
-            shown += 1
-        if r.stack:
-            console.rule(f"{name}: stack at the deadline")
-            console.print(r.stack.rstrip(), markup=False, highlight=False)
-        if (show_output or r.outcome != PASS) and (r.stdout or r.stderr):
-            console.rule(f"{name}: output")
-            console.print((r.stdout + r.stderr).rstrip(), markup=False, highlight=False)
+    console.print(_styled(d.outcome) + Text(f": {d.detail}"))
+    for note in d.mismatches:
+        console.print(Text(f"! {note}", style="yellow"))
+    for fault in d.faults:
+        console.print(Text(fault_line(fault), style="dim"))
+    blocks = [(f"traceback of {t.label}", t) for t in d.tracebacks[:_SHOWN_TRACEBACKS]]
+    blocks += [(f"stack of {t.label}, still blocked at the deadline", t) for t in d.stacks]
+    blocks += [(f"{stream} of {t.label}", t) for stream, found in (("stdout", d.stdout),
+                                                                    ("stderr", d.stderr))
+               for t in found if show_output or not t.passed]
+    for title, trace in blocks:
+        console.rule(Text(title))
+        console.print(Text(trace.text.rstrip()))
 
 
-def _styled(outcome: str) -> str:
-    return f"[{_COLOURS.get(outcome, 'white')}]{outcome}[/]"
+def _styled(outcome: str) -> Text:
+    return Text(outcome, style=f"bold {_COLOURS.get(outcome, 'white')}")
 
 
 def main() -> None:

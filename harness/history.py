@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -33,7 +34,7 @@ class Event:
         return f"{self.t * 1000:9.1f} ms  {who:>9}  {self.kind:<8} {what}{step}{site} {extra}".rstrip()
 
 
-def format_ranks(ranks: list[int] | set[int] | range) -> str:
+def format_ranks(ranks: Iterable[int]) -> str:
     """``[1,2,3,5]`` -> ``'1-3,5'``: the compact form people read in a report."""
     ranks = sorted(set(ranks))
     if not ranks:
@@ -47,3 +48,10 @@ def format_ranks(ranks: list[int] | set[int] | range) -> str:
         if r is not None:
             start = prev = r
     return ",".join(parts)
+
+
+def ranks_phrase(ranks: Iterable[int], noun: str = "rank") -> str:
+    """``[0]`` -> ``'rank 0'``, ``[1,2,3,5]`` -> ``'ranks 1-3,5'``: the one way every
+    message and report names a set of ranks (or of hosts, workers, launchers: ``noun``)."""
+    ranks = set(ranks)
+    return f"{noun}{'' if len(ranks) == 1 else 's'} {format_ranks(ranks)}"

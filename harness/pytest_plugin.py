@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from harness.reports.diagnosis import describe
 from harness.runner.cells import UNEXPECTED, Cell
 from harness.runner.run import CellPlan, plan_cells, run_cell
 from harness.world.result import PASS, WorldResult
@@ -40,7 +41,7 @@ class CellFailed(AssertionError):
 
 def assert_world_passed(result: WorldResult) -> None:
     if result.outcome != PASS:
-        raise WorldFailed(result.describe())
+        raise WorldFailed(describe(result))
 
 
 @pytest.fixture
@@ -71,35 +72,9 @@ def catalog_cases(target: str, scenarios: Iterable[str] | None = None,
             for plan in plan_cells(chosen, [resolved], seed)]
 
 
-def describe_cell(cell: Cell) -> str:
-    """What a person needs to act on a cell: the line, each rank, the faults, the replay."""
-    lines = [f"{cell.scenario}[{cell.target}] on {cell.topology}: {cell.outcome} "
-             f"(expected {cell.expected}, verdict {cell.verdict})", f"  {cell.detail}"]
-    if cell.finding:
-        lines.append(f"  tests: {cell.finding}")
-    for r in cell.ranks:
-        what = r.error or (f"returned {r.value}" if r.outcome == PASS else r.outcome)
-        killed = " (killed by the fault plan)" if r.killed_by_fault else ""
-        lines.append(f"  rank {r.rank} (host {r.host}): {r.outcome}{killed}: {what}")
-    for f in cell.faults_fired:
-        lines.append(f"  fault at {f.t * 1000:.0f} ms on rank {f.rank}: {f.message}")
-    for m in cell.mismatches:
-        lines.append(f"  ! {m}")
-    for r in cell.ranks:
-        if r.stack:
-            lines.append(f"--- rank {r.rank} stack at the deadline ---\n{r.stack.rstrip()}")
-            break
-    for r in cell.ranks:
-        if r.traceback:
-            lines.append(f"--- rank {r.rank} traceback ---\n{r.traceback.rstrip()}")
-            break
-    lines.append(f"replay: {cell.replay}")
-    return "\n".join(lines)
-
-
 def check_cell(case: CellPlan | Cell) -> Cell:
     """Run (or take) a cell and fail the test if its verdict is unexpected."""
     cell = case if isinstance(case, Cell) else run_cell(case)
     if cell.verdict == UNEXPECTED:
-        raise CellFailed(describe_cell(cell))
+        raise CellFailed(describe(cell))
     return cell

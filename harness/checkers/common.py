@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.history import format_ranks
-from harness.world.result import CRASH, ERROR, FAIL, HANG, PASS, RankResult, WorldResult
+from harness.history import ranks_phrase
+from harness.world.result import CRASH, ERROR, FAIL, HANG, PASS, RankResult, WorldResult, fates_phrase
 
 
 @dataclass(frozen=True)
@@ -23,13 +23,9 @@ def judged(result: WorldResult) -> list[RankResult]:
     return [r for r in result.ranks if not r.killed_by_fault]
 
 
-def _ranks(ranks: list[int]) -> str:
-    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {format_ranks(ranks)}"
-
-
 def _killed_note(result: WorldResult) -> str:
     killed = [r.rank for r in result.ranks if r.killed_by_fault]
-    return f" ({_ranks(killed)} killed by the fault plan)" if killed else ""
+    return f" ({ranks_phrase(killed)} killed by the fault plan)" if killed else ""
 
 
 def end_of_world(result: WorldResult) -> Judgement | None:
@@ -39,26 +35,14 @@ def end_of_world(result: WorldResult) -> Judgement | None:
         return Judgement(HANG, (result.hang_report or "the deadline passed") + _killed_note(result))
     crashed = [r for r in ranks if r.outcome == CRASH]
     if crashed:
-        return Judgement(CRASH, _group(crashed) + _killed_note(result))
+        return Judgement(CRASH, fates_phrase(crashed) + _killed_note(result))
     errors = [r for r in ranks if r.outcome == ERROR]
     if errors:
         clear = all(r.error and r.error.get("message", "").strip() for r in errors)
         loud = len(errors) == len(ranks) and clear
-        note = "" if loud else f"; {_ranks([r.rank for r in ranks if r.outcome == PASS])} returned" \
-            if any(r.outcome == PASS for r in ranks) else ""
-        return Judgement(ERROR, _group(errors) + note + _killed_note(result), loud=loud)
+        passed = [r.rank for r in ranks if r.outcome == PASS]
+        note = f"; {ranks_phrase(passed)} returned" if passed and not loud else ""
+        return Judgement(ERROR, fates_phrase(errors) + note + _killed_note(result), loud=loud)
     if not ranks:
         return Judgement(FAIL, "the fault plan killed every rank: nothing to judge")
     return None
-
-
-def _group(ranks: list[RankResult]) -> str:
-    groups: dict[str, list[int]] = {}
-    for r in ranks:
-        groups.setdefault(r.summary(), []).append(r.rank)
-    return "; ".join(f"{_ranks(rs)} {what}" for what, rs in
-                     sorted(groups.items(), key=lambda kv: min(kv[1])))
-
-
-def ranks_phrase(ranks: list[int]) -> str:
-    return _ranks(sorted(ranks))

@@ -1,7 +1,9 @@
 """Renderers of a matrix: terminal, JSON, JUnit XML, Markdown, HTML. They never recompute a verdict.
 
 Every renderer reads only what a ``Cell`` says, so a matrix loaded from a
-saved JSON report (``harness report``) renders exactly like a live run.
+saved JSON report (``harness report``) renders exactly like a live run. What
+a failing cell shows (its ranks, faults, traces, replay) comes from the one
+diagnosis in ``diagnosis.py``.
 """
 
 from __future__ import annotations

@@ -1,25 +1,21 @@
-"""What every renderer shares: markers, ordering and the grouping of ranks.
+"""What every renderer shares: markers, anchors, the order of cells and of events.
 
-Presentation only: nothing here judges a run. Grouping ranks that ended the
-same way keeps a 256-rank cell as readable as an 8-rank one.
+Presentation only: nothing here judges a run. A cell's diagnosis (its ranks,
+faults, traces) is in ``diagnosis.py``.
 """
 
 from __future__ import annotations
 
 import re
-import signal as _signal
-from dataclasses import dataclass
 from typing import Any
 
-from harness.history import format_ranks
-from harness.runner.cells import KNOWN, OK, UNEXPECTED, Cell, Matrix, RankRow
+from harness.runner.cells import KNOWN, OK, UNEXPECTED, Cell, Matrix
 
 PASS = "PASS"
 OUTCOMES = ("PASS", "FAIL", "ERROR", "HANG", "CRASH")
 
 #: One character per verdict, the same in every text report.
 MARKERS = {OK: "✓", KNOWN: "~", UNEXPECTED: "✗"}
-VERDICT_WORDS = {OK: "meets its expectation", KNOWN: "known failure", UNEXPECTED: "unexpected"}
 _VERDICT_ORDER = {UNEXPECTED: 0, KNOWN: 1, OK: 2}
 
 
@@ -51,89 +47,6 @@ def attention_cells(matrix: Matrix) -> list[Cell]:
     """Cells that need a look, unexpected first, then known, then the rest, in matrix order."""
     cells = [c for c in matrix.cells if needs_attention(c)]
     return sorted(cells, key=lambda c: _VERDICT_ORDER.get(c.verdict, -1))
-
-
-def signal_name(signum: int | None) -> str | None:
-    if signum is None:
-        return None
-    try:
-        return _signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
-
-
-def exit_text(row: RankRow) -> str:
-    """How a rank ended, in words: ``exit 1``, ``SIGKILL``, ``running`` (a hung rank)."""
-    if row.signal is not None:
-        text = signal_name(row.signal) or ""
-    elif row.exit_code is not None:
-        text = f"exit {row.exit_code}"
-    else:
-        text = "running" if row.outcome == "HANG" else "-"
-    if row.killed_by_fault:
-        text += " (killed by the fault plan)"
-    return text
-
-
-def result_text(row: RankRow) -> str:
-    """The rank's error, or what it returned, or nothing."""
-    if row.error:
-        return row.error
-    if row.value is not None:
-        return f"returned {row.value}"
-    return ""
-
-
-@dataclass
-class RankGroup:
-    """Ranks that ended the same way (same outcome, exit and error or value)."""
-
-    ranks: list[int]
-    hosts: list[int]
-    outcome: str
-    exit: str
-    result: str
-
-    @property
-    def rank_text(self) -> str:
-        return format_ranks(self.ranks)
-
-    @property
-    def host_text(self) -> str:
-        return format_ranks(self.hosts)
-
-    @property
-    def label(self) -> str:
-        return ("rank " if len(self.ranks) == 1 else "ranks ") + self.rank_text
-
-
-def rank_groups(cell: Cell) -> list[RankGroup]:
-    """Group the cell's ranks by how they ended, in order of their lowest rank."""
-    groups: dict[tuple[str, str, str], RankGroup] = {}
-    for row in sorted(cell.ranks, key=lambda r: r.rank):
-        key = (row.outcome, exit_text(row), result_text(row))
-        group = groups.get(key)
-        if group is None:
-            groups[key] = RankGroup([row.rank], [row.host], *key)
-        else:
-            group.ranks.append(row.rank)
-            if row.host not in group.hosts:
-                group.hosts.append(row.host)
-    return list(groups.values())
-
-
-def text_groups(cell: Cell, attr: str) -> list[tuple[list[int], str]]:
-    """Distinct non-empty values of a rank text field (traceback, stack, stdout...) and their ranks."""
-    seen: dict[str, list[int]] = {}
-    for row in sorted(cell.ranks, key=lambda r: r.rank):
-        text = getattr(row, attr) or ""
-        if text.strip():
-            seen.setdefault(text, []).append(row.rank)
-    return [(ranks, text) for text, ranks in seen.items()]
-
-
-def ranks_label(ranks: list[int]) -> str:
-    return ("rank " if len(ranks) == 1 else "ranks ") + format_ranks(ranks)
 
 
 def sorted_history(cell: Cell) -> list[dict[str, Any]]:

@@ -21,13 +21,12 @@ from harness.reports._common import (
     marker,
     ms,
     needs_attention,
-    rank_groups,
-    ranks_label,
     seconds,
     sorted_history,
     summary_parts,
-    text_groups,
 )
+from harness.reports.diagnosis import Diagnosis, diagnose
+from harness.reports.html_assets import CSS, JS
 from harness.runner.cells import KNOWN, OK, SCHEMA, UNEXPECTED, Cell, Matrix
 
 #: Beyond this many events, the page shows the first ones and points to the JSON report.
@@ -56,157 +55,6 @@ def outcome_pill(outcome: str) -> str:
 def verdict_badge(verdict: str) -> str:
     return (f'<span class="badge {verdict_class(verdict)}" title="verdict">'
             f"{e(marker(verdict))} {e(verdict)}</span>")
-
-
-CSS = """
-:root { color-scheme: light; --fg: #1f2328; --muted: #59636e; --line: #d1d9e0; --bg: #f6f8fa;
-  --PASS: #1a7f37; --PASS-bg: #dafbe1; --ERROR: #9a6700; --ERROR-bg: #fff1c5;
-  --FAIL: #a0116e; --FAIL-bg: #ffe3f4; --HANG: #4c2fbf; --HANG-bg: #ebe5ff;
-  --CRASH: #ffffff; --CRASH-bg: #3d444d; --other: #59636e; --other-bg: #eef1f4; --bad: #cf222e; }
-* { box-sizing: border-box; }
-[hidden] { display: none !important; }
-body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
-  color: var(--fg); background: #fff; }
-code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace;
-  font-size: 12.5px; }
-header { background: var(--bg); border-bottom: 1px solid var(--line); padding: 18px 0 14px; }
-.wrap { max-width: 1240px; margin: 0 auto; padding: 0 24px; }
-h1 { font-size: 22px; margin: 0 0 6px; }
-h1 .status { font-size: 14px; font-weight: 600; margin-left: 10px; padding: 3px 10px; border-radius: 999px;
-  vertical-align: 3px; }
-.status.bad { background: var(--bad); color: #fff; }
-.status.good { background: var(--PASS); color: #fff; }
-h2 { font-size: 17px; margin: 26px 0 10px; }
-h4 { font-size: 13px; margin: 16px 0 6px; color: var(--muted); text-transform: uppercase;
-  letter-spacing: .04em; }
-.meta { color: var(--muted); margin: 0 0 10px; }
-.meta b { color: var(--fg); font-weight: 600; }
-.counts { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; }
-.counts .pill, .counts .badge { font-size: 12.5px; padding: 2px 9px; }
-.counts .sep { width: 1px; height: 20px; background: var(--line); margin: 0 6px; }
-.pill { display: inline-block; font-weight: 700; font-size: 12px; padding: 1px 8px; border-radius: 4px;
-  letter-spacing: .02em; }
-summary .pill { min-width: 58px; text-align: center; flex: none; }
-summary .badge { min-width: 96px; text-align: center; flex: none; }
-.o-PASS { color: var(--PASS); background: var(--PASS-bg); }
-.o-ERROR { color: var(--ERROR); background: var(--ERROR-bg); }
-.o-FAIL { color: var(--FAIL); background: var(--FAIL-bg); }
-.o-HANG { color: var(--HANG); background: var(--HANG-bg); }
-.o-CRASH { color: var(--CRASH); background: var(--CRASH-bg); }
-.o-other { color: var(--other); background: var(--other-bg); }
-.badge { display: inline-block; font-size: 11.5px; font-weight: 600; padding: 0 7px; border-radius: 999px;
-  border: 1px solid transparent; white-space: nowrap; }
-.badge.v-ok { color: var(--PASS); border-color: #aceebb; }
-.badge.v-known { color: var(--muted); border: 1px dashed #9aa4ad; }
-.badge.v-unexpected { color: #fff; background: var(--bad); }
-.badge.v-other { color: var(--muted); border-color: var(--line); }
-.legend { color: var(--muted); font-size: 12.5px; margin: 8px 0 0; display: flex; flex-wrap: wrap;
-  gap: 14px; }
-.scroll { overflow-x: auto; }
-table { border-collapse: collapse; }
-table.matrix { border-spacing: 0; }
-table.matrix th { text-align: left; font-weight: 600; padding: 6px 10px; white-space: nowrap; }
-table.matrix thead th { border-bottom: 2px solid var(--line);
-  font-family: ui-monospace, Menlo, Consolas, monospace;
-  font-size: 12.5px; }
-table.matrix tbody th { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12.5px;
-  font-weight: 500; border-bottom: 1px solid #eef1f4; }
-table.matrix td { padding: 3px 4px; border-bottom: 1px solid #eef1f4; }
-table.matrix tbody tr:hover { background: #f6f8fa; }
-a.gc { display: flex; align-items: center; justify-content: space-between; gap: 8px; min-width: 150px;
-  padding: 4px 8px; border-radius: 6px; text-decoration: none; border: 2px solid transparent;
-  font-weight: 700; font-size: 12.5px; }
-a.gc:hover { filter: brightness(.95); }
-a.gc.v-known { border: 2px dashed #9aa4ad; opacity: .8; }
-a.gc.v-unexpected { border: 2px solid var(--bad); box-shadow: 0 0 0 1px var(--bad); }
-a.gc .badge { font-size: 10.5px; background: rgba(255, 255, 255, .85); }
-a.gc .badge.v-unexpected { background: var(--bad); }
-a.gc.v-ok .badge { border-color: transparent; }
-.missing { color: #9aa4ad; padding: 4px 8px; }
-details.cell { border: 1px solid var(--line); border-radius: 8px; margin: 0 0 8px; background: #fff; }
-details.cell.v-unexpected { border-left: 5px solid var(--bad); }
-details.cell.v-known { border-left: 5px dashed #9aa4ad; }
-details.cell.v-ok { border-left: 5px solid var(--PASS); }
-details.cell > summary { display: flex; align-items: center; gap: 10px; padding: 8px 12px; cursor: pointer;
-  list-style: none; }
-details.cell > summary::-webkit-details-marker { display: none; }
-details.cell > summary::before { content: "▸"; color: var(--muted); width: 10px; flex: none; }
-details.cell[open] > summary::before { content: "▾"; }
-details.cell[open] > summary { border-bottom: 1px solid var(--line); background: var(--bg);
-  border-radius: 8px 8px 0 0; }
-summary .name { font-weight: 600; white-space: nowrap; }
-summary .line { color: var(--muted); overflow: hidden; text-overflow: ellipsis; white-space: nowrap;
-  min-width: 0; flex: 1; }
-details.cell[open] > summary .line { visibility: hidden; }
-.body { padding: 4px 16px 14px; scroll-margin-top: 60px; }
-.body:target { outline: 3px solid #54aeff; outline-offset: 2px; }
-p.detail { font-size: 15px; font-weight: 600; margin: 10px 0 8px; }
-.facts { display: flex; flex-wrap: wrap; gap: 4px 18px; margin: 0 0 6px; padding: 0; list-style: none; }
-.facts li span { color: var(--muted); margin-right: 5px; }
-.finding { background: #fff8c5; border: 1px solid #eed888; border-radius: 6px; padding: 6px 10px;
-  margin: 8px 0; }
-.replay { display: flex; align-items: stretch; gap: 6px; }
-.replay pre { flex: 1; margin: 0; }
-button { font: inherit; font-size: 12.5px; padding: 3px 12px; border: 1px solid var(--line);
-  border-radius: 6px;
-  background: #f6f8fa; cursor: pointer; }
-button:hover { background: #eef1f4; }
-pre { background: #f6f8fa; border: 1px solid #e3e8ec; border-radius: 6px; padding: 8px 10px;
-  margin: 4px 0 8px;
-  white-space: pre-wrap; overflow-wrap: anywhere; max-height: 30em; overflow: auto; }
-table.t { margin: 2px 0 8px; font-size: 13px; }
-table.t th { text-align: left; color: var(--muted); font-weight: 600; border-bottom: 1px solid var(--line);
-  padding: 4px 8px; white-space: nowrap; }
-table.t td { border-bottom: 1px solid #eef1f4; padding: 3px 8px; vertical-align: top; }
-table.t td { white-space: nowrap; }
-table.t td.num, table.t th.num { text-align: right; font-variant-numeric: tabular-nums; }
-table.t td.wrap { white-space: normal; overflow-wrap: anywhere; min-width: 16em; }
-tr.k-fault td { background: #fff0f1; } tr.k-hang td { background: #ebe5ff; }
-tr.k-mismatch td { background: #ffe3f4; } tr.k-exit td { background: #f6f8fa; }
-details.sub { margin: 4px 0; }
-details.sub > summary { cursor: pointer; color: var(--fg); font-weight: 600; padding: 2px 0; }
-details.sub > summary .n { color: var(--muted); font-weight: 400; }
-details.group > summary { cursor: pointer; font-size: 15px; font-weight: 600; margin: 26px 0 10px; }
-.toolbar { margin: 0 0 10px; display: flex; gap: 6px; }
-.none { color: var(--muted); font-style: italic; }
-footer { color: var(--muted); font-size: 12px; padding: 24px 0 40px; }
-@media (max-width: 700px) { summary .line { display: none; } .wrap { padding: 0 12px; } }
-"""
-
-JS = """
-(function () {
-  function openCell(id, scroll) {
-    var target = id && document.getElementById(id);
-    if (!target) return;
-    for (var el = target; el; el = el.parentElement) if (el.tagName === 'DETAILS') el.open = true;
-    var cell = target.closest('details.cell');
-    if (scroll && cell) cell.scrollIntoView({block: 'start'});
-  }
-  document.querySelectorAll('a.gc').forEach(function (a) {
-    a.addEventListener('click', function () { openCell(a.getAttribute('href').slice(1), false); });
-  });
-  window.addEventListener('hashchange', function () { openCell(location.hash.slice(1), true); });
-  if (location.hash) openCell(location.hash.slice(1), true);
-  document.querySelectorAll('.js').forEach(function (el) { el.hidden = false; });
-  document.querySelectorAll('button.copy').forEach(function (b) {
-    b.addEventListener('click', function () {
-      var text = b.parentElement.querySelector('code').textContent;
-      function done() { b.textContent = 'Copied'; setTimeout(function () { b.textContent = 'Copy'; }, 1500); }
-      function fallback() {
-        var ta = document.createElement('textarea'); ta.value = text; document.body.appendChild(ta);
-        ta.select(); try { document.execCommand('copy'); done(); } catch (err) {} ta.remove();
-      }
-      if (navigator.clipboard) navigator.clipboard.writeText(text).then(done, fallback); else fallback();
-    });
-  });
-  function setAll(open) {
-    document.querySelectorAll('details.cell, details.group').forEach(function (d) { d.open = open; });
-  }
-  var ex = document.getElementById('expand'), co = document.getElementById('collapse');
-  if (ex) ex.addEventListener('click', function () { setAll(true); });
-  if (co) co.addEventListener('click', function () { setAll(false); });
-})();
-"""
 
 
 def header(matrix: Matrix) -> str:
@@ -271,30 +119,30 @@ def sub(title: str, count: str, content: str, open_: bool = False) -> str:
     return f'<details class="sub"{attr}><summary>{e(title)}{n}</summary>{content}</details>'
 
 
-def ranks_table(cell: Cell) -> str:
+def ranks_table(d: Diagnosis) -> str:
     rows = []
-    for g in rank_groups(cell):
+    for g in d.groups:
         rows.append(f'<tr><td class="mono">{e(g.rank_text)}</td><td class="mono">{e(g.host_text)}</td>'
                     f"<td>{outcome_pill(g.outcome)}</td><td class=\"mono\">{e(g.exit)}</td>"
                     f'<td class="wrap mono">{e(g.result)}</td></tr>')
     return table(("rank", "host", "outcome", "exit / signal", "error or result"), rows)
 
 
-def traces(cell: Cell) -> str:
+def traces(d: Diagnosis) -> str:
     """Tracebacks and stacks, one block per distinct text, the first one open."""
     parts = []
-    for attr, title in (("stack", "Stack (still blocked at the deadline)"), ("traceback", "Traceback")):
-        for ranks, text in text_groups(cell, attr):
-            parts.append(sub(f"{title} · {ranks_label(ranks)}", "", f"<pre>{e(text.rstrip())}</pre>",
+    for found, title in ((d.stacks, "Stack (still blocked at the deadline)"), (d.tracebacks, "Traceback")):
+        for trace in found:
+            parts.append(sub(f"{title} · {trace.label}", "", f"<pre>{e(trace.text.rstrip())}</pre>",
                              open_=not parts))
     return "".join(parts)
 
 
-def faults_table(cell: Cell) -> str:
+def faults_table(d: Diagnosis) -> str:
     rows = [f'<tr><td class="num">{e(ms(f.t))}</td><td>{e("all" if f.rank is None else f.rank)}</td>'
             f'<td class="mono">{e(f.fault)}</td><td class="mono">{e(f.op or "")}</td>'
             f'<td class="wrap mono">{e(f.path or "")}</td><td class="wrap">{e(f.message)}</td></tr>'
-            for f in cell.faults_fired]
+            for f in d.faults]
     return table(("t (ms)", "rank", "fault", "op", "path", "message"), rows)
 
 
@@ -319,49 +167,50 @@ def history_table(cell: Cell) -> str:
     return table(("t (ms)", "rank", "kind", "op", "tag", "step", "site", "message"), rows) + more
 
 
-def output_blocks(cell: Cell) -> str:
+def output_blocks(d: Diagnosis) -> str:
     parts = []
-    for attr in ("stdout", "stderr"):
-        for ranks, text in text_groups(cell, attr):
-            parts.append(sub(f"{attr} · {ranks_label(ranks)}", "", f"<pre>{e(text.rstrip())}</pre>"))
+    for stream, found in (("stdout", d.stdout), ("stderr", d.stderr)):
+        for trace in found:
+            parts.append(sub(f"{stream} · {trace.label}", "", f"<pre>{e(trace.text.rstrip())}</pre>"))
     return "".join(parts)
 
 
 def cell_detail(cell: Cell) -> str:
     """One cell as a <details>: closed, its summary says enough to decide whether to open it."""
-    facts = [("scenario", cell.scenario), ("target", cell.target), ("topology", cell.topology),
-             ("seed", cell.seed), ("expected", cell.expected),
-             ("outcome", f"{cell.outcome} ({cell.verdict})"), ("duration", seconds(cell.duration_s))]
+    d = diagnose(cell)
+    facts = [("scenario", cell.scenario), ("target", cell.target), ("topology", d.topology),
+             ("seed", d.seed), ("expected", d.expected),
+             ("outcome", f"{d.outcome} ({d.verdict})"), ("duration", seconds(d.duration_s))]
     if cell.workload:
         facts.append(("workload", cell.workload))
     body = []
-    if cell.detail or cell.outcome != "PASS":
-        body.append(f'<p class="detail">{e(cell.detail or "(no detail recorded)")}</p>')
-    if cell.finding:
-        body.append(f'<div class="finding"><b>Seed finding:</b> {e(cell.finding)}</div>')
+    if d.detail or d.outcome != "PASS":
+        body.append(f'<p class="detail">{e(d.detail or "(no detail recorded)")}</p>')
+    if d.finding:
+        body.append(f'<div class="finding"><b>Seed finding:</b> {e(d.finding)}</div>')
     items = "".join(f"<li><span>{e(k)}</span>{e(v)}</li>" for k, v in facts)
     body.append(f'<ul class="facts">{items}</ul>')
     body.append('<h4>Replay</h4><div class="replay"><pre><code>'
-                f'{e(cell.replay or "(none)")}</code></pre>'
+                f'{e(d.replay or "(none)")}</code></pre>'
                 '<button class="copy js" type="button" hidden>Copy</button></div>')
-    ranks = ranks_table(cell) if cell.ranks else '<p class="none">no rank recorded</p>'
+    ranks = ranks_table(d) if d.groups else '<p class="none">no rank recorded</p>'
     body.append("<h4>Ranks</h4>" + ranks)
-    body.append(traces(cell))
-    if cell.faults_fired:
-        body.append(f"<h4>Faults fired ({len(cell.faults_fired)})</h4>" + faults_table(cell))
-    if cell.mismatches:
-        body.append(f"<h4>Mismatches ({len(cell.mismatches)})</h4><ul>"
-                    + "".join(f'<li class="mono">{e(m)}</li>' for m in cell.mismatches) + "</ul>")
+    body.append(traces(d))
+    if d.faults:
+        body.append(f"<h4>Faults fired ({len(d.faults)})</h4>" + faults_table(d))
+    if d.mismatches:
+        body.append(f"<h4>Mismatches ({len(d.mismatches)})</h4><ul>"
+                    + "".join(f'<li class="mono">{e(m)}</li>' for m in d.mismatches) + "</ul>")
     if cell.history:
         body.append(sub("History", f"({len(cell.history)} events, in time order)", history_table(cell),
-                        open_=cell.outcome != "PASS" and len(cell.history) <= 60))
-    output = output_blocks(cell)
+                        open_=d.outcome != "PASS" and len(cell.history) <= 60))
+    output = output_blocks(d)
     if output:
         body.append(sub("Captured output", "", output))
     name = cell_name(cell)
     return (f'<details class="cell {verdict_class(cell.verdict)}">'
             f'<summary>{outcome_pill(cell.outcome)}{verdict_badge(cell.verdict)}'
-            f'<code class="name">{e(name)}</code><span class="line">{e(cell.detail)}</span></summary>'
+            f'<code class="name">{e(name)}</code><span class="line">{e(d.detail)}</span></summary>'
             f'<div class="body" id="{e(anchor(cell))}">{"".join(body)}</div></details>')
 
 

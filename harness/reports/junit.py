@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from harness.reports._common import cell_name, rank_groups, ranks_label, text_groups
+from harness.reports._common import cell_name
+from harness.reports.diagnosis import describe
 from harness.runner.cells import KNOWN, OK, UNEXPECTED, Cell, Matrix
 
 # Characters XML 1.0 cannot carry at all, even escaped (ANSI escapes in a rank's stderr, NULs...).
@@ -22,30 +23,6 @@ def clean(text: object) -> str:
     return _INVALID_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
 
 
-def diagnosis(cell: Cell) -> str:
-    """The failure body: what each group of ranks did, tracebacks, stacks of hung ranks, the replay."""
-    lines = [f"{cell_name(cell)}: {cell.outcome}, expected {cell.expected} ({cell.verdict})",
-             f"topology {cell.topology}, seed {cell.seed}"]
-    if cell.finding:
-        lines.append(f"seed finding: {cell.finding}")
-    lines.append("")
-    for group in rank_groups(cell):
-        host = "host" if len(group.hosts) == 1 else "hosts"
-        line = f"{group.label} ({host} {group.host_text}): {group.outcome}, {group.exit}"
-        lines.append(line + (f": {group.result}" if group.result else ""))
-    for fault in cell.faults_fired:
-        who = "world" if fault.rank is None else f"rank {fault.rank}"
-        lines.append(f"fault {fault.fault} fired on {who} at {fault.t * 1000:.1f} ms: {fault.message}")
-    for mismatch in cell.mismatches:
-        lines.append(f"mismatch: {mismatch}")
-    for ranks, tb in text_groups(cell, "traceback"):
-        lines += ["", f"traceback of {ranks_label(ranks)}:", tb.rstrip()]
-    for ranks, stack in text_groups(cell, "stack"):
-        lines += ["", f"stack of {ranks_label(ranks)} (still blocked):", stack.rstrip()]
-    lines += ["", "replay:", f"  {cell.replay}"]
-    return "\n".join(lines) + "\n"
-
-
 def testcase(cell: Cell, parent: ET.Element) -> ET.Element:
     case = ET.SubElement(parent, "testcase", {
         "name": clean(cell_name(cell)),
@@ -54,15 +31,15 @@ def testcase(cell: Cell, parent: ET.Element) -> ET.Element:
     })
     if cell.verdict == UNEXPECTED:
         failure = ET.SubElement(case, "failure", {"message": clean(cell.detail), "type": clean(cell.outcome)})
-        failure.text = clean(diagnosis(cell))
+        failure.text = clean(describe(cell) + "\n")
     elif cell.verdict == KNOWN:
         ET.SubElement(case, "skipped", {"message": clean(f"known failure: {cell.outcome}: {cell.detail}")})
     elif cell.verdict != OK:
         error = ET.SubElement(case, "error", {"message": clean(f"unknown verdict {cell.verdict!r}")})
-        error.text = clean(diagnosis(cell))
+        error.text = clean(describe(cell) + "\n")
     if cell.verdict != UNEXPECTED and cell.outcome != "PASS":
         out = ET.SubElement(case, "system-out")
-        out.text = clean(diagnosis(cell))
+        out.text = clean(describe(cell) + "\n")
     return case
 
 

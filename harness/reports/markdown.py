@@ -9,16 +9,8 @@ from __future__ import annotations
 
 import re
 
-from harness.reports._common import (
-    anchor,
-    attention_cells,
-    cell_name,
-    rank_groups,
-    ranks_label,
-    seconds,
-    summary_parts,
-    text_groups,
-)
+from harness.reports._common import anchor, attention_cells, cell_name, seconds, summary_parts
+from harness.reports.diagnosis import diagnose
 from harness.runner.cells import KNOWN, OK, UNEXPECTED, Cell, Matrix
 
 EMOJI = {OK: "✅", KNOWN: "⚠️", UNEXPECTED: "❌"}
@@ -81,38 +73,39 @@ def table(matrix: Matrix) -> list[str]:
 
 def section(cell: Cell) -> list[str]:
     """A failing cell: detail, facts, per-rank outcomes, faults, mismatches, traces, replay."""
+    d = diagnose(cell)
     lines = [f'<a id="{anchor(cell)}"></a>', "",
-             f"### {emoji(cell.verdict)} {code(cell_name(cell))}: {cell.outcome}, "
-             f"expected {cell.expected} ({cell.verdict})", "",
-             f"> {text(cell.detail or '(no detail recorded)')}", ""]
-    facts = [f"topology {code(cell.topology)}", f"seed {cell.seed}", seconds(cell.duration_s)]
+             f"### {emoji(cell.verdict)} {code(cell_name(cell))}: {d.outcome}, "
+             f"expected {d.expected} ({d.verdict})", "",
+             f"> {text(d.detail or '(no detail recorded)')}", ""]
+    facts = [f"topology {code(d.topology)}", f"seed {d.seed}", seconds(d.duration_s)]
     if cell.workload:
         facts.append(f"workload {code(cell.workload)}")
     lines.append("- " + " · ".join(facts))
-    if cell.finding:
-        lines.append(f"- seed finding: {text(cell.finding)}")
+    if d.finding:
+        lines.append(f"- seed finding: {text(d.finding)}")
     lines.append("")
-    if cell.ranks:
+    if d.groups:
         lines += ["| ranks | hosts | outcome | exit | error or result |", "|---|---|---|---|---|"]
-        for g in rank_groups(cell):
+        for g in d.groups:
             lines.append(f"| {g.rank_text} | {g.host_text} | {g.outcome} | {text(g.exit)} | "
                          f"{code(g.result, _MAX_CELL_TEXT)} |")
         lines.append("")
-    if cell.faults_fired:
+    if d.faults:
         lines += ["**Faults fired**", "", "| t (ms) | rank | fault | op | path | message |",
                   "|---:|---|---|---|---|---|"]
-        for f in cell.faults_fired:
+        for f in d.faults:
             rank = "all" if f.rank is None else str(f.rank)
             lines.append(f"| {f.t * 1000:.1f} | {rank} | {code(f.fault)} | {code(f.op or '')} | "
                          f"{code(f.path or '')} | {text(f.message)} |")
         lines.append("")
-    if cell.mismatches:
-        lines += ["**Mismatches**", ""] + [f"- {code(m)}" for m in cell.mismatches] + [""]
-    for attr, title in (("traceback", "traceback of"), ("stack", "stack (still blocked) of")):
-        for ranks, trace in text_groups(cell, attr):
-            lines += [f"<details><summary>{title} {ranks_label(ranks)}</summary>", "",
-                      block(trace), "", "</details>", ""]
-    lines += ["**Replay**", "", block(cell.replay or "(none)", "sh"), ""]
+    if d.mismatches:
+        lines += ["**Mismatches**", ""] + [f"- {code(m)}" for m in d.mismatches] + [""]
+    for traces, title in ((d.tracebacks, "traceback of"), (d.stacks, "stack (still blocked) of")):
+        for trace in traces:
+            lines += [f"<details><summary>{title} {trace.label}</summary>", "",
+                      block(trace.text), "", "</details>", ""]
+    lines += ["**Replay**", "", block(d.replay or "(none)", "sh"), ""]
     return lines
 
 

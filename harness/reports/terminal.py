@@ -13,13 +13,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from harness.reports._common import (
-    attention_cells,
-    cell_name,
-    marker,
-    seconds,
-    summary_parts,
-)
+from harness.reports._common import attention_cells, marker, seconds, summary_parts
+from harness.reports.diagnosis import diagnose
 from harness.runner.cells import KNOWN, OK, UNEXPECTED, Cell, Matrix
 
 VERDICT_STYLES = {OK: "green", KNOWN: "yellow dim", UNEXPECTED: "bold red"}
@@ -80,22 +75,23 @@ def print_attention(cell: Cell, console: Console) -> None:
     Lines are wrapped here, with a hanging indent, rather than by rich; the
     replay command is never wrapped so that it stays one line to copy.
     """
+    d = diagnose(cell)
     width = max(console.width, 40)
     head = Text()
-    head.append(f"{marker(cell.verdict)} {cell.outcome:<5} ", style=verdict_style(cell.verdict))
-    head.append(cell_name(cell), style="bold")
-    meta = f"{cell.verdict} · expected {cell.expected} · {seconds(cell.duration_s)}"
+    head.append(f"{marker(d.verdict)} {d.outcome:<5} ", style=verdict_style(d.verdict))
+    head.append(d.title, style="bold")
+    meta = f"{d.verdict} · expected {d.expected} · {seconds(d.duration_s)}"
     if len(head) + 2 + len(meta) <= width:
         head.append(f"  {meta}", style="dim")
         console.print(head, soft_wrap=True)
     else:
         console.print(head, soft_wrap=True)
         console.print(Text(" " * 8 + meta, style="dim"), soft_wrap=True)
-    detail = textwrap.fill(cell.detail or "(no detail recorded)", width=width,
+    detail = textwrap.fill(d.detail or "(no detail recorded)", width=width,
                            initial_indent=" " * 4, subsequent_indent=" " * 6)
     console.print(Text(detail), soft_wrap=True)
     replay = Text("    replay: ", style="dim")
-    replay.append(cell.replay or "(none)", style="cyan")
+    replay.append(d.replay or "(none)", style="cyan")
     console.print(replay, soft_wrap=True)
 
 

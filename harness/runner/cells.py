@@ -8,7 +8,11 @@ renderer never needs a live run.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.history import Event
+    from harness.world.result import RankResult
 
 SCHEMA = "harness.matrix/1"
 
@@ -31,6 +35,16 @@ class RankRow:
     stdout: str = ""
     stderr: str = ""
 
+    @classmethod
+    def of(cls, r: RankResult, output_limit: int | None = None) -> RankRow:
+        """A live rank's fate in the report's shape (its output's tail, if limited)."""
+        tail = slice(-output_limit if output_limit else None, None)
+        return cls(rank=r.rank, host=r.host, outcome=r.outcome, exit_code=r.exit_code,
+                   error=f"{r.error['type']}: {r.error['message']}" if r.error else None,
+                   signal=r.signal, killed_by_fault=r.killed_by_fault,
+                   traceback=r.error.get("traceback") if r.error else None, stack=r.stack,
+                   value=r.value_repr, stdout=r.stdout[tail], stderr=r.stderr[tail])
+
 
 @dataclass
 class FaultRow:
@@ -40,6 +54,15 @@ class FaultRow:
     op: str | None
     path: str | None
     message: str
+
+    @classmethod
+    def fired(cls, history: list[Event]) -> list[FaultRow]:
+        """Faults fired, rank by rank: each rank's sequence is fixed by the seed, while
+        the interleaving of different ranks is the scheduler's."""
+        rows = [cls(t=e.t, rank=e.rank, fault=e.op or "?", op=e.detail.get("op"),
+                    path=e.detail.get("path"), message=e.detail.get("message", ""))
+                for e in history if e.kind == "fault"]
+        return sorted(rows, key=lambda f: (-1 if f.rank is None else f.rank, f.t))
 
 
 @dataclass

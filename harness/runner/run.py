@@ -22,7 +22,7 @@ from harness.runner.cells import KNOWN, OK, UNEXPECTED, Cell, FaultRow, Matrix, 
 from harness.scenarios import Scenario, ScenarioError, catalog_dir
 from harness.topology import get_topology
 from harness.workloads.registry import WORKLOADS, Target
-from harness.world.result import ERROR, PASS, WorldResult
+from harness.world.result import ERROR, PASS
 from harness.world.world import run_world
 
 log = logging.getLogger(__name__)
@@ -122,27 +122,10 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset()) ->
         scenario=scenario.name, target=target.name, topology=plan.topology, seed=plan.seed,
         outcome=judgement.outcome, expected=scenario.expect, verdict=verdict,
         duration_s=result.duration_s, detail=detail, replay=replay_command(plan),
-        ranks=_rank_rows(result), faults_fired=_faults(result),
+        ranks=[RankRow.of(r, output_limit=4000) for r in result.ranks],
+        faults_fired=FaultRow.fired(result.history),
         history=[e.to_dict() for e in result.history], mismatches=list(result.mismatches),
         finding=scenario.finding, workload=scenario.workload, met=met)
-
-
-def _rank_rows(result: WorldResult) -> list[RankRow]:
-    return [RankRow(rank=r.rank, host=r.host, outcome=r.outcome, exit_code=r.exit_code,
-                    error=f"{r.error['type']}: {r.error['message']}" if r.error else None,
-                    signal=r.signal, killed_by_fault=r.killed_by_fault,
-                    traceback=r.error.get("traceback") if r.error else None, stack=r.stack,
-                    value=r.value_repr, stdout=r.stdout[-4000:], stderr=r.stderr[-4000:])
-            for r in result.ranks]
-
-
-def _faults(result: WorldResult) -> list[FaultRow]:
-    """Faults fired, rank by rank: each rank's sequence is fixed by the seed, while
-    the interleaving of different ranks is the scheduler's."""
-    rows = [FaultRow(t=e.t, rank=e.rank, fault=e.op or "?", op=e.detail.get("op"),
-                     path=e.detail.get("path"), message=e.detail.get("message", ""))
-            for e in result.history if e.kind == "fault"]
-    return sorted(rows, key=lambda f: (-1 if f.rank is None else f.rank, f.t))
 
 
 def run_matrix(plans: list[CellPlan], jobs: int | None = None, seed: int = 0,

@@ -17,7 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.history import Event, format_ranks
+from harness.history import Event, ranks_phrase
 from harness.world.reductions import ReductionError, reduce_buffers
 
 Reply = tuple[int, dict, bytes | bytearray]
@@ -142,7 +142,7 @@ class Coordinator:
         for r, (h, _) in sorted(step.arrivals.items()):
             by_tag.setdefault(h.get("tag"), []).append(r)
         if len(by_tag) > 1:
-            parts = "; ".join(f"{_ranks(rs)} {tag!r}" for tag, rs in by_tag.items())
+            parts = "; ".join(f"{ranks_phrase(rs)} {tag!r}" for tag, rs in by_tag.items())
             message = (f"rendezvous tags differ at step {step_no}: {parts}; "
                        "the real runtime pairs them up anyway")
             self.mismatches.append(message)
@@ -263,13 +263,13 @@ class Coordinator:
                 groups: dict[str, list[int]] = {}
                 for r, (h, _) in sorted(step.arrivals.items()):
                     groups.setdefault(_describe_call(h), []).append(r)
-                parts = "; ".join(f"{_ranks(rs)}: {call}" for call, rs in groups.items())
+                parts = "; ".join(f"{ranks_phrase(rs)}: {call}" for call, rs in groups.items())
                 out.append(f"collective mismatch at step {step_no}: {parts} "
                            "(a real pod hangs or fails here)")
             gone = sorted(r for r in self.exited if r not in step.arrivals)
             if gone and step.arrivals:
                 header = next(iter(step.arrivals.values()))[0]
-                out.append(f"{_ranks(gone)} exited while {_ranks(step.arrivals)} wait for "
+                out.append(f"{ranks_phrase(gone)} exited while {ranks_phrase(step.arrivals)} wait for "
                            f"{'it' if len(gone) == 1 else 'them'} in {_describe_call(header)} "
                            f"(step {step_no}); a real rendezvous never times out")
         return out
@@ -283,13 +283,8 @@ class Coordinator:
         for (what, step, site), ranks in sorted(by_place.items(), key=lambda kv: min(kv[1])):
             where = f" at {site}" if site else ""
             step_txt = f" (step {step})" if step is not None else ""
-            phrases.append(f"{_ranks(ranks)} blocked in {what}{step_txt}{where}")
+            phrases.append(f"{ranks_phrase(ranks)} blocked in {what}{step_txt}{where}")
         return phrases
-
-
-def _ranks(ranks: Any) -> str:
-    ranks = sorted(ranks)
-    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {format_ranks(ranks)}"
 
 
 def _groups(groups: list[list[int]] | None, world_size: int) -> list[list[int]]:

@@ -8,7 +8,7 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.history import Event, format_ranks
+from harness.history import Event, ranks_phrase
 
 PASS, FAIL, ERROR, HANG, CRASH = "PASS", "FAIL", "ERROR", "HANG", "CRASH"
 #: Which outcome names the world when ranks disagree: the one that says most.
@@ -62,16 +62,6 @@ class RankResult:
             return "still blocked at the deadline"
         return self.outcome
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "rank": self.rank, "host": self.host, "outcome": self.outcome,
-            "exit_code": self.exit_code, "signal": self.signal,
-            "error": (f"{self.error['type']}: {self.error['message']}" if self.error else None),
-            "traceback": self.error.get("traceback") if self.error else None,
-            "value": self.value_repr, "stack": self.stack, "killed_by_fault": self.killed_by_fault,
-            "stdout": self.stdout, "stderr": self.stderr,
-        }
-
 
 @dataclass
 class WorldResult:
@@ -97,35 +87,25 @@ class WorldResult:
         """One line a person can act on."""
         if self.outcome == HANG and self.hang_report:
             return self.hang_report
-        groups: dict[str, list[int]] = {}
-        for r in self.ranks:
-            if r.outcome != PASS:
-                groups.setdefault(r.summary(), []).append(r.rank)
-        if not groups:
+        if all(r.outcome == PASS for r in self.ranks):
             return f"all {len(self.ranks)} ranks returned"
-        parts = [f"rank{'s' if len(rs) > 1 else ''} {format_ranks(rs)} {what}"
-                 for what, rs in sorted(groups.items(), key=lambda kv: min(kv[1]))]
-        return "; ".join(parts)
+        return fates_phrase([r for r in self.ranks if r.outcome != PASS])
 
     def describe(self) -> str:
-        """A multi-line diagnosis: per-rank fate, mismatches, stacks."""
-        lines = [f"world {self.world_id} on {self.topology}: {self.outcome} in {self.duration_s:.2f}s",
-                 f"  {self.detail()}"]
-        for r in self.hosts:
-            lines.append(f"  launcher of host {r.host}: {r.outcome}: {r.summary()}")
-        for r in self.ranks:
-            lines.append(f"  rank {r.rank} (host {r.host}): {r.outcome}: {r.summary()}")
-        for m in self.mismatches:
-            lines.append(f"  ! {m}")
-        for r in [*self.ranks, *self.hosts]:
-            if r.outcome == ERROR and r.error:
-                who = f"rank {r.rank}" if r in self.ranks else f"launcher of host {r.host}"
-                lines.append(f"--- {who} traceback ---\n{r.error['traceback'].rstrip()}")
-                break
-        for r in self.ranks:
-            if r.stack:
-                lines.append(f"--- rank {r.rank} stack at the deadline ---\n{r.stack.rstrip()}")
-        return "\n".join(lines)
+        """The whole diagnosis, as ``harness exec`` and a failing pytest show it."""
+        from harness.reports.diagnosis import describe  # presentation lives with the reports
+
+        return describe(self)
+
+
+def fates_phrase(ranks: list[RankResult]) -> str:
+    """``ranks 1-7 raised FileNotFoundError: ...; rank 0 killed by SIGKILL ...``: the ranks
+    grouped by how they ended, in order of their lowest rank."""
+    groups: dict[str, list[int]] = {}
+    for r in ranks:
+        groups.setdefault(r.summary(), []).append(r.rank)
+    return "; ".join(f"{ranks_phrase(rs)} {what}"
+                     for what, rs in sorted(groups.items(), key=lambda kv: min(kv[1])))
 
 
 def one_line(text: str, limit: int = 240) -> str:

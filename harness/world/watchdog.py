@@ -9,7 +9,7 @@ import selectors
 import socket
 import time
 
-from harness.history import format_ranks
+from harness.history import ranks_phrase
 from harness.world import wire
 
 
@@ -80,16 +80,14 @@ def hang_report(blocked: list[str], running: dict[int, str | None], exited: dict
         if rank not in blocked_ranks:
             by_place.setdefault(frame or "an unknown place", []).append(rank)
     for place, ranks in sorted(by_place.items(), key=lambda kv: min(kv[1])):
-        noun = "rank" if len(ranks) == 1 else "ranks"
         if place.startswith("the fault plan"):
-            parts.append(f"{noun} {format_ranks(ranks)} held by {place}")
+            parts.append(f"{ranks_phrase(ranks)} held by {place}")
         else:
-            parts.append(f"{noun} {format_ranks(ranks)} still running outside any collective, "
+            parts.append(f"{ranks_phrase(ranks)} still running outside any collective, "
                          f"in {place}")
     by_how: dict[str, list[int]] = {}
     for rank, how in exited.items():
         by_how.setdefault(how, []).append(rank)
     for how, ranks in sorted(by_how.items(), key=lambda kv: min(kv[1])):
-        noun = "rank" if len(ranks) == 1 else "ranks"
-        parts.append(f"{noun} {format_ranks(ranks)} {how}")
+        parts.append(f"{ranks_phrase(ranks)} {how}")
     return "; ".join(parts) if parts else "the deadline passed"

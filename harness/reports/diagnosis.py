@@ -1,0 +1,214 @@
+"""One diagnosis of a failing run, which every face renders.
+
+``harness exec`` and ``harness replay``, the pytest plugin, JUnit, Markdown, HTML
+and the terminal report all show a run from a ``Diagnosis``: the one line, how each
+group of ranks ended, the faults fired, the mismatches, the tracebacks and the stacks
+of hung ranks, the replay command. A report's ``Cell`` (read back from JSON) and a
+live ``WorldResult`` are first read into the same rows (``RankRow``, ``FaultRow``),
+so both are diagnosed by the same code. Nothing here judges: the outcome, verdict
+and one-line detail are copied from what the world, the checker and the runner said.
+"""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass, field
+
+from harness.history import format_ranks, ranks_phrase
+from harness.reports._common import seconds
+from harness.runner.cells import Cell, FaultRow, RankRow
+from harness.world.result import PASS, WorldResult, one_line
+
+#: How many distinct tracebacks the plain-text diagnosis prints (the reports keep them all).
+TEXT_TRACEBACKS = 1
+
+
+def signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def exit_text(row: RankRow) -> str:
+    """How a rank ended, in words: ``exit 1``, ``SIGKILL``, ``running`` (a hung rank)."""
+    if row.signal is not None:
+        text = signal_name(row.signal)
+    elif row.exit_code is not None:
+        text = f"exit {row.exit_code}"
+    else:
+        text = "running" if row.outcome == "HANG" else "-"
+    if row.killed_by_fault:
+        text += " (killed by the fault plan)"
+    return text
+
+
+def result_text(row: RankRow) -> str:
+    """The rank's error, or what it returned, or nothing."""
+    if row.error:
+        return row.error
+    if row.value is not None:
+        return f"returned {row.value}"
+    return ""
+
+
+@dataclass
+class RankGroup:
+    """Ranks (or exec-mode launchers) that ended the same way: outcome, exit, error or value."""
+
+    ranks: list[int]
+    hosts: list[int]
+    outcome: str
+    exit: str
+    result: str
+    noun: str = "rank"
+
+    @property
+    def rank_text(self) -> str:
+        return format_ranks(self.ranks)
+
+    @property
+    def host_text(self) -> str:
+        return format_ranks(self.hosts)
+
+    @property
+    def label(self) -> str:
+        """``ranks 1-7 (hosts 1-7)``."""
+        return f"{ranks_phrase(self.ranks, self.noun)} ({ranks_phrase(self.hosts, 'host')})"
+
+
+@dataclass
+class Trace:
+    """One distinct text (a traceback, a stack, captured output) and the ranks that left it."""
+
+    ranks: list[int]
+    text: str
+    noun: str = "rank"
+    passed: bool = False  # every rank that left it returned
+
+    @property
+    def label(self) -> str:
+        return ranks_phrase(self.ranks, self.noun)
+
+
+@dataclass
+class Diagnosis:
+    """What a person needs to act on a world or a cell, ready to render."""
+
+    title: str  # ``isolated-tmp[naive-sync]`` or ``world 3f2a``
+    outcome: str
+    topology: str
+    seed: int
+    duration_s: float
+    detail: str
+    replay: str = ""
+    verdict: str = ""  # a cell's; a bare world has none
+    expected: str = ""
+    finding: str = ""
+    groups: list[RankGroup] = field(default_factory=list)  # launchers first, then ranks
+    faults: list[FaultRow] = field(default_factory=list)
+    mismatches: list[str] = field(default_factory=list)
+    tracebacks: list[Trace] = field(default_factory=list)
+    stacks: list[Trace] = field(default_factory=list)  # of ranks still blocked at the deadline
+    stdout: list[Trace] = field(default_factory=list)
+    stderr: list[Trace] = field(default_factory=list)
+
+    @property
+    def headline(self) -> str:
+        judged = f" (expected {self.expected}, verdict {self.verdict})" if self.verdict else ""
+        return (f"{self.title} on {self.topology}, seed {self.seed}: {self.outcome}{judged} "
+                f"in {seconds(self.duration_s)}")
+
+
+def rank_groups(rows: list[RankRow], noun: str = "rank") -> list[RankGroup]:
+    """Group rows by how they ended, in order of their lowest rank."""
+    groups: dict[tuple[str, str, str], RankGroup] = {}
+    for row in sorted(rows, key=lambda r: r.rank):
+        key = (row.outcome, exit_text(row), result_text(row))
+        group = groups.get(key)
+        if group is None:
+            groups[key] = RankGroup([row.rank], [row.host], *key, noun=noun)
+        else:
+            group.ranks.append(row.rank)
+            if row.host not in group.hosts:
+                group.hosts.append(row.host)
+    return list(groups.values())
+
+
+def text_groups(rows: list[RankRow], attr: str, noun: str = "rank") -> list[Trace]:
+    """Distinct non-empty values of a row's text field (traceback, stack, stdout...)."""
+    seen: dict[str, Trace] = {}
+    for row in sorted(rows, key=lambda r: r.rank):
+        text = getattr(row, attr) or ""
+        if text.strip():
+            trace = seen.setdefault(text, Trace([], text, noun, passed=True))
+            trace.ranks.append(row.rank)
+            trace.passed = trace.passed and row.outcome == PASS
+    return list(seen.values())
+
+
+def _assemble(head: Diagnosis, ranks: list[RankRow], launchers: list[RankRow]) -> Diagnosis:
+    """Fill in the parts read from the rows; launchers come first, as they start the ranks."""
+    both = ((launchers, "launcher"), (ranks, "rank"))
+    for rows, noun in both:
+        head.groups += rank_groups(rows, noun)
+        head.tracebacks += text_groups(rows, "traceback", noun)
+        head.stacks += text_groups(rows, "stack", noun)
+        head.stdout += text_groups(rows, "stdout", noun)
+        head.stderr += text_groups(rows, "stderr", noun)
+    return head
+
+
+def diagnose(subject: Cell | WorldResult) -> Diagnosis:
+    """The diagnosis of a cell (live or read from a report) or of a bare world."""
+    if isinstance(subject, WorldResult):
+        head = Diagnosis(title=f"world {subject.world_id}", outcome=subject.outcome,
+                         topology=f"{subject.topology} ({subject.profile})", seed=subject.seed,
+                         duration_s=subject.duration_s, detail=subject.detail(),
+                         faults=FaultRow.fired(subject.history),
+                         mismatches=list(subject.mismatches))
+        return _assemble(head, [RankRow.of(r) for r in subject.ranks],
+                         [RankRow.of(r) for r in subject.hosts])
+    head = Diagnosis(title=f"{subject.scenario}[{subject.target}]", outcome=subject.outcome,
+                     topology=subject.topology, seed=subject.seed, duration_s=subject.duration_s,
+                     detail=subject.detail, replay=subject.replay, verdict=subject.verdict,
+                     expected=subject.expected, finding=subject.finding,
+                     faults=list(subject.faults_fired), mismatches=list(subject.mismatches))
+    return _assemble(head, list(subject.ranks), [])
+
+
+def group_line(group: RankGroup) -> str:
+    """``ranks 1-7 (hosts 1-7): ERROR, exit 1: FileNotFoundError: ...``."""
+    line = f"{group.label}: {group.outcome}, {group.exit}"
+    return line + (f": {one_line(group.result)}" if group.result else "")
+
+
+def fault_line(fault: FaultRow) -> str:
+    who = "the world" if fault.rank is None else f"rank {fault.rank}"
+    return f"fault {fault.fault} fired on {who} at {fault.t * 1000:.1f} ms: {fault.message}"
+
+
+def render_text(d: Diagnosis) -> str:
+    """The diagnosis as plain text: what ``harness replay``, a failing pytest and JUnit show."""
+    lines = [d.headline, f"  {d.detail or '(no detail recorded)'}"]
+    if d.finding:
+        lines.append(f"  seed finding: {d.finding}")
+    lines += [f"  {group_line(g)}" for g in d.groups]
+    lines += [f"  {fault_line(f)}" for f in d.faults]
+    lines += [f"  mismatch: {m}" for m in d.mismatches]
+    for trace in d.tracebacks[:TEXT_TRACEBACKS]:
+        lines.append(f"--- traceback of {trace.label} ---\n{trace.text.rstrip()}")
+    others = [r for t in d.tracebacks[TEXT_TRACEBACKS:] for r in t.ranks]
+    if others:
+        lines.append(f"(other tracebacks: {ranks_phrase(others)}; every one is in the report)")
+    for trace in d.stacks:
+        lines.append(f"--- stack of {trace.label}, still blocked at the deadline ---\n"
+                     f"{trace.text.rstrip()}")
+    if d.replay:
+        lines.append(f"replay: {d.replay}")
+    return "\n".join(lines)
+
+
+def describe(subject: Cell | WorldResult) -> str:
+    """The whole diagnosis of a cell or a world, as plain text."""
+    return render_text(diagnose(subject))

@@ -1,0 +1,81 @@
+"""The command line after the main install alone: no pytest, and ``harness replay`` still works.
+
+The replay command is printed under every failing cell, so it must run where only
+``pip install .`` was done. These tests hide pytest behind a module that refuses to
+import, placed first on the path, and run the CLI in a subprocess.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+NAIVE = "harness.workloads.config_sync.naive:run"  # naive-sync, but not a built-in: nothing known
+
+
+@pytest.fixture(scope="module")
+def without_pytest(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    hidden = tmp_path_factory.mktemp("no-pytest")
+    (hidden / "pytest.py").write_text("raise ImportError(\"No module named 'pytest'\")\n")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(hidden), str(REPO), env.get("PYTHONPATH", "")])
+    return env
+
+
+def harness(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_pytest_is_really_hidden(without_pytest: dict[str, str]) -> None:
+    done = subprocess.run([sys.executable, "-c", "import pytest"], env=without_pytest,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "No module named 'pytest'" in done.stderr
+
+
+def test_the_cli_imports_nothing_that_imports_pytest(without_pytest: dict[str, str]) -> None:
+    code = ("import sys, harness.cli, harness.reports.diagnosis, harness.runner.run; "
+            "assert 'pytest' not in sys.modules and '_pytest' not in sys.modules")
+    done = subprocess.run([sys.executable, "-c", code], env=without_pytest, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def test_list_works_without_pytest(without_pytest: dict[str, str]) -> None:
+    done = harness(without_pytest, "list")
+    assert done.returncode == 0, done.stderr
+    assert "isolated-tmp" in done.stdout and "robust-sync" in done.stdout
+
+
+def test_replay_of_a_passing_cell_exits_0_without_pytest(without_pytest: dict[str, str]) -> None:
+    done = harness(without_pytest, "replay", "--scenario", "baseline", "--target", "robust-sync",
+                   "--seed", "0")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("baseline[robust-sync] on single-host-8, seed 0: PASS "
+                                  "(expected pass, verdict ok)")
+
+
+def test_replay_of_a_known_failure_prints_its_diagnosis_and_exits_0(without_pytest: dict[str, str]) -> None:
+    """Exit 1 means "something failed that was not expected to" (DESIGN.md): a known failure is not."""
+    done = harness(without_pytest, "replay", "--scenario", "isolated-tmp", "--target", "naive-sync")
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "isolated-tmp[naive-sync] on v4-64, seed 0: ERROR (expected pass, verdict known)" in out
+    assert "  ranks 1-7 (hosts 1-7): ERROR, exit 1: FileNotFoundError" in out
+    assert "--- traceback of ranks 1-7 ---" in out
+    assert "replay: harness replay --scenario isolated-tmp --target naive-sync --seed 0" in out
+
+
+def test_replay_of_an_unexpected_failure_prints_its_diagnosis_and_exits_1(
+        without_pytest: dict[str, str]) -> None:
+    done = harness(without_pytest, "replay", "--scenario", "isolated-tmp", "--target", NAIVE)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"isolated-tmp[{NAIVE}] on v4-64, seed 0: ERROR (expected pass, verdict unexpected)" \
+        in done.stdout
+    assert "ranks 1-7 raised FileNotFoundError" in done.stdout
+    assert "No module named" not in done.stdout + done.stderr

@@ -1,0 +1,209 @@
+"""The one diagnosis: the rank-range phrase, and what a world or a cell is diagnosed as.
+
+Built on synthetic results, so each case (a hang with stacks, groups of errors, a
+crash, a rank the fault plan killed, exec-mode launchers) is exact and fast.
+"""
+
+from __future__ import annotations
+
+import io
+import xml.etree.ElementTree as ET
+
+from hypothesis import given
+from hypothesis import strategies as st
+from rich.console import Console
+
+from harness.cli import render_world
+from harness.history import Event, format_ranks, ranks_phrase
+from harness.reports.diagnosis import describe, diagnose
+from harness.reports.html import to_html
+from harness.reports.junit import to_junit
+from harness.reports.markdown import to_markdown
+from harness.runner.cells import Cell, FaultRow, Matrix, RankRow
+from harness.world.result import CRASH, ERROR, HANG, PASS, RankResult, WorldResult
+
+STACK = 'Thread MainThread:\n  File "sync.py", line 12, in load\n    xm.rendezvous("config_save")\n'
+
+
+def parse_phrase(phrase: str) -> tuple[str, set[int]]:
+    """``'ranks 1-3,5'`` -> ``('ranks', {1, 2, 3, 5})``: how a reader reads the phrase back."""
+    noun, _, rest = phrase.partition(" ")
+    if rest == "none":
+        return noun, set()
+    found: set[int] = set()
+    for part in rest.split(","):
+        first, _, last = part.partition("-")
+        found |= set(range(int(first), int(last or first) + 1))
+    return noun, found
+
+
+# -- the rank-range phrase ----------------------------------------------------------------------
+
+@given(st.sets(st.integers(min_value=0, max_value=10**6), max_size=60)
+       | st.sets(st.integers(min_value=0, max_value=40)))
+def test_the_rank_phrase_reads_back_as_the_same_set(ranks: set[int]) -> None:
+    phrase = ranks_phrase(ranks)
+    noun, parsed = parse_phrase(phrase)
+    assert parsed == ranks
+    assert noun == ("rank" if len(ranks) == 1 else "ranks")
+    if ranks:  # canonical: each run of consecutive ranks is one part, "3" or "1-3"
+        runs = {r for r in ranks if r - 1 not in ranks}
+        assert len(phrase.split(" ", 1)[1].split(",")) == len(runs)
+
+
+@given(st.lists(st.integers(min_value=0, max_value=300), min_size=1, max_size=30))
+def test_the_rank_phrase_ignores_order_and_repeats(ranks: list[int]) -> None:
+    assert ranks_phrase(ranks) == ranks_phrase(sorted(set(ranks), reverse=True))
+
+
+def test_the_rank_phrase_in_words() -> None:
+    assert ranks_phrase([0]) == "rank 0"
+    assert ranks_phrase([3, 1, 2, 5]) == "ranks 1-3,5"
+    assert ranks_phrase(range(8)) == "ranks 0-7"
+    assert ranks_phrase([4, 6]) == "ranks 4,6"
+    assert ranks_phrase([2], "host") == "host 2"
+    assert ranks_phrase([0, 1], "launcher") == "launchers 0-1"
+    assert format_ranks([]) == "none"
+
+
+# -- synthetic worlds ---------------------------------------------------------------------------
+
+def rank(r: int, outcome: str = PASS, host: int | None = None, **kw) -> RankResult:
+    if outcome == PASS:
+        kw.setdefault("exit_code", 0)
+        kw.setdefault("value_repr", "'run-3f2a'")
+        kw.setdefault("returned", True)
+    return RankResult(rank=r, host=r if host is None else host, outcome=outcome, **kw)
+
+
+def error(kind: str, message: str) -> dict[str, str]:
+    return {"type": kind, "message": message,
+            "traceback": f"Traceback (most recent call last):\n  File \"sync.py\"\n{kind}: {message}\n"}
+
+
+def world(ranks: list[RankResult], outcome: str, **kw) -> WorldResult:
+    base = dict(world_id="w1", topology="v4-64", profile="legacy", seed=3, outcome=outcome,
+                ranks=ranks, history=[], mismatches=[], hang_report=None, duration_s=1.5)
+    base.update(kw)
+    return WorldResult(**base)
+
+
+def test_a_hang_names_the_blocked_ranks_and_shows_their_stack_once() -> None:
+    report = "ranks 1-3 blocked in rendezvous 'config_save' (step 0); rank 0 exited with SIGKILL"
+    killed = rank(0, CRASH, signal=9, killed_by_fault=True)
+    hung = [rank(r, HANG, signal=9, stack=STACK) for r in (1, 2, 3)]
+    fired = Event(t=0.012, kind="fault", rank=0, op="kill", detail={"message": "SIGKILL after write 1"})
+    result = world([killed, *hung], HANG, hang_report=report, history=[fired])
+    d = diagnose(result)
+    assert d.detail == report
+    assert [(g.ranks, g.outcome, g.exit) for g in d.groups] == [
+        ([0], CRASH, "SIGKILL (killed by the fault plan)"), ([1, 2, 3], HANG, "SIGKILL")]
+    assert [(s.ranks, s.text) for s in d.stacks] == [([1, 2, 3], STACK)]
+    assert [(f.rank, f.fault, f.message) for f in d.faults] == [(0, "kill", "SIGKILL after write 1")]
+    text = describe(result)
+    assert text.splitlines()[0] == "world w1 on v4-64 (legacy), seed 3: HANG in 1.50 s"
+    assert "  rank 0 (host 0): CRASH, SIGKILL (killed by the fault plan)" in text
+    assert "  ranks 1-3 (hosts 1-3): HANG, SIGKILL" in text
+    assert "  fault kill fired on rank 0 at 12.0 ms: SIGKILL after write 1" in text
+    assert text.count("--- stack of ranks 1-3, still blocked at the deadline ---") == 1
+    assert "replay:" not in text  # a bare world has no replay command
+
+
+def test_errors_group_by_what_was_raised_and_only_the_first_traceback_is_printed() -> None:
+    ranks = [rank(0), *(rank(r, ERROR, exit_code=1, error=error("FileNotFoundError", "no config"))
+                        for r in (1, 2, 5)),
+             rank(3, ERROR, exit_code=1, error=error("ValueError", "bad [bold]config[/]")), rank(4)]
+    result = world(ranks, ERROR)
+    d = diagnose(result)
+    assert result.detail() == ("ranks 1-2,5 raised FileNotFoundError: no config; "
+                               "rank 3 raised ValueError: bad [bold]config[/]")
+    assert [(g.label, g.result) for g in d.groups] == [
+        ("ranks 0,4 (hosts 0,4)", "returned 'run-3f2a'"),
+        ("ranks 1-2,5 (hosts 1-2,5)", "FileNotFoundError: no config"),
+        ("rank 3 (host 3)", "ValueError: bad [bold]config[/]")]
+    assert [t.ranks for t in d.tracebacks] == [[1, 2, 5], [3]]
+    text = describe(result)
+    assert "--- traceback of ranks 1-2,5 ---" in text and text.count("--- traceback of") == 1
+    assert "(other tracebacks: rank 3; every one is in the report)" in text
+
+
+def test_a_crash_says_how_the_rank_ended() -> None:
+    result = world([rank(0), rank(1), rank(2, CRASH, exit_code=3)], CRASH)
+    d = diagnose(result)
+    assert d.detail == "rank 2 exited with code 3 without a Python exception"
+    assert [(g.ranks, g.outcome, g.exit, g.result) for g in d.groups] == [
+        ([0, 1], PASS, "exit 0", "returned 'run-3f2a'"), ([2], CRASH, "exit 3", "")]
+    assert d.tracebacks == [] and d.stacks == []
+
+
+def test_exec_mode_launchers_come_first_and_are_named_as_launchers() -> None:
+    launcher = RankResult(rank=0, host=0, outcome=ERROR, exit_code=1,
+                          error=error("BrokenProcessPool", "a child died"), stderr="launcher caught\n")
+    ranks = [rank(0, host=0), rank(1, PASS, host=0), rank(2, CRASH, host=1, signal=9)]
+    result = world(ranks, ERROR, hosts=[launcher], topology="2x2")
+    d = diagnose(result)
+    assert [g.label for g in d.groups] == ["launcher 0 (host 0)", "ranks 0-1 (host 0)", "rank 2 (host 1)"]
+    assert d.tracebacks[0].label == "launcher 0"
+    assert [(t.label, t.passed) for t in d.stderr] == [("launcher 0", False)]
+    text = describe(result)
+    assert "  launcher 0 (host 0): ERROR, exit 1: BrokenProcessPool: a child died" in text
+    assert "--- traceback of launcher 0 ---" in text
+
+
+def test_harness_exec_renders_the_diagnosis_and_never_reads_run_text_as_markup() -> None:
+    ranks = [rank(0, stdout="hello from 0\n"),
+             rank(1, ERROR, exit_code=1, error=error("KeyError", "'[red]x[/red]'"), stdout="out 1\n")]
+    console = Console(record=True, width=120, file=io.StringIO(), color_system=None)
+    render_world(world(ranks, ERROR), console)
+    out = console.export_text(styles=False)
+    assert "ERROR: rank 1 raised KeyError: '[red]x[/red]'" in out
+    assert "traceback of rank 1" in out
+    assert "out 1" in out and "hello from 0" not in out  # a passing rank's output only with --output
+    console = Console(record=True, width=120, file=io.StringIO(), color_system=None)
+    render_world(world(ranks, ERROR), console, show_output=True)
+    assert "hello from 0" in console.export_text(styles=False)
+
+
+# -- a cell: the same diagnosis, whatever renders it ----------------------------------------------
+
+def cell_of(result: WorldResult, verdict: str = "unexpected") -> Cell:
+    return Cell(scenario="writer-killed", target="naive-sync", topology=result.topology,
+                seed=result.seed, outcome=result.outcome, expected="fail-loudly", verdict=verdict,
+                duration_s=result.duration_s, detail=result.detail(),
+                replay="harness replay --scenario writer-killed --target naive-sync --seed 3",
+                ranks=[RankRow.of(r) for r in result.ranks], faults_fired=FaultRow.fired(result.history),
+                mismatches=list(result.mismatches), finding="seed 000, Finding 5")
+
+
+def hung_world() -> WorldResult:
+    ranks = [rank(0, CRASH, signal=9, killed_by_fault=True),
+             *(rank(r, HANG, stack=STACK) for r in range(1, 8))]
+    return world(ranks, HANG, hang_report="ranks 1-7 blocked in rendezvous 'config_save'",
+                 mismatches=["rank 0 exited while ranks 1-7 wait for it"],
+                 history=[Event(t=0.002, kind="fault", rank=0, op="kill", detail={"message": "killed"})])
+
+
+def test_a_cell_read_from_a_world_is_diagnosed_as_the_world_is() -> None:
+    result = hung_world()
+    from_world, from_cell = diagnose(result), diagnose(cell_of(result))
+    for part in ("detail", "groups", "faults", "mismatches", "tracebacks", "stacks"):
+        assert getattr(from_cell, part) == getattr(from_world, part), part
+    assert from_cell.headline == ("writer-killed[naive-sync] on v4-64, seed 3: HANG "
+                                  "(expected fail-loudly, verdict unexpected) in 1.50 s")
+    text = describe(cell_of(result))
+    assert "  seed finding: seed 000, Finding 5" in text
+    assert text.endswith("replay: harness replay --scenario writer-killed --target naive-sync --seed 3")
+
+
+def test_every_report_renders_the_same_groups_and_replay() -> None:
+    cell = cell_of(hung_world())
+    matrix = Matrix(cells=[cell], seed=3, created="2026-05-09T00:00:00+00:00", harness_version="0")
+    failure = ET.fromstring(to_junit(matrix)).find("testcase/failure")
+    assert failure is not None and failure.text == describe(cell) + "\n"
+    markdown, page = to_markdown(matrix), to_html(matrix)
+    assert "| 1-7 | 1-7 | HANG | running |" in markdown and "| 0 | 0 | CRASH |" in markdown
+    assert "stack (still blocked) of ranks 1-7" in markdown
+    assert "Stack (still blocked at the deadline) · ranks 1-7" in page
+    for rendered in (markdown, page, failure.text):
+        assert cell.replay in rendered
+        assert "SIGKILL (killed by the fault plan)" in rendered
