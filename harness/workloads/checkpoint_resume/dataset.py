@@ -19,8 +19,6 @@ if TYPE_CHECKING:
     from harness.workloads.checkpoint_resume.workload import CheckpointResumeInputs
 
 STREAM = "data/streams/stream_{worker:03d}.jsonl"
-CHECKPOINT = "checkpoints/checkpoint_worker_{worker}.json"
-OUTPUTS = "activations/tpu_{worker}"
 _WORDS = ("grid", "rotate", "mirror", "fill", "count", "colour", "shape", "border", "tile",
           "object", "pattern", "symmetry", "crop", "scale", "sort", "gravity")
 
