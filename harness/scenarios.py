@@ -16,20 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from harness.faults.plan import KINDS, PlanError, make_plan
 from harness.filesystem.mounts import Mount
 from harness.topology import get_topology
+from harness.workloads import registry
+from harness.workloads.base import WorkloadInputs
 
-WORKLOADS = ("config-sync", "data-sharding", "checkpoint-resume")
-
-#: Catalog order, as DESIGN.md lists it; files not named here follow by name.
-CATALOG_ORDER = (
-    "baseline", "missing-file", "partial-write", "empty-file", "corrupt-file", "stale-leftover",
-    "isolated-tmp", "transient-eio", "disk-full", "permission-denied", "read-only-fs",
-    "slow-writer", "visibility-delay", "writer-killed", "rank0-raises", "divergent-slugs",
-    "divergent-input", "concurrent-jobs", "api-drift",
-    "uneven-shards", "missing-data-on-host", "divergent-dataset", "corrupt-npy",
-    "readonly-data-mount", "divergent-seed",
-    "preempt-mid-shard", "preempt-mid-checkpoint", "preempt-storm", "upload-failure",
-    "duplicate-worker-id", "stream-missing",
-)
+#: Catalog order, as each workload declares it; files not named here follow by name.
+CATALOG_ORDER = registry.catalog_order()
 
 
 class MountSpec(BaseModel):
@@ -64,7 +55,7 @@ class FaultSpec(BaseModel):
 class Scenario(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
-    workload: Literal["config-sync", "data-sharding", "checkpoint-resume"]
+    workload: str
     description: str
     finding: str
     topology: str
@@ -75,6 +66,14 @@ class Scenario(BaseModel):
     faults: list[FaultSpec] = Field(default_factory=list)
     inputs: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("workload")
+    @classmethod
+    def _workload(cls, value: str) -> str:
+        if value not in registry.WORKLOADS:
+            raise ValueError(f"unknown workload {value!r}; known workloads: "
+                             f"{', '.join(registry.WORKLOADS)}")
+        return value
+
     @field_validator("topology")
     @classmethod
     def _topology(cls, value: str) -> str:
@@ -83,10 +82,18 @@ class Scenario(BaseModel):
 
     # Set by the loader, not by the file.
     _source: str | None = None
+    _workload_inputs: WorkloadInputs | None = None
 
     @property
     def source(self) -> str | None:
         return self._source
+
+    @property
+    def workload_inputs(self) -> WorkloadInputs:
+        """``inputs`` merged over the workload's defaults, validated at load."""
+        if self._workload_inputs is None:
+            raise ValueError(f"scenario {self.name}: inputs not validated (use load_scenario)")
+        return self._workload_inputs
 
     def mount_list(self, home: str) -> list[Mount]:
         return [Mount(path=home + m.path[1:] if m.path.startswith("~") else m.path,
@@ -165,8 +172,30 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
         raise ScenarioError(path, f"name {scenario.name!r} must match the file name {stem!r}",
                             line=node.start_mark.line + 1 if node else None, field="name")
     _check_faults(path, root, scenario)
+    scenario._workload_inputs = validate_inputs(scenario, scenario.topology, path, root)
     scenario._source = path
     return scenario
+
+
+def validate_inputs(scenario: Scenario, topology: str, path: str,
+                    root: yaml.Node | None = None) -> WorkloadInputs:
+    """The scenario's ``inputs`` against its workload's model and ``topology``.
+
+    Run once at load; again only when a run replaces the scenario's topology.
+    """
+    workload = registry.WORKLOADS[scenario.workload]
+    try:
+        return workload.inputs(scenario.inputs, get_topology(topology))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ("inputs", *err["loc"])
+        message = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            message = (f"unknown input of workload {workload.name}; its inputs are "
+                       f"{', '.join(workload.inputs_model.model_fields)}")
+        node = _node_at(root, loc)
+        raise ScenarioError(path, message, line=node.start_mark.line + 1 if node else None,
+                            field=".".join(str(p) for p in loc)) from None
 
 
 def _allowed(loc: tuple[Any, ...]) -> str:

@@ -26,12 +26,13 @@ from harness.runner.cells import OK
 from harness.runner.run import plan_cells, run_matrix
 from harness.scenarios import catalog, find
 from harness.topology import get_topology
-from harness.workloads.checkpoint_resume import DEFAULT_INPUTS, PRELOAD, TARGETS, dataset, robust
+from harness.workloads.checkpoint_resume import PRELOAD, TARGETS, dataset, robust
 from harness.workloads.registry import BUILTIN_TARGETS, WORKLOADS
 from harness.world.result import ERROR, FAIL, HANG, PASS, RankResult, WorldResult
 
 REPO = Path(__file__).resolve().parent.parent
 WORKLOAD = WORKLOADS["checkpoint-resume"]
+WORKDIR = WORKLOAD.inputs().workdir
 BUCKET = Mount("/mnt/bucket", scope="shared", consistency="object")
 CKPT = "*/checkpoints/checkpoint_worker_*"
 PREEMPTION = ("preempt-mid-shard", "preempt-mid-checkpoint", "preempt-storm")
@@ -45,9 +46,10 @@ def ids(start: int, stop: int) -> list[str]:
 def world(target: str, faults: list[dict[str, Any]] = (), *, seed: int = 0, topology: str = "4x1",
           extra: list[Leftover] = (), **inputs: Any):
     """Run a reference worker as the runner would; return (result, judgement)."""
-    merged = WORKLOAD.inputs(inputs)
     topo = get_topology(topology)
-    result = run_world(TARGETS[target], topology=topo, timeout=10, seed=seed, args=(merged,),
+    merged = WORKLOAD.inputs(inputs, topo)
+    result = run_world(TARGETS[target], topology=topo, timeout=10, seed=seed,
+                       args=(merged.for_target(),),
                        mounts=[BUCKET], faults=list(faults), preload=PRELOAD,
                        files=WORKLOAD.setup(merged, topo, seed) + list(extra),
                        watch=WORKLOAD.watch(merged))
@@ -67,9 +69,9 @@ def test_streams_split_the_dataset_with_the_remainder_first_and_depend_on_the_se
     a, b = dataset.streams(50, 4, seed=1), dataset.streams(50, 4, seed=2)
     assert [s["id"] for s in a[1]] == ids(13, 26) == [s["id"] for s in b[1]]
     assert a == dataset.streams(50, 4, seed=1) and a != b, "text from the seed, ids fixed"
-    files = dataset.setup({**DEFAULT_INPUTS, "missing_streams": [3]}, get_topology("4x1"), 0)
+    files = dataset.setup(WORKLOAD.inputs({"missing_streams": [3]}), get_topology("4x1"), 0)
     assert [f.path for f in files] == [
-        f"{DEFAULT_INPUTS['workdir']}/data/streams/stream_{w:03d}.jsonl" for w in range(3)]
+        f"{WORKDIR}/data/streams/stream_{w:03d}.jsonl" for w in range(3)]
     assert all(f.hosts is None for f in files), "every VM's disk holds every stream"
     assert [json.loads(line)["id"] for line in files[2].content.decode().splitlines()] == ids(26, 38)
 
@@ -188,7 +190,7 @@ def test_robust_is_exactly_once_under_every_pre_emption_and_upload_failure_over_
 
 
 def test_robust_rebuilds_a_torn_checkpoint_and_drops_a_torn_object_left_from_before():
-    workdir = DEFAULT_INPUTS["workdir"]
+    workdir = WORKDIR
     torn_checkpoint = Leftover(f"{workdir}/checkpoints/checkpoint_worker_0.json",
                                b'{"processed_sample_ids": ["sample-00000", "sam', hosts=(0,))
     torn_object = Leftover("/mnt/bucket/activations/tpu_0/shard_sample-00000_000000000000.jsonl",

@@ -19,20 +19,23 @@ from typing import Any
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
 from harness.checkers.sharding import Epoch, check, check_values
 from harness.runner.cells import KNOWN, OK, UNEXPECTED
 from harness.runner.run import plan_cells, run_cell
 from harness.scenarios import catalog, find
 from harness.topology import get_topology
-from harness.workloads.data_sharding import DEFAULT_INPUTS, PRELOAD, TARGETS
+from harness.workloads.base import Target
+from harness.workloads.data_sharding import PRELOAD, TARGETS
 from harness.workloads.data_sharding.dataset import (
     DIVERGENT_ID_START,
     EXPECTED_PATH,
     build,
     npy_data_offset,
 )
-from harness.workloads.registry import BUILTIN_TARGETS, WORKLOADS, Target
+from harness.workloads.data_sharding.workload import DataShardingInputs
+from harness.workloads.registry import BUILTIN_TARGETS, WORKLOADS
 from harness.world.result import ERROR, FAIL, HANG, PASS, RankResult, WorldResult
 from harness.world.world import run_world
 
@@ -54,10 +57,10 @@ def world(scenario_name: str, ref: str, cell_seed: int = 0, **overrides: Any):
     ``overrides`` change the scenario's inputs (``seed`` there is the config's seed).
     """
     scenario = find(scenario_name)
-    inputs = WORKLOAD.inputs({**scenario.inputs, **overrides})
     topology = get_topology(scenario.topology)
+    inputs = WORKLOAD.inputs({**scenario.inputs, **overrides}, topology)
     result = run_world(ref, topology=topology, timeout=scenario.timeout, seed=cell_seed,
-                       args=(inputs,), mounts=scenario.mount_list(os.path.expanduser("~")),
+                       args=(inputs.for_target(),), mounts=scenario.mount_list(os.path.expanduser("~")),
                        faults=scenario.fault_specs(), preload=PRELOAD, cwd=str(REPO),
                        files=WORKLOAD.setup(inputs, topology, cell_seed),
                        watch=WORKLOAD.watch(inputs))
@@ -217,7 +220,7 @@ def _files(leftovers, host: int) -> dict[str, bytes]:
             if f.path.startswith("/mnt/data/") and (f.hosts is None or host in f.hosts)}
 
 
-def _inputs(**changes: Any) -> dict[str, Any]:
+def _inputs(**changes: Any) -> DataShardingInputs:
     return WORKLOAD.inputs(changes)
 
 
@@ -229,7 +232,7 @@ def test_the_dataset_is_valid_deterministic_and_records_its_checksums():
     assert set(files) == {"inputs.npy", "labels.npy", "puzzle_indices.npy", "dataset.json"}
     inputs = np.load(io.BytesIO(files["inputs.npy"]))
     labels = np.load(io.BytesIO(files["labels.npy"]))
-    assert inputs.shape == (12, 1 + DEFAULT_INPUTS["seq_len"]) and inputs.dtype == np.int32
+    assert inputs.shape == (12, 1 + DataShardingInputs().seq_len) and inputs.dtype == np.int32
     assert sorted(inputs[:, 0]) == list(range(12)) and list(inputs[:, 0]) != list(range(12))
     assert (labels[:, 0] == inputs[:, 0]).all()
     manifest = json.loads(files["dataset.json"])
@@ -267,15 +270,18 @@ def test_a_corrupt_header_makes_np_load_raise():
         np.load(io.BytesIO(_files(leftovers, 0)["labels.npy"]))
 
 
-@pytest.mark.parametrize("changes,message", [
-    ({"missing_on_hosts": [4]}, "missing_on_hosts: 4 is not a host of 4x1"),
-    ({"num_samples": 10, "examples_per_puzzle": 4}, "not a multiple of examples_per_puzzle"),
-    ({"corrupt_file": "nope.npy"}, "corrupt_file must be one of"),
-    ({"num_samples": 0}, "num_samples must be a positive integer"),
+@pytest.mark.parametrize("changes,field,message", [
+    ({"missing_on_hosts": [4]}, "missing_on_hosts", "4 is not a host of 4x1"),
+    ({"num_samples": 10, "examples_per_puzzle": 4}, "num_samples",
+     "not a multiple of examples_per_puzzle"),
+    ({"corrupt_file": "nope.npy"}, "corrupt_file", "'inputs.npy', 'labels.npy' or"),
+    ({"num_samples": 0}, "num_samples", "greater than or equal to 1"),
 ])
-def test_bad_builder_inputs_are_refused(changes, message):
-    with pytest.raises(ValueError, match=message):
-        build(_inputs(**changes), get_topology("4x1"), 0)
+def test_bad_builder_inputs_are_refused_before_the_builder_runs(changes, field, message):
+    with pytest.raises(ValidationError) as refused:
+        WORKLOAD.inputs(changes, get_topology("4x1"))
+    error = refused.value.errors()[0]
+    assert error["loc"][0] == field and message in error["msg"]
 
 
 # -- the catalog and the registry ----------------------------------------------------

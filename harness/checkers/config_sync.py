@@ -28,8 +28,8 @@ def check(result: WorldResult, validate: Any = None) -> Judgement:
         if problem:
             invalid.setdefault(problem, []).append(rank)
     if invalid:
-        parts = [f"{ranks_phrase(rs)} returned an invalid config: {what}"
-                 for what, rs in invalid.items()]
+        parts = [f"{ranks_phrase(rs)} returned an invalid config: {what}"  # lowest rank first
+                 for what, rs in sorted(invalid.items(), key=lambda kv: min(kv[1]))]
         return Judgement(FAIL, "; ".join(parts))
     reference_rank = min(values)
     reference = values[reference_rank]

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from harness import __version__
 from harness.faults.plan import PlanError, make_plan
 from harness.runner.cells import KNOWN, OK, UNEXPECTED, Cell, FaultRow, Matrix, RankRow
-from harness.scenarios import Scenario, ScenarioError, catalog_dir
+from harness.scenarios import Scenario, ScenarioError, catalog_dir, validate_inputs
 from harness.topology import get_topology
-from harness.workloads.registry import WORKLOADS, Target
+from harness.workloads.base import Target
+from harness.workloads.registry import WORKLOADS
 from harness.world.result import ERROR, PASS
 from harness.world.world import run_world
 
@@ -71,12 +72,14 @@ def _check_against(scenario: Scenario, topology: str, seed: int) -> None:
     try:
         make_plan(scenario.fault_specs(), seed=seed, world_size=topo.world_size,
                   hosts=topo.hosts, home=os.path.expanduser("~"))
-        workload = WORKLOADS.get(scenario.workload)
-        if workload is not None and workload.setup is not None:
-            workload.setup(workload.inputs(scenario.inputs), topo, seed)
     except (PlanError, ValueError) as exc:
         raise ScenarioError(where, f"does not fit topology {topology}: {exc}",
                             field=getattr(exc, "field", None)) from None
+    try:  # the inputs naming hosts, against the new topology
+        validate_inputs(scenario, topology, where)
+    except ScenarioError as exc:
+        raise ScenarioError(where, f"does not fit topology {topology}: {exc.message}",
+                            field=exc.field) from None
 
 
 def replay_command(plan: CellPlan) -> str:
@@ -94,17 +97,14 @@ def replay_command(plan: CellPlan) -> str:
 
 def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset()) -> Cell:
     scenario, target = plan.scenario, plan.target
-    workload = WORKLOADS.get(scenario.workload)
-    if workload is None:
-        raise ValueError(f"scenario {scenario.name}: workload {scenario.workload!r} has no "
-                         "checker in this version of the harness")
+    workload = WORKLOADS[scenario.workload]  # the loader refused any other
     home = os.path.expanduser("~")
-    inputs = workload.inputs(scenario.inputs)
+    inputs = scenario.workload_inputs  # validated at load, and against plan.topology when overridden
     topology = get_topology(plan.topology)
     files = workload.setup(inputs, topology, plan.seed) if workload.setup else []
     watch = workload.watch(inputs) if workload.watch else []
     result = run_world(target.ref, topology=topology, timeout=plan.timeout, seed=plan.seed,
-                       profile=scenario.profile, args=(inputs,),
+                       profile=scenario.profile, args=(inputs.for_target(),),
                        mounts=scenario.mount_list(home), faults=scenario.fault_specs(),
                        preload=target.preload, files=files, watch=watch)
     judgement = workload.checker(result)

@@ -1,1 +1,2 @@
-"""Workloads: the reference targets and the adapter that calls a user's target."""
+"""Workloads: one package each (its ``workload.py``, reference targets and files),
+what a workload is (``base``), and how the harness finds them (``registry``)."""

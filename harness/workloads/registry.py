@@ -1,171 +1,94 @@
-"""Workloads and targets by name: what a scenario's ranks run, how its result
-is judged, and which failures each built-in target is known to have."""
+"""Workloads and targets by name, found through the ``harness.workloads`` entry points.
+
+A workload package registers itself with one line in its distribution's
+``pyproject.toml``::
+
+    [project.entry-points."harness.workloads"]
+    my-workload = "mypkg.workload:WORKLOAD"      # a harness.workloads.base.Workload
+
+The built-in workloads are registered the same way in the harness's own
+``pyproject.toml``. When the harness's package metadata is missing (a checkout
+run from its directory or ``PYTHONPATH``, never installed) the built-ins are
+still found, from ``BUILTIN_ENTRY_POINTS`` below (a test keeps the two lists
+equal); a third-party workload is found only once its own package is installed.
+A third-party entry point that does not load, is not a ``Workload``, or reuses a
+name already registered is skipped with a warning: it cannot break the built-ins.
+"""
 
 from __future__ import annotations
 
-import copy
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+import logging
+from importlib import metadata
 
-from harness.checkers.common import Judgement
-from harness.filesystem.sandbox import Leftover
-from harness.topology import Topology
-from harness.world.result import WorldResult
+from harness.workloads.base import Target, Workload
 
+log = logging.getLogger(__name__)
 
-@dataclass(frozen=True)
-class Workload:
-    """What a workload's cells share: default inputs, the files a scenario
-    starts with, the files to watch, and the checker."""
+GROUP = "harness.workloads"
 
-    name: str
-    default_inputs: dict[str, Any]
-    checker: Callable[[WorldResult], Judgement]
-    #: (inputs, topology, seed) -> files placed in the sandbox before the world starts
-    setup: Callable[[dict[str, Any], Topology, int], list[Leftover]] | None = None
-    #: (inputs) -> virtual globs whose content the history records at every exit
-    watch: Callable[[dict[str, Any]], list[str]] | None = None
-
-    def inputs(self, overrides: dict[str, Any]) -> dict[str, Any]:
-        merged = copy.deepcopy(self.default_inputs)
-        merged.update(copy.deepcopy(overrides))
-        return merged
+#: The built-ins, in catalog order (the same lines as the harness's pyproject.toml).
+BUILTIN_ENTRY_POINTS = {
+    "config-sync": "harness.workloads.config_sync.workload:WORKLOAD",
+    "data-sharding": "harness.workloads.data_sharding.workload:WORKLOAD",
+    "checkpoint-resume": "harness.workloads.checkpoint_resume.workload:WORKLOAD",
+}
 
 
-@dataclass(frozen=True)
-class Target:
-    name: str  # what reports call it
-    ref: str  # module.path:function or path/to/file.py:function
-    workload: str | None = None  # built-ins belong to one workload
-    known_failures: frozenset[str] = field(default_factory=frozenset)
-    builtin: bool = False
-    preload: tuple[str, ...] | None = None  # None: read from the target's imports
+def _resolve(ref: str) -> object:
+    module, _, attr = ref.partition(":")
+    obj: object = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
 
 
-def _validate_config(config: dict[str, Any]) -> str | None:
-    from pydantic import ValidationError
-
-    from harness.workloads.config_sync.model import PretrainConfig
-
-    try:
-        PretrainConfig.model_validate(config)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        return f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}"
-    return None
-
-
-def _check_config_sync(result: WorldResult) -> Judgement:
-    from harness.checkers import config_sync
-    return config_sync.check(result, validate=_validate_config)
-
-
-# Which catalog cells the seed's code fails: recorded as the strict xfails of
-# pytest. A known failure that starts passing is reported as unexpected.
-_CONFIG_SYNC_CATALOG = frozenset({
-    "baseline", "missing-file", "partial-write", "empty-file", "corrupt-file", "stale-leftover",
-    "isolated-tmp", "transient-eio", "disk-full", "permission-denied", "read-only-fs",
-    "slow-writer", "visibility-delay", "writer-killed", "rank0-raises", "divergent-slugs",
-    "divergent-input", "concurrent-jobs", "api-drift"})
-# The seed's current code survives only what a shared /tmp and luck allow.
-_NAIVE_KNOWN = _CONFIG_SYNC_CATALOG - {"baseline", "divergent-slugs", "divergent-input"}
-# The seed's proposed fix calls os.fsync on a file its `with` block already closed:
-# rank 0 raises ValueError before the rendezvous, every time, so it fails everything.
-_SEED_FIX_KNOWN = _CONFIG_SYNC_CATALOG
+def discover() -> dict[str, Workload]:
+    """Every registered workload: the built-ins first, then the entry points' others by name."""
+    found: dict[str, Workload] = {}
+    for name, ref in BUILTIN_ENTRY_POINTS.items():
+        workload = _resolve(ref)
+        if not isinstance(workload, Workload) or workload.name != name:
+            raise TypeError(f"built-in workload {ref} is not a Workload named {name!r}")
+        found[name] = workload
+    builtin_refs = set(BUILTIN_ENTRY_POINTS.values())
+    for ep in sorted(metadata.entry_points(group=GROUP), key=lambda ep: ep.name):
+        if ep.value in builtin_refs:
+            continue  # the harness's own metadata: already registered
+        try:
+            workload = ep.load()
+        except Exception as exc:  # noqa: BLE001 - a broken plugin must not hide the others
+            log.warning("workload entry point %s = %s does not load: %s", ep.name, ep.value, exc)
+            continue
+        if not isinstance(workload, Workload):
+            log.warning("workload entry point %s = %s is not a harness Workload", ep.name, ep.value)
+        elif workload.name in found:
+            log.warning("workload entry point %s = %s: the name %r is already registered",
+                        ep.name, ep.value, workload.name)
+        else:
+            found[workload.name] = workload
+    return found
 
 
-def _builtins(package: str, workload: str, known: dict[str, frozenset[str]]) -> list[Target]:
-    """A workload package's reference targets (its ``TARGETS``), sharing one preload
-    set (its ``PRELOAD``) and so one warm fork server."""
-    module = importlib.import_module(package)
-    return [Target(name, ref, workload, known.get(name, frozenset()), builtin=True,
-                   preload=module.PRELOAD) for name, ref in module.TARGETS.items()]
+def _targets(workloads: dict[str, Workload]) -> dict[str, Target]:
+    targets: dict[str, Target] = {}
+    for workload in workloads.values():
+        for t in workload.reference_targets():
+            if t.name in targets:
+                log.warning("workload %s: target name %r is already taken by workload %s; skipped",
+                            workload.name, t.name, targets[t.name].workload)
+            else:
+                targets[t.name] = t
+    return targets
 
 
-# -- data sharding (harness/workloads/data_sharding) ---------------------------
-
-def _check_data_sharding(result: WorldResult) -> Judgement:
-    from harness.checkers import sharding
-    from harness.workloads.data_sharding.dataset import expected_from_files
-
-    expected = expected_from_files(result.files)
-    return sharding.check(result, sharding.Epoch.from_expected(expected) if expected else None)
+WORKLOADS: dict[str, Workload] = discover()
+BUILTIN_TARGETS: dict[str, Target] = _targets(WORKLOADS)
 
 
-def _data_sharding_setup(inputs: dict[str, Any], topology: Topology, seed: int) -> list[Leftover]:
-    from harness.workloads.data_sharding.dataset import build
-    return build(inputs, topology, seed)
-
-
-def _data_sharding_watch(inputs: dict[str, Any]) -> list[str]:
-    from harness.workloads.data_sharding.dataset import watch
-    return watch(inputs)
-
-
-def _data_sharding_workload() -> Workload:
-    from harness.workloads.data_sharding import DEFAULT_INPUTS
-    return Workload("data-sharding", DEFAULT_INPUTS, _check_data_sharding,
-                    setup=_data_sharding_setup, watch=_data_sharding_watch)
-
-
-# The seed's loader (seed 000, Finding 3) never fails loudly in the catalog: a host
-# without the files leaves the others blocked in their first step's collective
-# (HANG); another version, garbled rows or divergent generators are trained on
-# silently (FAIL). It passes uneven-shards (it drops the last partial batch on
-# every rank alike) and readonly-data-mount (it writes nothing).
-_SEED_LOADER_KNOWN = frozenset({"missing-data-on-host", "divergent-dataset", "corrupt-npy",
-                                "divergent-seed"})
-
-
-def _data_sharding_targets() -> list[Target]:
-    from harness.workloads.data_sharding import PRELOAD, TARGETS
-
-    known = {"seed-loader": _SEED_LOADER_KNOWN}
-    return [Target(name, ref, "data-sharding", known.get(name, frozenset()), builtin=True,
-                   preload=PRELOAD) for name, ref in TARGETS.items()]
-
-
-# -- checkpoint/resume (harness/workloads/checkpoint_resume) -----------------
-
-def _check_checkpoint_resume(result: WorldResult) -> Judgement:
-    from harness.checkers import exactly_once
-    from harness.topology import get_topology
-
-    topo = get_topology(result.topology)  # one worker per host: worker id = host index
-    return exactly_once.check(result, {r: topo.host_of(r) for r in range(topo.world_size)})
-
-
-def _checkpoint_resume_workload() -> Workload:
-    from harness.workloads.checkpoint_resume import DEFAULT_INPUTS, dataset
-    return Workload("checkpoint-resume", DEFAULT_INPUTS, _check_checkpoint_resume,
-                    setup=dataset.setup, watch=dataset.watch)
-
-
-# Seed 003's worker (see its module docstring): a restart re-uses shard names and
-# replaces the first life's shards (lost samples), a torn checkpoint raises on every
-# restart, a transient EIO kills the upload, and a duplicated id loses a stream.
-_NAIVE_WORKER_KNOWN = frozenset({"preempt-mid-shard", "preempt-mid-checkpoint", "preempt-storm",
-                                 "upload-failure", "duplicate-worker-id"})
-
-
-def _config_sync_workload() -> Workload:
-    from harness.workloads.config_sync import DEFAULT_INPUTS
-    return Workload("config-sync", DEFAULT_INPUTS, _check_config_sync)
-
-
-WORKLOADS: dict[str, Workload] = {w.name: w for w in (
-    _config_sync_workload(), _data_sharding_workload(), _checkpoint_resume_workload())}
-
-BUILTIN_TARGETS: dict[str, Target] = {t.name: t for t in (
-    *_builtins("harness.workloads.config_sync", "config-sync",
-               {"naive-sync": _NAIVE_KNOWN, "seed-fix-sync": _SEED_FIX_KNOWN}),
-    *_builtins("harness.workloads.data_sharding", "data-sharding",
-               {"seed-loader": _SEED_LOADER_KNOWN}),
-    *_builtins("harness.workloads.checkpoint_resume", "checkpoint-resume",
-               {"naive-worker": _NAIVE_WORKER_KNOWN}),
-)}
+def catalog_order() -> tuple[str, ...]:
+    """Every workload's catalog scenarios, workload by workload, in registry order."""
+    return tuple(name for w in WORKLOADS.values() for name in w.catalog_order)
 
 
 def target(spec: str) -> Target:

@@ -39,6 +39,8 @@ as on a real slice, and ``HARNESS_LIFE`` counts the restarts). ``inputs`` holds:
   (the size of the dataset split into one stream per host; which streams are
   absent), never by a worker.
 
+The defaults and bounds of these keys are ``workload.CheckpointResumeInputs``.
+
 The checkpoint is a JSON object; the checker reads ``processed_sample_ids``
 (the samples it claims are safely uploaded) and every ``total_*`` counter
 (neither may move backwards across restarts). ``run`` returns a summary:
@@ -58,14 +60,4 @@ TARGETS = {
 #: Only the pure helper: a target module's own code must first run inside its world.
 PRELOAD = ("harness.workloads.checkpoint_resume.model",)
 
-#: What a scenario starts from; its ``inputs`` override these.
-DEFAULT_INPUTS = {
-    "workdir": "/srv/activation-extraction",
-    "bucket": "/mnt/bucket",
-    "total_samples": 50,
-    "shard_size": 4,
-    "upload_attempts": 5,
-    "missing_streams": [],
-}
-
-__all__ = ["TARGETS", "PRELOAD", "DEFAULT_INPUTS"]
+__all__ = ["TARGETS", "PRELOAD"]

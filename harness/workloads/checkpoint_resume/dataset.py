@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.filesystem.sandbox import Leftover
 from harness.topology import Topology
 
+if TYPE_CHECKING:
+    from harness.workloads.checkpoint_resume.workload import CheckpointResumeInputs
+
 STREAM = "data/streams/stream_{worker:03d}.jsonl"
-CHECKPOINT = "checkpoints/checkpoint_worker_{worker}.json"
-OUTPUTS = "activations/tpu_{worker}"
 _WORDS = ("grid", "rotate", "mirror", "fill", "count", "colour", "shape", "border", "tile",
           "object", "pattern", "symmetry", "crop", "scale", "sort", "gravity")
 
@@ -48,12 +49,12 @@ def streams(total: int, workers: int, seed: int) -> dict[int, list[dict[str, Any
     return out
 
 
-def setup(inputs: dict[str, Any], topology: Topology, seed: int) -> list[Leftover]:
+def setup(inputs: CheckpointResumeInputs, topology: Topology, seed: int) -> list[Leftover]:
     """One stream per host, on every host's disk, except ``missing_streams``."""
-    workdir = inputs["workdir"].rstrip("/")
-    missing = set(inputs.get("missing_streams") or ())
+    workdir = inputs.workdir.rstrip("/")
+    missing = set(inputs.missing_streams)
     files = []
-    for worker, samples in streams(int(inputs["total_samples"]), topology.hosts, seed).items():
+    for worker, samples in streams(inputs.total_samples, topology.hosts, seed).items():
         if worker in missing:
             continue
         text = "".join(json.dumps(s) + "\n" for s in samples)
@@ -61,8 +62,8 @@ def setup(inputs: dict[str, Any], topology: Topology, seed: int) -> list[Leftove
     return files
 
 
-def watch(inputs: dict[str, Any]) -> list[str]:
+def watch(inputs: CheckpointResumeInputs) -> list[str]:
     """The streams (the checker's ground truth), the checkpoints and the bucket."""
-    workdir, bucket = inputs["workdir"].rstrip("/"), inputs["bucket"].rstrip("/")
+    workdir, bucket = inputs.workdir.rstrip("/"), inputs.bucket.rstrip("/")
     return [f"{workdir}/data/streams/*.jsonl", f"{workdir}/checkpoints/*",
             f"{bucket}/activations/*"]

@@ -22,6 +22,8 @@ Every rank calls ``run(inputs: dict) -> dict``. ``inputs`` holds:
   dies, so that the survivors can fail loudly before the harness calls it a hang.
 - ``sync_dir`` (optional): unused by the seed's code (it hard-codes its paths).
 
+The defaults and bounds of these keys are ``workload.ConfigSyncInputs``.
+
 Each rank composes its own ``hydra_config`` = deep merge of ``inputs["config"]``
 and the overrides in its environment variable ``TRM_OVERRIDES``
 (``"lr=0.5,arch.name=trm@big"``, values parsed with ``yaml.safe_load``): that is
@@ -50,20 +52,4 @@ TARGETS = {
 PRELOAD = ("coolname", "pydantic", "torch", "torch.distributed", "yaml",
            "harness.workloads.config_sync.model")
 
-#: What every config-sync cell starts from; a scenario's ``inputs`` are merged over it.
-#: (``sync_timeout_s`` stays below the scenarios' deadlines, so robust-sync's survivors
-#: can fail loudly before the harness calls a dead rank's world a hang.)
-DEFAULT_INPUTS = {
-    "config": {
-        "arch": {"name": "trm@tiny", "hidden_size": 512, "num_layers": 2},
-        "data_paths": ["harness"],
-        "global_batch_size": 768,
-        "epochs": 100,
-        "lr": 1e-4,
-        "weight_decay": 0.1,
-        "seed": 0,
-    },
-    "sync_timeout_s": 2.0,
-}
-
-__all__ = ["TARGETS", "PRELOAD", "DEFAULT_INPUTS"]
+__all__ = ["TARGETS", "PRELOAD"]

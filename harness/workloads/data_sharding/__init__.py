@@ -30,7 +30,8 @@ Every rank calls ``run(inputs: dict) -> dict``. The loader's own keys:
 
 The other keys (``num_samples``, ``missing_on_hosts``, ``corrupt_file``...)
 tell the builder what to put on disk; a loader must not read them: it has to
-find out from the disk, as on a pod.
+find out from the disk, as on a pod. Their defaults and bounds are
+``workload.DataShardingInputs``.
 
 ``run`` loads one epoch, runs one training step per batch (something that
 all-reduces, as a real step does: unequal batch counts then hang, as on a pod)
@@ -55,26 +56,6 @@ once.
 
 from __future__ import annotations
 
-from typing import Any
-
-#: The workload's default inputs: the loader's keys, then the builder's (see dataset.py).
-DEFAULT_INPUTS: dict[str, Any] = {
-    "data_dir": "/mnt/data/puzzles",
-    "num_samples": 96,
-    "examples_per_puzzle": 1,
-    "seq_len": 16,
-    "global_batch_size": 8,
-    "seed": 0,  # the training config's seed: the shuffle seed of the loaders
-    "sync_timeout_s": 3.0,  # robust-loader's deadline for its dataset check
-    "missing_on_hosts": [],
-    "divergent_on_hosts": [],
-    "divergent_num_samples": None,
-    "corrupt_file": None,
-    "corrupt_on_hosts": None,
-    "corrupt_where": "data",
-    "corrupt_rows": 2,
-}
-
 #: Built-in target name -> ``module:function``.
 TARGETS = {
     "seed-loader": "harness.workloads.data_sharding.seed_loader:run",
@@ -85,4 +66,4 @@ TARGETS = {
 #: target modules: they import torch_xla, which exists only in a rank).
 PRELOAD = ("numpy", "torch", "harness.workloads.data_sharding.dataset")
 
-__all__ = ["TARGETS", "PRELOAD", "DEFAULT_INPUTS"]
+__all__ = ["TARGETS", "PRELOAD"]

@@ -51,13 +51,15 @@ import io
 import json
 import random
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from harness.filesystem.sandbox import Leftover
 from harness.topology import Topology
-from harness.workloads.data_sharding import DEFAULT_INPUTS
+
+if TYPE_CHECKING:
+    from harness.workloads.data_sharding.workload import DataShardingInputs
 
 #: Where the builder leaves the checker's ground truth (on every host's '/').
 EXPECTED_PATH = "/var/lib/harness/data-sharding/expected.json"
@@ -66,11 +68,12 @@ ARRAYS = ("inputs.npy", "labels.npy", "puzzle_indices.npy")
 MANIFEST = "dataset.json"
 DIVERGENT_ID_START = 1_000_000
 VOCAB_SIZE = 11  # pad 0 and the digits 1-9, plus one: sudoku-like tokens
-
+DEFAULT_DATA_DIR = "/mnt/data/puzzles"
 
 
 def data_dir(inputs: dict[str, Any]) -> str:
-    return str(inputs.get("data_dir") or DEFAULT_INPUTS["data_dir"]).rstrip("/")
+    """Where a loader finds the dataset, from the ``inputs`` dict its ``run`` received."""
+    return str(inputs.get("data_dir") or DEFAULT_DATA_DIR).rstrip("/")
 
 
 @dataclass(frozen=True)
@@ -144,57 +147,26 @@ def corrupt(data: bytes, where: str, rows: int, row_bytes: int, seed: int) -> by
     return bytes(out)
 
 
-def _hosts(value: Any, name: str, topology: Topology) -> tuple[int, ...]:
-    if value is None:
-        return ()
-    items = [value] if isinstance(value, int) else list(value)
-    for h in items:
-        if not isinstance(h, int) or isinstance(h, bool) or not 0 <= h < topology.hosts:
-            raise ValueError(f"data-sharding input {name}: {h!r} is not a host of {topology.name} "
-                             f"(hosts 0-{topology.hosts - 1})")
-    return tuple(sorted(set(items)))
-
-
-def _positive(inputs: dict[str, Any], name: str) -> int:
-    value = inputs.get(name, DEFAULT_INPUTS[name])
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"data-sharding input {name} must be a positive integer, got {value!r}")
-    return value
-
-
-def expected_of(inputs: dict[str, Any]) -> dict[str, Any]:
+def expected_of(inputs: DataShardingInputs) -> dict[str, Any]:
     """The checker's ground truth: the canonical version's ids and the global batch size."""
-    return {"data_dir": data_dir(inputs), "version": "v1", "id_start": 0,
-            "num_samples": _positive(inputs, "num_samples"),
-            "global_batch_size": _positive(inputs, "global_batch_size")}
+    return {"data_dir": inputs.data_dir.rstrip("/"), "version": "v1", "id_start": 0,
+            "num_samples": inputs.num_samples, "global_batch_size": inputs.global_batch_size}
 
 
-def build(inputs: dict[str, Any], topology: Topology, seed: int) -> list[Leftover]:
-    """The workload's setup: the dataset (and its variants) on every host, and the ground truth."""
-    n = _positive(inputs, "num_samples")
-    k = _positive(inputs, "examples_per_puzzle")
-    seq_len = _positive(inputs, "seq_len")
-    if n % k:
-        raise ValueError(f"data-sharding: num_samples {n} is not a multiple of "
-                         f"examples_per_puzzle {k}")
-    missing = _hosts(inputs.get("missing_on_hosts"), "missing_on_hosts", topology)
-    divergent = _hosts(inputs.get("divergent_on_hosts"), "divergent_on_hosts", topology)
-    corrupt_file = inputs.get("corrupt_file")
-    if corrupt_file is not None and corrupt_file not in ARRAYS:
-        raise ValueError(f"data-sharding input corrupt_file must be one of {', '.join(ARRAYS)}, "
-                         f"got {corrupt_file!r}")
-    where = inputs.get("corrupt_where", "data")
-    if where not in ("data", "header"):
-        raise ValueError(f"data-sharding input corrupt_where must be data or header, got {where!r}")
-    corrupt_hosts = (_hosts(inputs["corrupt_on_hosts"], "corrupt_on_hosts", topology)
-                     if inputs.get("corrupt_on_hosts") is not None else tuple(range(topology.hosts)))
-    n2 = inputs.get("divergent_num_samples") or n
+def build(inputs: DataShardingInputs, topology: Topology, seed: int) -> list[Leftover]:
+    """The workload's setup: the dataset (and its variants) on every host, and the ground truth.
+
+    ``inputs`` were validated at load (sizes, budgets, hosts of the topology): used as they are.
+    """
+    n, k, seq_len = inputs.num_samples, inputs.examples_per_puzzle, inputs.seq_len
+    missing, divergent = set(inputs.missing_on_hosts), set(inputs.divergent_on_hosts)
+    corrupt_file, where = inputs.corrupt_file, inputs.corrupt_where
+    corrupt_hosts = (set(inputs.corrupt_on_hosts) if inputs.corrupt_on_hosts is not None
+                     else set(range(topology.hosts)))
+    n2 = inputs.divergent_num_samples or n
 
     versions = {"v1": build_version(Version("v1", 0, n, seed), seq_len, k)}
     if divergent:
-        if n2 % k:
-            raise ValueError(f"data-sharding: divergent_num_samples {n2} is not a multiple of "
-                             f"examples_per_puzzle {k}")
         versions["v2"] = build_version(Version("v2", DIVERGENT_ID_START, n2, seed + 1), seq_len, k)
 
     def files_of(host: int) -> tuple[tuple[str, bytes], ...] | None:
@@ -203,8 +175,8 @@ def build(inputs: dict[str, Any], topology: Topology, seed: int) -> list[Leftove
         files = dict(versions["v2" if host in divergent else "v1"])
         if corrupt_file is not None and host in corrupt_hosts:
             row_bytes = 4 * (1 + seq_len) if corrupt_file != "puzzle_indices.npy" else 8
-            files[corrupt_file] = corrupt(files[corrupt_file], where,
-                                          int(inputs.get("corrupt_rows", 2)), row_bytes, seed)
+            files[corrupt_file] = corrupt(files[corrupt_file], where, inputs.corrupt_rows,
+                                          row_bytes, seed)
         return tuple(sorted(files.items()))
 
     by_content: dict[tuple[tuple[str, bytes], ...], list[int]] = {}
@@ -212,7 +184,7 @@ def build(inputs: dict[str, Any], topology: Topology, seed: int) -> list[Leftove
         files = files_of(host)
         if files is not None:
             by_content.setdefault(files, []).append(host)
-    root = data_dir(inputs)
+    root = inputs.data_dir.rstrip("/")
     out: list[Leftover] = []
     for files, hosts in by_content.items():
         which = None if len(hosts) == topology.hosts else tuple(hosts)
@@ -221,7 +193,7 @@ def build(inputs: dict[str, Any], topology: Topology, seed: int) -> list[Leftove
     return out
 
 
-def watch(inputs: dict[str, Any]) -> list[str]:
+def watch(inputs: DataShardingInputs) -> list[str]:
     del inputs
     return [EXPECTED_PATH]
 

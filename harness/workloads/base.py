@@ -1,0 +1,109 @@
+"""What a workload is: its inputs, its reference targets, its checker, the
+files its worlds start with and watch, and the order of its catalog scenarios.
+
+One ``Workload`` value per workload package (``<package>/workload.py``), found
+by ``registry`` through the ``harness.workloads`` entry-point group, so that a
+new workload is one package and one entry-point line, not an edit of the harness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo
+
+from harness.checkers.common import Judgement
+from harness.filesystem.sandbox import Leftover
+from harness.topology import Topology
+from harness.world.result import WorldResult
+
+
+class WorkloadInputs(BaseModel):
+    """A workload's ``inputs``: every key declared, every number bounded.
+
+    Strict (YAML already gives the right types: ``"12"`` is not a size) and
+    frozen (validated once, at load, then used as it is). A scenario's topology
+    reaches host-naming validators as the validation context ``{"topology": ...}``.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
+
+    def for_target(self) -> dict[str, Any]:
+        """The plain dict a target's ``run(inputs)`` receives (the calling convention)."""
+        return self.model_dump()
+
+
+def topology_of(info: ValidationInfo) -> Topology | None:
+    """The topology a scenario is validated against, if any (see ``Workload.inputs``)."""
+    return (info.context or {}).get("topology")
+
+
+def check_hosts(hosts: list[int], info: ValidationInfo) -> list[int]:
+    """A validator for a list of host indices: each one a host of the scenario's topology."""
+    topology = topology_of(info)
+    if topology is not None:
+        for h in hosts:
+            if h >= topology.hosts:
+                raise ValueError(f"{h} is not a host of {topology.name} "
+                                 f"(hosts 0-{topology.hosts - 1})")
+    return hosts
+
+
+#: An absolute path in the world's filesystem view.
+AbsolutePath = Annotated[str, Field(pattern=r"^/[^\x00]*$", max_length=4096)]
+def _one_host_as_list(value: Any) -> Any:
+    return [value] if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+#: Host indices (each checked against the scenario's topology when there is one);
+#: a single index may be written without the brackets.
+HostList = Annotated[list[Annotated[int, Field(ge=0, lt=4096)]], Field(max_length=4096),
+                     BeforeValidator(_one_host_as_list), AfterValidator(check_hosts)]
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str  # what reports call it
+    ref: str  # module.path:function or path/to/file.py:function
+    workload: str | None = None  # built-ins belong to one workload
+    known_failures: frozenset[str] = field(default_factory=frozenset)
+    builtin: bool = False
+    preload: tuple[str, ...] | None = None  # None: read from the target's imports
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Everything the harness needs to run and judge a workload's cells."""
+
+    name: str
+    inputs_model: type[WorkloadInputs]
+    checker: Callable[[WorldResult], Judgement]
+    #: reference target name -> ``module:function``
+    targets: Mapping[str, str] = field(default_factory=dict)
+    #: reference target name -> the catalog scenarios it is known to fail (strict xfails)
+    known_failures: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    #: modules the warm fork server imports for the reference targets
+    preload: tuple[str, ...] | None = None
+    #: (inputs, topology, seed) -> files placed in the sandbox before the world starts
+    setup: Callable[[Any, Topology, int], list[Leftover]] | None = None
+    #: (inputs) -> virtual globs whose content the history records at every exit
+    watch: Callable[[Any], list[str]] | None = None
+    #: this workload's catalog scenarios in the order reports list them
+    catalog_order: tuple[str, ...] = ()
+
+    def inputs(self, overrides: Mapping[str, Any] | None = None,
+               topology: Topology | None = None) -> WorkloadInputs:
+        """``overrides`` over the model's defaults, validated (against ``topology`` if given).
+
+        Raises pydantic's ``ValidationError``; the scenario loader turns it into a
+        ``file:line`` message.
+        """
+        return self.inputs_model.model_validate(dict(overrides or {}),
+                                                context={"topology": topology})
+
+    def reference_targets(self) -> list[Target]:
+        """The workload's built-in targets, sharing one preload set (one warm fork server)."""
+        return [Target(name, ref, self.name, self.known_failures.get(name, frozenset()),
+                       builtin=True, preload=self.preload) for name, ref in self.targets.items()]

@@ -1,0 +1,292 @@
+"""The checkers as pure functions: hand-built WorldResults in, a Judgement out.
+
+No world runs here. The property: a checker's judgement does not depend on the
+order in which the world lists its ranks.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import signal
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.checkers import config_sync, exactly_once, sharding
+from harness.checkers.common import end_of_world
+from harness.history import Event
+from harness.world.result import CRASH, ERROR, FAIL, HANG, PASS, RankResult, WorldResult
+
+KILLED = "killed"  # a rank the fault plan killed (not an outcome: a fate)
+
+
+def rank(r: int, fate: str = PASS, value: Any = None, *, host: int | None = None,
+         message: str = "the config did not arrive", restarts: int = 0) -> RankResult:
+    killed = fate == KILLED
+    outcome = CRASH if killed else fate
+    return RankResult(
+        rank=r, host=r if host is None else host, outcome=outcome, returned=outcome == PASS,
+        value_pickle=pickle.dumps(value) if outcome == PASS else None,
+        value_repr=repr(value) if outcome == PASS else None,
+        error={"type": "RuntimeError", "message": message, "traceback": "Traceback ..."}
+        if outcome == ERROR else None,
+        exit_code=None if outcome == CRASH else (1 if outcome == ERROR else 0),
+        signal=int(signal.SIGKILL) if outcome == CRASH else None,
+        stack="File train.py, in all_reduce" if outcome == HANG else None,
+        killed_by_fault=killed, restarts=restarts)
+
+
+def world(ranks: list[RankResult], *, files: dict[int, dict[str, str]] | None = None,
+          history: list[Event] = (), topology: str = "4x1") -> WorldResult:
+    hung = any(r.outcome == HANG for r in ranks)
+    return WorldResult(world_id="synthetic", topology=topology, profile="legacy", seed=0,
+                       outcome=HANG if hung else PASS, ranks=list(ranks), history=list(history),
+                       mismatches=[], duration_s=0.1,
+                       hang_report="ranks 1-3 blocked in rendezvous 'config'" if hung else None,
+                       files=files or {})
+
+
+# -- common: how the world ended ------------------------------------------------------
+
+def test_every_rank_returned_leaves_the_judgement_to_the_workload():
+    assert end_of_world(world([rank(0), rank(1)])) is None
+
+
+def test_a_hang_comes_first_and_notes_the_killed_ranks():
+    judged = end_of_world(world([rank(0, KILLED), rank(1, HANG), rank(2, ERROR)]))
+    assert judged.outcome == HANG
+    assert judged.detail == ("ranks 1-3 blocked in rendezvous 'config' "
+                             "(rank 0 killed by the fault plan)")
+
+
+def test_a_crash_names_the_signal_and_groups_ranks_alike():
+    judged = end_of_world(world([rank(0, CRASH), rank(1, CRASH), rank(2)]))
+    assert judged.outcome == CRASH
+    assert judged.detail == "ranks 0-1 killed by SIGKILL without a Python exception"
+
+
+def test_errors_are_loud_only_when_every_judged_rank_raised_clearly():
+    loud = end_of_world(world([rank(0, KILLED), rank(1, ERROR), rank(2, ERROR)]))
+    assert (loud.outcome, loud.loud) == (ERROR, True)
+    assert loud.detail.startswith("ranks 1-2 raised RuntimeError: the config did not arrive")
+    partly = end_of_world(world([rank(0, ERROR), rank(1), rank(2)]))
+    assert (partly.outcome, partly.loud) == (ERROR, False)
+    assert "; ranks 1-2 returned" in partly.detail
+    mute = end_of_world(world([rank(0, ERROR, message="  "), rank(1, ERROR)]))
+    assert (mute.outcome, mute.loud) == (ERROR, False)
+
+
+def test_a_world_the_fault_plan_killed_entirely_has_nothing_to_judge():
+    judged = end_of_world(world([rank(0, KILLED), rank(1, KILLED)]))
+    assert judged.outcome == FAIL and "killed every rank" in judged.detail
+
+
+# -- config sync ------------------------------------------------------------------------
+
+CONFIG = {"run_name": "brave-otter", "lr": 0.0001, "arch": {"name": "trm@tiny"}}
+
+
+def too_fast(config: dict[str, Any]) -> str | None:
+    return "lr: must be at most 1" if config.get("lr", 0) > 1 else None
+
+
+def test_the_same_valid_config_everywhere_passes():
+    judged = config_sync.check(world([rank(r, value=dict(CONFIG)) for r in range(4)]), too_fast)
+    assert judged.outcome == PASS
+    assert judged.detail.startswith("all 4 ranks hold the same valid config (sha256 ")
+
+
+def test_differing_configs_name_the_ranks_and_keys_against_the_lowest_rank():
+    other = {**CONFIG, "run_name": "calm-heron"}
+    ranks = [rank(0, value=CONFIG), rank(1, value=other), rank(2, value=other), rank(3, value=CONFIG)]
+    judged = config_sync.check(world(ranks))
+    assert judged.outcome == FAIL
+    assert judged.detail == "ranks 1-2 differ from rank 0: run_name 'brave-otter' != 'calm-heron'"
+
+
+def test_an_invalid_or_missing_config_fails_before_any_comparison():
+    ranks = [rank(0, value={**CONFIG, "lr": 5}), rank(1, value=None), rank(2, value=CONFIG)]
+    judged = config_sync.check(world(ranks), too_fast)
+    assert judged.outcome == FAIL
+    assert judged.detail == ("rank 0 returned an invalid config: lr: must be at most 1; "
+                             "rank 1 returned an invalid config: returned no config")
+
+
+def test_killed_ranks_are_not_judged_by_config_sync():
+    ranks = [rank(0, KILLED), rank(1, value=CONFIG), rank(2, value=CONFIG)]
+    assert config_sync.check(world(ranks)).outcome == PASS
+
+
+# -- data sharding ----------------------------------------------------------------------
+
+EPOCH = sharding.Epoch(frozenset(range(8)), global_batch_size=4)
+
+
+def loader(*batches: list[int], restart: list[list[int]] | None = None) -> dict[str, Any]:
+    return {"batches": [list(b) for b in batches],
+            "restart": [list(b) for b in (batches if restart is None else restart)]}
+
+
+def test_disjoint_shards_covering_the_epoch_pass():
+    ranks = [rank(0, value=loader([0, 1], [4, 5])), rank(1, value=loader([2, 3], [6, 7]))]
+    judged = sharding.check(world(ranks), EPOCH)
+    assert judged.outcome == PASS
+    assert judged.detail.startswith("2 ranks x 2 batches: disjoint shards covering all 8 samples")
+
+
+def test_overlapping_shards_fail_naming_the_sample_and_the_ranks():
+    ranks = [rank(0, value=loader([0, 1], [4, 5])), rank(1, value=loader([0, 1], [4, 5]))]
+    judged = sharding.check(world(ranks), EPOCH)
+    assert judged.outcome == FAIL
+    assert "4 samples read more than once, by ranks 0-1 (e.g. sample 0 in rank 0 batch 0 " \
+        "and rank 1 batch 0" in judged.detail
+
+
+def test_unequal_batch_counts_and_another_restart_order_fail():
+    ranks = [rank(0, value=loader([0, 1], [4, 5], restart=[[4, 5], [0, 1]])),
+             rank(1, value=loader([2, 3]))]
+    judged = sharding.check(world(ranks), EPOCH)
+    assert judged.outcome == FAIL
+    assert "unequal batch counts: rank 1 1 batch, rank 0 2 batches" in judged.detail
+    assert "a fresh loader with the same seed gives another order: rank 0 at batch 0" \
+        in judged.detail
+
+
+def test_no_ground_truth_is_a_failure_not_a_pass():
+    judged = sharding.check(world([rank(0, value=loader([0, 1]))]), None)
+    assert judged.outcome == FAIL and "no ground truth" in judged.detail
+
+
+# -- exactly once -----------------------------------------------------------------------
+
+STREAM = "/srv/w/data/streams/stream_{w:03d}.jsonl"
+OUTPUT = "/mnt/bucket/activations/tpu_{w}/{name}.jsonl"
+CHECKPOINT = "/srv/w/checkpoints/checkpoint_worker_{w}.json"
+
+
+def lines(*ids: str) -> str:
+    return "".join(json.dumps({"id": i}) + "\n" for i in ids)
+
+
+def streams(workers: int = 2, per: int = 2) -> dict[str, str]:
+    return {STREAM.format(w=w): lines(*(f"s{w}-{i}" for i in range(per))) for w in range(workers)}
+
+
+def uploaded(w: int, *ids: str, name: str = "shard-0") -> dict[str, str]:
+    return {OUTPUT.format(w=w, name=name): lines(*ids)}
+
+
+def test_every_sample_uploaded_once_passes():
+    files = {**streams(), **uploaded(0, "s0-0", "s0-1"), **uploaded(1, "s1-0", "s1-1")}
+    ranks = [rank(0, value={"worker_id": 0}), rank(1, value={"worker_id": 1})]
+    judged = exactly_once.check(world(ranks, files={0: files, 1: files}, topology="2x1"),
+                                {0: 0, 1: 1})
+    assert judged.outcome == PASS
+    assert judged.detail.startswith("all 4 samples of 2 streams uploaded exactly once (2 objects")
+
+
+def test_a_sample_uploaded_twice_fails_naming_the_objects():
+    files = {**streams(), **uploaded(0, "s0-0", "s0-1"), **uploaded(0, "s0-1", name="shard-1"),
+             **uploaded(1, "s1-0", "s1-1")}
+    ranks = [rank(0, value={"worker_id": 0}), rank(1, value={"worker_id": 1})]
+    judged = exactly_once.check(world(ranks, files={0: files, 1: files}, topology="2x1"),
+                                {0: 0, 1: 1})
+    assert judged.outcome == FAIL
+    assert "worker 0 (rank 0): 1 sample uploaded more than once: s0-1" in judged.detail
+    assert "(s0-1 in tpu_0/shard-0.jsonl, tpu_0/shard-1.jsonl)" in judged.detail
+
+
+def test_a_lost_sample_a_checkpoint_claimed_fails_silently_lost():
+    claim = {CHECKPOINT.format(w=0): json.dumps({"processed_sample_ids": ["s0-0", "s0-1"]})}
+    files = {**streams(), **uploaded(0, "s0-0"), **uploaded(1, "s1-0", "s1-1"), **claim}
+    ranks = [rank(0, value={"worker_id": 0}), rank(1, value={"worker_id": 1})]
+    judged = exactly_once.check(world(ranks, files={0: files, 1: files}, topology="2x1"),
+                                {0: 0, 1: 1})
+    assert judged.outcome == FAIL
+    assert "worker 0 (rank 0): 1 sample lost that its checkpoint claims processed: s0-1" \
+        in judged.detail
+
+
+def test_a_worker_that_raised_before_claiming_its_samples_is_a_loud_error():
+    files = {**streams(), **uploaded(1, "s1-0", "s1-1")}
+    ranks = [rank(0, ERROR, message="upload failed"), rank(1, value={"worker_id": 1})]
+    judged = exactly_once.check(world(ranks, files={0: files, 1: files}, topology="2x1"),
+                                {0: 0, 1: 1})
+    assert (judged.outcome, judged.loud) == (ERROR, True)
+    assert "2 samples of worker 0 not uploaded" in judged.detail
+
+
+def test_a_checkpoint_that_moves_backwards_across_a_restart_fails():
+    first = json.dumps({"processed_sample_ids": ["s0-0", "s0-1"], "total_shards": 2})
+    then = json.dumps({"processed_sample_ids": ["s0-0", "s0-1"], "total_shards": 1})
+    snapshot = Event(t=0.5, kind="snapshot", rank=0,
+                     detail={"life": 0, "files": {CHECKPOINT.format(w=0): first}})
+    files = {**streams(1), **uploaded(0, "s0-0", "s0-1"), CHECKPOINT.format(w=0): then}
+    judged = exactly_once.check(world([rank(0, value={"worker_id": 0}, restarts=1)],
+                                      files={0: files}, history=[snapshot], topology="1x1"),
+                                {0: 0})
+    assert judged.outcome == FAIL
+    assert "rank 0's checkpoint_worker_0.json moved backwards from life 0 to the end" \
+        in judged.detail
+
+
+# -- the property: the order the ranks are listed in does not matter ---------------------
+
+FATES = st.sampled_from([PASS, PASS, PASS, ERROR, KILLED, CRASH, HANG])
+
+
+def _same_judgement_in_any_order(build, specs, order) -> None:
+    listed = [specs[i] for i in order]
+    assert build(listed) == build(specs)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_config_sync_judges_the_same_whatever_the_rank_order(data):
+    configs = [CONFIG, {**CONFIG, "run_name": "calm-heron"}, {**CONFIG, "lr": 5},
+               {**CONFIG, "lr": 7}, None, ["not", "a", "dict"]]
+    n = data.draw(st.integers(1, 6))
+    specs = [(r, data.draw(FATES), data.draw(st.sampled_from(configs))) for r in range(n)]
+    order = data.draw(st.permutations(range(n)))
+    _same_judgement_in_any_order(
+        lambda listed: config_sync.check(world([rank(r, f, v) for r, f, v in listed]), too_fast),
+        specs, order)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_sharding_judges_the_same_whatever_the_rank_order(data):
+    shards = [loader([0, 1], [4, 5]), loader([2, 3], [6, 7]), loader([2, 3]), loader([9, 1]),
+              loader([0, 1], [4, 5], restart=[[4, 5], [0, 1]]), {"batches": "nope"},
+              {**loader([6, 7], [2, 3]), "dropped": [0]}]
+    n = data.draw(st.integers(1, 5))
+    specs = [(r, data.draw(FATES), data.draw(st.sampled_from(shards))) for r in range(n)]
+    order = data.draw(st.permutations(range(n)))
+    _same_judgement_in_any_order(
+        lambda listed: sharding.check(world([rank(r, f, v) for r, f, v in listed]), EPOCH),
+        specs, order)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_exactly_once_judges_the_same_whatever_the_rank_order(data):
+    n = data.draw(st.integers(1, 4))
+    bucket: dict[str, str] = {}
+    for w in range(n):
+        kept = data.draw(st.lists(st.sampled_from([f"s{w}-0", f"s{w}-1", "alien"]), max_size=3))
+        bucket.update(uploaded(w, *kept) if kept else {})
+    claims = {CHECKPOINT.format(w=w): json.dumps({"processed_sample_ids": [f"s{w}-0"]})
+              for w in range(n) if data.draw(st.booleans())}
+    files = {**streams(n), **bucket, **claims}
+    specs = [(r, data.draw(FATES), {"worker_id": data.draw(st.sampled_from([r, 0]))})
+             for r in range(n)]
+    order = data.draw(st.permutations(range(n)))
+
+    def judge(listed):
+        ranks = [rank(r, f, v, restarts=r % 2) for r, f, v in listed]
+        return exactly_once.check(world(ranks, files={r: files for r, _, _ in listed},
+                                        topology=f"{n}x1"), {r: r for r in range(n)})
+
+    _same_judgement_in_any_order(judge, specs, order)
