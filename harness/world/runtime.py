@@ -55,10 +55,8 @@ def active() -> RankContext | None:
 
 
 def current() -> RankContext:
-    if _context is None:
-        raise RuntimeError(
-            "the harness torch_xla shim was imported outside a harness world; "
-            "run the code with `harness exec` or `harness.run_world`")
+    """The context ``enter`` made this process's (the shim's runtime exists only after it)."""
+    assert _context is not None, "this process has not become a rank or a launcher"
     return _context
 
 

@@ -92,7 +92,10 @@ def initialize_cache(path: str, readonly: bool = False) -> None:
     link.use()
 
 
-if link.profile() == "legacy":
-    def using_pjrt() -> bool:
-        """Removed in 2.5; present under the ``legacy`` profile."""
-        return True
+def using_pjrt() -> bool:
+    """Removed in 2.5; present under the ``legacy`` profile."""
+    return True
+
+
+__getattr__ = link.legacy_only(__name__, using_pjrt)
+del using_pjrt

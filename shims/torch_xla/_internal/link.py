@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from torch_xla._internal import runtime as _runtime
@@ -16,6 +17,22 @@ def profile() -> str:
     """The installed runtime's API profile; the shim alone is torch_xla 2.9 (``current``)."""
     runtime = _runtime.installed()
     return "current" if runtime is None else runtime.profile
+
+
+def legacy_only(module: str, *functions: Callable[..., Any]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` that shows ``functions`` under the ``legacy`` profile only.
+
+    The names were removed from torch_xla after 2.0; asking at each lookup
+    lets the runtime be installed after the module is imported.
+    """
+    table = {fn.__name__: fn for fn in functions}
+
+    def __getattr__(name: str) -> Any:
+        if name in table and profile() == "legacy":
+            return table[name]
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__
 
 
 def use() -> _runtime.Runtime:

@@ -375,5 +375,6 @@ def save(data: Any, file_or_path: Any, master_only: bool = True,
         _t.torch().save(data, file_or_path)
 
 
-if link.profile() == "current":
-    del get_ordinal, xrt_world_size
+# Looked up when used, so that the profile is the installed runtime's.
+__getattr__ = link.legacy_only(__name__, get_ordinal, xrt_world_size)
+del get_ordinal, xrt_world_size
