@@ -186,3 +186,17 @@ def test_torch_distributed_with_the_xla_backend(shim):
     gathered = [torch.zeros(2)]
     dist.all_gather(gathered, t)
     assert torch.equal(gathered[0], t)
+
+
+def test_both_runtimes_answer_the_whole_protocol(shim):
+    from torch_xla._internal import runtime
+
+    from harness.world.runtime import HarnessRuntime
+
+    protocol = runtime.Runtime
+    members = {n for n in vars(protocol) if not n.startswith("_")} | set(protocol.__annotations__)
+    assert {"profile", "ordinal", "collective", "send", "recv", "spawn", "run_script"} <= members
+    for implementation in (runtime.LocalRuntime("current"), HarnessRuntime()):
+        missing = {n for n in members
+                   if not hasattr(type(implementation), n) and n not in vars(implementation)}
+        assert not missing, (type(implementation).__name__, missing)
