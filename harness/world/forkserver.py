@@ -27,7 +27,8 @@ import sys
 import time
 
 from harness.world import wire
-from harness.world.rank import after_fork, become_subreaper, die_with_parent, run_unit
+from harness.world.bootstrap import run_unit
+from harness.world.process import after_fork, become_subreaper, die_with_parent
 from harness.world.spec import WorldSpec
 
 log = logging.getLogger(__name__)

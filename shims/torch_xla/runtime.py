@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 from torch_xla._internal import link
+from torch_xla._internal import runtime as _runtime
 
 
 def device_type() -> str | None:
@@ -17,7 +18,7 @@ def device_type() -> str | None:
 
 
 def set_device_type(pjrt_device: str) -> None:
-    if link.context().runtime_used:
+    if _runtime.current().used():
         raise RuntimeError("Can't change device type after XLA runtime is initialized")
     os.environ["PJRT_DEVICE"] = pjrt_device
 
@@ -43,7 +44,7 @@ def world_size() -> int:
 
 
 def addressable_device_count() -> int:
-    link.context()
+    link.use()
     return 1
 
 
@@ -60,7 +61,7 @@ def global_ordinal() -> int:
 
 
 def local_ordinal() -> int:
-    return link.context().local_rank
+    return link.local_rank()
 
 
 def process_index() -> int:
@@ -72,7 +73,7 @@ def process_count() -> int:
 
 
 def host_index() -> int:
-    return link.context().host
+    return link.host_index()
 
 
 def is_spmd() -> bool:
@@ -88,10 +89,13 @@ def get_master_ip() -> str:
 
 
 def initialize_cache(path: str, readonly: bool = False) -> None:
-    link.context()
+    link.use()
 
 
-if link.profile() == "legacy":
-    def using_pjrt() -> bool:
-        """Removed in 2.5; present under the ``legacy`` profile."""
-        return True
+def using_pjrt() -> bool:
+    """Removed in 2.5; present under the ``legacy`` profile."""
+    return True
+
+
+__getattr__ = link.legacy_only(__name__, using_pjrt)
+del using_pjrt

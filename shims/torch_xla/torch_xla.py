@@ -14,7 +14,7 @@ def device(index: int | None = None) -> Any:
 
     if index is not None and index > 1:
         raise IndexError(f"Device index {index} out of range in ['xla:0']")
-    link.context()
+    link.use()
     return torch.device("cpu")
 
 
@@ -24,7 +24,7 @@ def devices() -> list[Any]:
 
 def sync(wait: bool = False, reset_scope: bool = True) -> None:
     """A step marker. CPU tensors are always materialised, so nothing waits."""
-    link.context()
+    link.use()
 
 
 def launch(fn: Callable[..., Any], args: tuple[Any, ...] = (), start_method: str = "spawn",

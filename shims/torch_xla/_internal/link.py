@@ -1,38 +1,61 @@
-"""The shim's only link to the harness: which rank this is, and the
-coordinator that carries its collectives. Knows nothing of faults or checkers."""
+"""The shim's APIs reach the world through here: the installed runtime, marked
+as used whenever an API touches it. Knows nothing of faults or checkers."""
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
-from harness.world import rank as _rank
+from torch_xla._internal import runtime as _runtime
 
 _SHIM_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def profile() -> str:
-    return os.environ.get("HARNESS_PROFILE", "current")
+    """The installed runtime's API profile; the shim alone is torch_xla 2.9 (``current``)."""
+    runtime = _runtime.installed()
+    return "current" if runtime is None else runtime.profile
 
 
-def context() -> _rank.RankContext:
+def legacy_only(module: str, *functions: Callable[..., Any]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` that shows ``functions`` under the ``legacy`` profile only.
+
+    The names were removed from torch_xla after 2.0; asking at each lookup
+    lets the runtime be installed after the module is imported.
+    """
+    table = {fn.__name__: fn for fn in functions}
+
+    def __getattr__(name: str) -> Any:
+        if name in table and profile() == "legacy":
+            return table[name]
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
+def use() -> _runtime.Runtime:
     """This process as a rank; using the runtime in a launcher makes it one."""
-    ctx = _rank.current()
-    if ctx.role == "host":
-        _rank.promote_host_to_rank()
-    ctx.runtime_used = True
-    return ctx
+    runtime = _runtime.current()
+    runtime.use()
+    return runtime
 
 
 def world_size() -> int:
-    return context().world_size
+    return use().world_size()
 
 
 def ordinal() -> int:
-    ctx = context()
-    assert ctx.rank is not None
-    return ctx.rank
+    return use().ordinal()
+
+
+def local_rank() -> int:
+    return use().local_rank()
+
+
+def host_index() -> int:
+    return use().host_index()
 
 
 def call_site() -> str | None:
@@ -48,23 +71,12 @@ def call_site() -> str | None:
 
 def collective(op: str, kind: str, payload: Any = b"", **meta: Any) -> tuple[dict, bytearray]:
     """One step of the world's collective sequence; blocks until every rank arrives."""
-    ctx = context()
-    assert ctx.channel is not None
-    _rank.before_collective(op, meta.get("tag"))
-    header = {"type": "collective", "op": op, "kind": kind, "site": call_site(),
-              "guarded": _rank.guarded(), **meta}
-    return ctx.channel.request(header, payload)
+    return use().collective(op, kind, payload, call_site(), meta)
 
 
 def send(box: Any, peer: int, payload: Any) -> None:
-    ctx = context()
-    assert ctx.channel is not None
-    ctx.channel.request({"type": "send", "box": box, "peer": peer, "site": call_site()}, payload)
+    use().send(box, peer, payload, call_site())
 
 
 def recv(box: Any, peer: int) -> bytearray:
-    ctx = context()
-    assert ctx.channel is not None
-    _, data = ctx.channel.request({"type": "recv", "box": box, "peer": peer, "site": call_site(),
-                                   "guarded": _rank.guarded()})
-    return data
+    return use().recv(box, peer, call_site())

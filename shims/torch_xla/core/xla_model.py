@@ -42,7 +42,7 @@ def xrt_world_size(defval: int = 1) -> int:
 
 
 def get_local_ordinal() -> int:
-    return link.context().local_rank
+    return link.local_rank()
 
 
 def is_master_ordinal(local: bool = True) -> bool:
@@ -67,12 +67,12 @@ def xla_device(n: int | None = None, devkind: str | None = None) -> Any:
 
 
 def xla_device_hw(device: Any) -> str:
-    link.context()
+    link.use()
     return os.environ.get("PJRT_DEVICE", "TPU").split("_")[0]
 
 
 def get_xla_supported_devices(max_devices: int | None = None) -> list[str]:
-    link.context()
+    link.use()
     devices = ["xla:0"]
     return devices[:max_devices] if max_devices is not None else devices
 
@@ -83,16 +83,16 @@ def mark_step(wait: bool = False, reset_scope: bool = True) -> None:
 
 
 def wait_device_ops(devices: list[str] = []) -> None:  # noqa: B006 - the real signature
-    link.context()
+    link.use()
 
 
 # -- groups --------------------------------------------------------------------
 
 def _my_group(groups: list[list[int]] | None) -> list[int]:
     """The replica group this rank belongs to; checks the groups as XLA would."""
-    ctx = link.context()
+    world_size, ordinal = link.world_size(), link.ordinal()
     if not groups:
-        return list(range(ctx.world_size))
+        return list(range(world_size))
     sizes = {len(g) for g in groups}
     if len(sizes) != 1:
         raise RuntimeError("Replica groups must have the same number of replicas/shards.")
@@ -100,16 +100,16 @@ def _my_group(groups: list[list[int]] | None) -> list[int]:
     mine = None
     for group in groups:
         for r in group:
-            if not isinstance(r, int) or r < 0 or r >= ctx.world_size:
+            if not isinstance(r, int) or r < 0 or r >= world_size:
                 raise RuntimeError(f"Invalid replica id {r!r} in groups {groups}: the world has "
-                                   f"{ctx.world_size} replicas")
+                                   f"{world_size} replicas")
             if r in seen:
                 raise RuntimeError(f"Replica {r} appears twice in groups {groups}")
             seen.add(r)
-        if ctx.rank in group:
+        if ordinal in group:
             mine = list(group)
     if mine is None:
-        raise RuntimeError(f"Replica {ctx.rank} is not in any of the groups {groups}")
+        raise RuntimeError(f"Replica {ordinal} is not in any of the groups {groups}")
     return mine
 
 
@@ -256,12 +256,12 @@ def all_to_all(value: Any, split_dimension: int, concat_dimension: int, split_co
 
 def collective_permute(value: Any, pairs: list[list[int]]) -> Any:
     """Every ``[src, dst]`` pair sends src's value to dst; a rank no one sends to gets zeros."""
-    ctx = link.context()
+    world_size = link.world_size()
     for pair in pairs:
-        if len(pair) != 2 or not all(0 <= p < ctx.world_size for p in pair):
+        if len(pair) != 2 or not all(0 <= p < world_size for p in pair):
             raise RuntimeError(f"collective_permute: invalid source-target pair {pair!r}")
     meta = _t.meta(value)
-    if ctx.world_size == 1:
+    if world_size == 1:
         return value.clone() if [0, 0] in [list(p) for p in pairs] else _t.torch().zeros_like(value)
     header, data = link.collective("collective_permute", "permute", _t.to_bytes(value),
                                    tensors=[meta], pairs=[list(p) for p in pairs])
@@ -311,12 +311,12 @@ def recv(output: Any, channel_id: int) -> Any:
 
 def rendezvous(tag: str, payload: bytes = b"", replicas: list[int] = []) -> list[bytes]:  # noqa: B006
     """Every rank's payload, in ordinal order, on every rank. No timeout."""
-    ctx = link.context()
-    if replicas and len(replicas) != ctx.world_size:
+    world_size = link.world_size()
+    if replicas and len(replicas) != world_size:
         raise ValueError("Only global rendezvous is supported")
     if not isinstance(payload, bytes):
         raise TypeError(f"`payload` must be bytes, not {type(payload)}")
-    if ctx.world_size == 1:
+    if world_size == 1:
         return [payload]
     header, data = link.collective("rendezvous", "gather_bytes", payload, tag=tag)
     out, offset = [], 0
@@ -331,8 +331,7 @@ def mesh_reduce(tag: str, data: Any, reduce_fn: Callable[[list[Any]], Any]) -> A
     tt = _t.torch()
     bio = io.BytesIO()
     tt.save(data, bio)
-    ctx = link.context()
-    if ctx.world_size == 1:
+    if link.world_size() == 1:
         gathered = [bio.getvalue()]
     else:
         header, raw = link.collective("rendezvous", "gather_bytes", bio.getvalue(), tag=tag,
@@ -376,5 +375,6 @@ def save(data: Any, file_or_path: Any, master_only: bool = True,
         _t.torch().save(data, file_or_path)
 
 
-if link.profile() == "current":
-    del get_ordinal, xrt_world_size
+# Looked up when used, so that the profile is the installed runtime's.
+__getattr__ = link.legacy_only(__name__, get_ordinal, xrt_world_size)
+del get_ordinal, xrt_world_size

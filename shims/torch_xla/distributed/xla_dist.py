@@ -12,6 +12,7 @@ import os
 import sys
 
 from torch_xla._internal import link
+from torch_xla._internal import runtime as _runtime
 
 if link.profile() != "legacy":
     raise ModuleNotFoundError("No module named 'torch_xla.distributed.xla_dist'",
@@ -27,9 +28,7 @@ def main(argv: list[str] | None = None) -> None:
     command = args[args.index("--") + 1:]
     if not command or os.path.basename(command[0]) not in _PYTHONS:
         raise SystemExit(f"xla_dist under harness: the command must start with python, got {command[:1]}")
-    from harness.world.rank import run_script
-
-    run_script(tuple(command[1:]))
+    _runtime.current().run_script(tuple(command[1:]))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """``xmp.spawn``: start this host's ranks inside the harness world.
 
-In a launcher (``harness exec``) it forks one process per local rank, as
-PJRT's spawn does, waits for all of them, and raises the first failure in
-ordinal order with its own type; a rank killed hard surfaces as
+In a launcher (``harness exec``) the runtime forks one process per local
+rank, as PJRT's spawn does, waits for all of them, and raises the first
+failure in ordinal order with its own type; a rank killed hard surfaces as
 ``BrokenProcessPool`` and takes its local siblings with it, as
 ``ProcessPoolExecutor`` does. Inside a rank that is already running (a
 ``run_world`` target) it simply calls ``fn(ordinal, *args)``.
@@ -14,32 +14,29 @@ from collections.abc import Callable
 from typing import Any
 
 from torch_xla._internal import link
+from torch_xla._internal import runtime as _runtime
 
 
 def spawn(fn: Callable[..., Any], args: tuple[Any, ...] = (), nprocs: int | None = None,
           join: bool = True, daemon: bool = False, start_method: str = "spawn") -> None:
-    from harness.world import rank as _rank
-
-    ctx = _rank.current()
-    local = ctx.spec.topology.ranks_per_host
+    runtime = _runtime.current()
+    local = runtime.ranks_per_host()
     allowed = (None, 1) if link.profile() == "current" else (None, 1, local)
     if nprocs not in allowed:
         raise ValueError(
             f"Unsupported nprocs ({nprocs}). Please use nprocs=1 or None (default). If None, spawn "
             "will use all available devices. Use the environment variable X_NUM_DEVICES (where X "
             "is CPU, TPU, NEURONCORE, etc) to limit the number of devices used.")
-    if ctx.role == "rank":
+    if not runtime.is_launcher():
         fn(link.ordinal(), *args)
         return None
-    if ctx.runtime_used:
+    if runtime.used():
         raise RuntimeError("Runtime is already initialized. Do not use the XLA device before "
                            "calling xmp.spawn.")
     if nprocs == 1 or local == 1:
-        ctx = link.context()
         fn(link.ordinal(), *args)
         return None
-    from torch_xla._internal.spawn import spawn_local_ranks
-    spawn_local_ranks(ctx, fn, args)
+    runtime.spawn(fn, args)
     return None
 
 

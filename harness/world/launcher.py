@@ -1,6 +1,8 @@
-"""Fork this host's ranks from a launcher, the way PJRT's spawn runs them
-through a ProcessPoolExecutor: wait for all, re-raise the first failure in
-ordinal order, turn a hard death into BrokenProcessPool."""
+"""Exec mode's ``xmp.spawn``: fork this host's ranks from its launcher, the way
+PJRT's spawn runs them through a ProcessPoolExecutor: wait for all, re-raise
+the first failure in ordinal order, turn a hard death into BrokenProcessPool.
+
+The shim asks for this through its runtime protocol (``Runtime.spawn``)."""
 
 from __future__ import annotations
 
@@ -12,27 +14,28 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from harness.world import rank as _rank
+from harness.world import bootstrap, process
+from harness.world.runtime import RankContext
 
 
-def spawn_local_ranks(ctx: _rank.RankContext, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+def spawn_local_ranks(ctx: RankContext, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
     spec = ctx.spec
     children: dict[int, tuple[int, int]] = {}  # pid -> (rank, read end of its result pipe)
     for rank in spec.topology.ranks_of_host(ctx.host):
         read_fd, write_fd = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = _rank.fork()
+        pid = process.fork()
         if pid == 0:
             try:
                 os.close(read_fd)
                 for _, other in children.values():
                     os.close(other)
-                _rank.after_fork()
-                _rank.die_with_parent()
-                child = _rank.become_rank(spec, rank)
+                process.after_fork()
+                process.die_with_parent()
+                child = bootstrap.become_rank(spec, rank)
                 child.result_fd = write_fd
-                _rank.report_and_exit(child, lambda r=rank: fn(r, *args))
+                bootstrap.report_and_exit(child, lambda r=rank: fn(r, *args))
             finally:
                 os._exit(70)
         os.close(write_fd)

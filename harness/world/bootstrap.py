@@ -1,0 +1,242 @@
+"""Inside a unit process: become rank r of a world (or a host's launcher), run the target, report.
+
+Everything here runs in the forked child, after the fork server's warm
+imports. It sets the environment a TPU VM would give this rank, points
+stdout/stderr at the world's capture files, puts the shim first on
+``sys.path``, connects to the coordinator, installs the harness's runtime in
+the shim, runs the target and sends back its return value or exception.
+"""
+
+from __future__ import annotations
+
+import atexit
+import faulthandler
+import importlib
+import importlib.util
+import os
+import pickle
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from harness.world import runtime
+from harness.world.channel import Channel
+from harness.world.environment import enter_environment, seed_generators
+from harness.world.process import arm_fallback_stacks, die_with_parent, redirect_output
+from harness.world.runtime import RankContext
+from harness.world.spec import WorldSpec
+
+
+def become_rank(spec: WorldSpec, rank: int, life: int = 0) -> RankContext:
+    """Turn this freshly forked process into ``rank`` of ``spec``'s world."""
+    topology = spec.topology
+    name = f"rank-{rank}"
+    redirect_output(spec, name, life)
+    enter_environment(spec, {**topology.rank_environment(rank, spec.profile),
+                             "HARNESS_LIFE": str(life)})
+    inherited = runtime.active()
+    if inherited is not None and inherited.channel is not None:
+        inherited.channel.close(shutdown=False)  # inherited from a launcher that forked us
+    channel = Channel(spec.address, "rank", rank)
+    ctx = RankContext(spec, "rank", rank, topology.host_of(rank), channel)
+    runtime.enter(ctx)
+    arm_fallback_stacks(spec, name)
+    _enter_world(ctx, rank, life)
+    return ctx
+
+
+def become_host(spec: WorldSpec, host: int) -> RankContext:
+    """Exec mode: this process is the per-host launcher that runs the script."""
+    name = f"host-{host}"
+    redirect_output(spec, name)
+    enter_environment(spec, spec.topology.host_environment(host, spec.profile))
+    channel = Channel(spec.address, "host", host)
+    ctx = RankContext(spec, "host", None, host, channel)
+    runtime.enter(ctx)
+    arm_fallback_stacks(spec, name)
+    _enter_world(ctx, spec.topology.ranks_of_host(host)[0])
+    return ctx
+
+
+def _enter_world(ctx: RankContext, rank: int, life: int = 0) -> None:
+    """The sandboxed filesystem, the fault engine and the seeded generators."""
+    from harness.faults.engine import FaultEngine
+
+    spec = ctx.spec
+    assert ctx.channel is not None
+    engine = FaultEngine(spec.faults, rank, ctx.host, ctx.channel.notify, life)
+    ctx.engine = engine
+    for fault in engine.faults:
+        if fault.kind == "env-skew":  # this host composes its config from other values
+            extra = {str(k): str(v) for k, v in fault.params["env"].items()}
+            os.environ.update(extra)
+            engine.report(fault, "start", None,
+                          message=f"host {ctx.host} sets " + ", ".join(
+                              f"{k}={v}" for k, v in sorted(extra.items())))
+    if spec.mounts is not None:
+        from harness.filesystem import patch
+        from harness.filesystem.view import View
+
+        view = View(spec.mounts, spec.sandbox, rank, ctx.host, spec.cwd, spec.home,
+                    hooks=engine, private=(spec.outdir,))
+        patch.install(view)
+    seed = spec.seed
+    if any(f.kind == "divergent-rng" for f in engine.faults):
+        seed = (spec.seed * 1_000_003 + 7919 * (rank + 1)) % (2**32)
+        engine.report(next(f for f in engine.faults if f.kind == "divergent-rng"), "start", None,
+                      message=f"rank {rank} seeds its generators with {seed}")
+    seed_generators(seed)
+    engine.on_start()
+
+
+# -- running a target ---------------------------------------------------------
+
+def resolve_target(target: str) -> Callable[..., Any]:
+    """``pkg.module:function`` or ``path/to/file.py:function`` -> the function."""
+    module_part, sep, attr = target.rpartition(":")
+    if not sep or not module_part or not attr:
+        raise ValueError(f"target {target!r}: expected 'module.path:function' or 'file.py:function'")
+    if module_part.endswith(".py") or os.sep in module_part:
+        path = os.path.abspath(module_part)
+        if not _code_exists(path):
+            raise FileNotFoundError(f"target {target!r}: no such file {path}")
+        mod_name = os.path.splitext(os.path.basename(path))[0]
+        sys.path.insert(0, os.path.dirname(path))
+        spec = importlib.util.spec_from_file_location(mod_name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[mod_name] = module
+        spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(module_part)
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise AttributeError(f"target {target!r}: {module_part} has no attribute {attr!r}") from None
+    if not callable(obj):
+        raise TypeError(f"target {target!r} is not callable")
+    return obj
+
+
+def _code_exists(path: str) -> bool:
+    """Code is loaded from the machine, like installed code: ask the OS, not the view."""
+    import posix
+    try:
+        posix.stat(path)
+        return True
+    except OSError:
+        return False
+
+
+def describe_exception(exc: BaseException) -> dict[str, Any]:
+    cls = type(exc)
+    info = {
+        "type": cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}",
+        "message": str(exc),
+        "traceback": "".join(traceback.format_exception(cls, exc, exc.__traceback__)),
+    }
+    try:
+        info["pickled"] = pickle.dumps(exc)
+    except Exception:  # noqa: BLE001 - an unpicklable exception is still reported by text
+        pass
+    return info
+
+
+def report_and_exit(ctx: RankContext, fn: Callable[[], Any]) -> None:
+    """Run ``fn`` as a real program's main would, report, and end the process."""
+    code = 0
+    try:
+        value = fn()
+        result: dict[str, Any] = {"type": "result", "ok": True, "value_repr": _short_repr(value)}
+        try:
+            result["value"] = pickle.dumps(value)
+        except Exception as exc:  # noqa: BLE001
+            result["pickle_error"] = f"{type(exc).__name__}: {exc}"
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if code == 0:
+            result = {"type": "result", "ok": True, "value": pickle.dumps(None), "exit_code": 0}
+        else:
+            if not isinstance(exc.code, int):
+                print(exc.code, file=sys.stderr)
+            result = {"type": "result", "ok": False, "error": describe_exception(exc),
+                      "exit_code": code}
+    except BaseException as exc:  # noqa: BLE001 - the target's failure is the product
+        code = 1
+        traceback.print_exc()
+        result = {"type": "result", "ok": False, "error": describe_exception(exc)}
+    _finish(ctx, result, code)
+
+
+def _short_repr(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception as exc:  # noqa: BLE001
+        text = f"<repr failed: {type(exc).__name__}>"
+    return text if len(text) <= 500 else text[:497] + "..."
+
+
+def _finish(ctx: RankContext, result: dict[str, Any], code: int) -> None:
+    try:
+        atexit._run_exitfuncs()
+    except BaseException:  # noqa: BLE001
+        traceback.print_exc()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    if ctx.channel is not None:
+        try:
+            ctx.channel.notify(result)
+        except OSError:
+            pass
+    if ctx.result_fd is not None:
+        brief = {k: v for k, v in result.items() if k not in ("value", "value_repr")}
+        try:
+            os.write(ctx.result_fd, pickle.dumps(brief))
+        except OSError:
+            pass
+    faulthandler.cancel_dump_traceback_later()
+    os._exit(code)
+
+
+def run_unit(spec: WorldSpec, role: str, ident: int, life: int = 0) -> None:
+    """Entry point of a forked unit process; never returns."""
+    try:
+        die_with_parent()
+        os.setpgid(0, 0)
+        if role == "rank":
+            ctx = become_rank(spec, ident, life)
+            target = spec.target
+            assert target is not None
+            report_and_exit(ctx, lambda: resolve_target(target)(*spec.args, **spec.kwargs))
+        else:
+            ctx = become_host(spec, ident)
+            report_and_exit(ctx, lambda: run_script(spec.argv or ()))
+    except BaseException:  # noqa: BLE001 - the harness's own failure inside a unit
+        traceback.print_exc()
+        os._exit(70)
+
+
+def run_script(argv: tuple[str, ...]) -> None:
+    """Run ``python ARGV...`` in this process, as the interpreter would."""
+    import runpy
+
+    args = list(argv)
+    if args and args[0] == "-m":
+        if len(args) < 2:
+            raise SystemExit("harness exec: -m needs a module name")
+        sys.argv = [args[1]] + args[2:]
+        sys.path.insert(0, os.getcwd())
+        runpy.run_module(args[1], run_name="__main__", alter_sys=True)
+    elif args:
+        path = os.path.abspath(args[0])
+        sys.argv = [args[0]] + args[1:]
+        sys.path.insert(0, os.path.dirname(path))
+        runpy.run_path(path, run_name="__main__")
+    else:
+        raise SystemExit("harness exec: nothing to run")

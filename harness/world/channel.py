@@ -1,0 +1,101 @@
+"""A rank's two connections to the coordinator, and its stacks on request."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+import traceback
+
+from harness.world import wire
+
+_HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class CollectiveError(Exception):
+    """Raised in a rank when the coordinator refuses a collective."""
+
+
+class Channel:
+    """The rank's two connections to the coordinator.
+
+    ``call`` carries collectives and results, always on the calling thread;
+    ``control`` is served by a daemon thread so the watchdog can ask for the
+    Python stacks of a rank whose main thread is blocked anywhere.
+    """
+
+    def __init__(self, address: str, role: str, ident: int) -> None:
+        self._lock = threading.Lock()  # one request (send + its reply) at a time
+        self._send_lock = threading.Lock()  # one frame at a time on the wire
+        self.call = wire.connect(address)
+        wire.send_frame(self.call, {"type": "hello", "role": role, "id": ident,
+                                    "pid": os.getpid(), "channel": "call"})
+        self.control = wire.connect(address)
+        wire.send_frame(self.control, {"type": "hello", "role": role, "id": ident,
+                                       "pid": os.getpid(), "channel": "control"})
+        thread = threading.Thread(target=self._serve_control, name="harness-control", daemon=True)
+        thread.start()
+
+    def request(self, header: dict, payload: bytes | memoryview = b"") -> tuple[dict, bytearray]:
+        with self._lock:
+            with self._send_lock:
+                wire.send_frame(self.call, header, payload)
+            reply, data = wire.recv_frame(self.call)
+        if "error" in reply:
+            exc_type = {"TypeError": TypeError, "ValueError": ValueError,
+                        "RuntimeError": RuntimeError}.get(reply["error"], CollectiveError)
+            raise exc_type(reply["message"])
+        return reply, data
+
+    def notify(self, header: dict, payload: bytes = b"") -> None:
+        """A one-way message (no reply), safe from any thread, even mid-request."""
+        with self._send_lock:
+            wire.send_frame(self.call, header, payload)
+
+    def _serve_control(self) -> None:
+        try:
+            while True:
+                header, _ = wire.recv_frame(self.control)
+                if header.get("type") == "stacks":
+                    wire.send_frame(self.control, {"type": "stacks", "stacks": format_stacks()})
+        except (OSError, EOFError):
+            return
+
+    def close(self, shutdown: bool = True) -> None:
+        """Close; a forked child passes ``shutdown=False`` so its parent's link survives."""
+        for sock in (self.call, self.control):
+            if shutdown:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            sock.close()
+
+
+def format_stacks() -> str:
+    """Every thread's Python stack, the harness's own frames left out."""
+    frames = sys._current_frames()
+    names = {t.ident: t.name for t in threading.enumerate()}
+    me = threading.get_ident()
+    out = []
+    for ident, frame in frames.items():
+        if ident == me:
+            continue
+        stack = [f for f in traceback.extract_stack(frame) if not _is_harness_frame(f.filename)]
+        if not stack:
+            continue
+        out.append(f"Thread {names.get(ident, ident)}:\n" + "".join(traceback.format_list(stack)))
+    return "\n".join(out)
+
+
+# The machinery whose frames a user never needs to see. The reference targets
+# (harness/workloads) are code under test: their frames stay.
+_MACHINERY = tuple(os.path.join(_HARNESS_DIR, d) + os.sep
+                   for d in ("world", "filesystem", "faults", "_shims")) + (
+    os.path.join(os.path.dirname(_HARNESS_DIR), "shims") + os.sep,)
+
+
+def _is_harness_frame(filename: str) -> bool:
+    """The harness's and the shim's own frames, and the fork server's ``-c``."""
+    return filename.startswith(_MACHINERY) or filename == "<string>"

@@ -1,0 +1,39 @@
+"""The environment a TPU VM gives a rank, and the seeded generators every rank shares."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from harness.world.spec import WorldSpec
+
+
+def enter_environment(spec: WorldSpec, env: dict[str, str]) -> None:
+    os.environ.clear()
+    os.environ.update(spec.base_env)
+    os.environ.update(env)
+    os.environ["HARNESS_PROFILE"] = spec.profile
+    os.environ["HARNESS_WORLD_ID"] = spec.world_id
+    import posix
+    posix.chdir(spec.cwd)  # the real one: a launcher forking us may have a view installed
+    if spec.shim_root not in sys.path[:1]:
+        sys.path.insert(0, spec.shim_root)
+    # A target's earlier import of torch_xla (never expected, but cheap to rule out).
+    for name in [m for m in sys.modules if m == "torch_xla" or m.startswith("torch_xla.")]:
+        del sys.modules[name]
+
+
+def seed_generators(seed: int) -> None:
+    """random, numpy and torch seeded alike on every rank, as a fork would leave them.
+
+    Real ranks of one launcher share the launcher's state only by luck; the
+    harness makes it a fact so that the same seed gives the same run, and
+    leaves divergence to the ``divergent-rng`` fault.
+    """
+    import random
+
+    from harness.imports import when_imported
+
+    random.seed(seed)
+    when_imported("numpy", lambda np: np.random.seed(seed))
+    when_imported("torch", lambda torch: torch.manual_seed(seed))

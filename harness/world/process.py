@@ -1,0 +1,99 @@
+"""What a unit process does to itself: die with its parent, adopt orphans,
+forget its parent's handlers, capture its output, dump its stacks at the deadline."""
+
+from __future__ import annotations
+
+import atexit
+import faulthandler
+import os
+import signal
+import sys
+import time
+
+from harness.world.spec import WorldSpec
+
+_libc = None
+
+
+def _prctl(option: int, arg: int) -> None:
+    global _libc
+    if sys.platform != "linux":
+        return
+    if _libc is None:
+        import ctypes
+        _libc = ctypes.CDLL(None, use_errno=True)
+    _libc.prctl(option, arg, 0, 0, 0)
+
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def die_with_parent() -> None:
+    """SIGKILL this process when its parent goes away, whatever happens."""
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def become_subreaper() -> None:
+    """Adopt every orphaned descendant, so none can escape the world."""
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def after_fork() -> None:
+    """Forget what the parent registered: its atexit hooks, its signal handlers."""
+    atexit._clear()
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+    try:
+        signal.set_wakeup_fd(-1)
+    except ValueError:
+        pass
+
+
+def output_paths(spec: WorldSpec, name: str) -> tuple[str, str]:
+    return (os.path.join(spec.outdir, f"{name}.stdout"),
+            os.path.join(spec.outdir, f"{name}.stderr"))
+
+
+def redirect_output(spec: WorldSpec, name: str, life: int = 0) -> None:
+    """Point fds 1 and 2 at the capture files; a restarted rank appends to its own."""
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if life else os.O_TRUNC)
+    for fd, path in zip((1, 2), output_paths(spec, name)):
+        target = os.open(path, flags, 0o644)
+        if life:
+            os.write(target, f"--- restarted after pre-emption (life {life}) ---\n".encode())
+        os.dup2(target, fd)
+        os.close(target)
+
+
+_fallback_fd: int | None = None
+_fallback_deadline = 0.0
+
+
+def arm_fallback_stacks(spec: WorldSpec, name: str) -> None:
+    # A C-level thread that dumps every stack at the deadline even if the rank
+    # holds the GIL or blocks every signal; used when the control thread is mute.
+    global _fallback_fd, _fallback_deadline
+    path = os.path.join(spec.outdir, f"{name}.faulthandler")
+    _fallback_fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    _fallback_deadline = spec.deadline
+    _rearm_fallback()
+
+
+def _rearm_fallback() -> None:
+    delay = max(_fallback_deadline - time.time() - 0.05, 0.01)
+    faulthandler.dump_traceback_later(delay, exit=False, file=_fallback_fd)
+
+
+def fork() -> int:
+    """``os.fork`` for a process that may hold the fallback timer.
+
+    faulthandler's timer thread does not survive a fork, and re-arming it in
+    the child would wait forever on that thread: disarm around the fork.
+    """
+    faulthandler.cancel_dump_traceback_later()
+    pid = os.fork()
+    if pid != 0 and _fallback_fd is not None:
+        _rearm_fallback()
+    return pid

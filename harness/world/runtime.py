@@ -1,0 +1,175 @@
+"""The harness's side of the shim's runtime protocol.
+
+The fake ``torch_xla`` reaches its world only through the protocol of
+``torch_xla._internal.runtime``. ``enter`` makes a ``RankContext`` this
+process's own and installs ``HarnessRuntime`` in the shim as soon as the
+target imports it; every call reads the context afresh, so module objects a
+launcher imported before forking its ranks keep working in the ranks.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from harness.imports import when_imported
+from harness.world.channel import Channel
+from harness.world.spec import WorldSpec
+
+#: The module of the shim that defines the protocol and holds the installed runtime.
+SHIM_RUNTIME_MODULE = "torch_xla._internal.runtime"
+
+
+@dataclass
+class RankContext:
+    """What the shim needs to know about the process it runs in."""
+
+    spec: WorldSpec
+    role: str  # "rank" or "host" (an exec-mode launcher before xmp.spawn)
+    rank: int | None
+    host: int
+    channel: Channel | None
+    engine: Any = None  # the fault engine, when the world has a sandbox
+    runtime_used: bool = False
+    result_fd: int | None = None  # exec mode: the launcher that forked us reads our fate here
+
+    @property
+    def world_size(self) -> int:
+        return self.spec.topology.world_size
+
+    @property
+    def local_rank(self) -> int:
+        return 0 if self.rank is None else self.spec.topology.local_rank(self.rank)
+
+
+_context: RankContext | None = None
+
+
+def active() -> RankContext | None:
+    """This process's context, if it has become a rank or a launcher."""
+    return _context
+
+
+def current() -> RankContext:
+    """The context ``enter`` made this process's (the shim's runtime exists only after it)."""
+    assert _context is not None, "this process has not become a rank or a launcher"
+    return _context
+
+
+def enter(ctx: RankContext) -> None:
+    """Make ``ctx`` this process's, and the shim's runtime this process's world."""
+    global _context
+    _context = ctx
+    when_imported(SHIM_RUNTIME_MODULE, lambda shim: shim.install(HarnessRuntime()))
+
+
+def guarded() -> bool:
+    """Could anything in this process act while this thread blocks in a collective?
+
+    True unless the call is on the main thread, no other Python thread of the
+    target runs and no timer (``signal.alarm``/``setitimer``) is armed: only
+    then can a world whose ranks are all blocked be proven deadlocked early.
+    """
+    me = threading.current_thread()
+    if me is not threading.main_thread():
+        return True
+    if any(t is not me and not t.name.startswith("harness-") for t in threading.enumerate()):
+        return True
+    return signal.getitimer(signal.ITIMER_REAL)[0] > 0
+
+
+def before_collective(op: str, tag: str | None) -> None:
+    """The shim calls this on entering every collective (the fault plan's hook)."""
+    ctx = _context
+    if ctx is not None and ctx.engine is not None:
+        ctx.engine.before_collective(op, tag)
+
+
+def promote_host_to_rank() -> RankContext:
+    """A launcher that uses the runtime without xmp.spawn is the host's only rank."""
+    ctx = current()
+    topology = ctx.spec.topology
+    if topology.ranks_per_host != 1:
+        raise RuntimeError(
+            f"harness exec: this script uses the XLA runtime without xmp.spawn on a host "
+            f"of {topology.ranks_per_host} ranks; call xmp.spawn(fn) as PJRT code does, "
+            f"or run on a topology with one rank per host (e.g. {topology.hosts}x1)")
+    rank = ctx.host
+    os.environ.update(topology.rank_environment(rank, ctx.spec.profile))
+    assert ctx.channel is not None
+    ctx.channel.notify({"type": "promote", "rank": rank})
+    ctx.role, ctx.rank = "rank", rank
+    return ctx
+
+
+def _channel() -> Channel:
+    channel = current().channel
+    assert channel is not None
+    return channel
+
+
+class HarnessRuntime:
+    """The shim's ``Runtime``, answered by this process's rank context and channel."""
+
+    @property
+    def profile(self) -> str:
+        return current().spec.profile
+
+    def use(self) -> None:
+        ctx = current()
+        if ctx.role == "host":
+            promote_host_to_rank()
+        ctx.runtime_used = True
+
+    def used(self) -> bool:
+        return current().runtime_used
+
+    def is_launcher(self) -> bool:
+        return current().role == "host"
+
+    def ordinal(self) -> int:
+        rank = current().rank
+        assert rank is not None
+        return rank
+
+    def world_size(self) -> int:
+        return current().world_size
+
+    def local_rank(self) -> int:
+        return current().local_rank
+
+    def host_index(self) -> int:
+        return current().host
+
+    def ranks_per_host(self) -> int:
+        return current().spec.topology.ranks_per_host
+
+    def collective(self, op: str, kind: str, payload: Any, site: str | None,
+                   meta: dict[str, Any]) -> tuple[dict, bytearray]:
+        channel = _channel()
+        before_collective(op, meta.get("tag"))
+        header = {"type": "collective", "op": op, "kind": kind, "site": site,
+                  "guarded": guarded(), **meta}
+        return channel.request(header, payload)
+
+    def send(self, box: Any, peer: int, payload: Any, site: str | None) -> None:
+        _channel().request({"type": "send", "box": box, "peer": peer, "site": site}, payload)
+
+    def recv(self, box: Any, peer: int, site: str | None) -> bytearray:
+        _, data = _channel().request({"type": "recv", "box": box, "peer": peer, "site": site,
+                                      "guarded": guarded()})
+        return data
+
+    def spawn(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        from harness.world.launcher import spawn_local_ranks
+
+        spawn_local_ranks(current(), fn, args)
+
+    def run_script(self, argv: tuple[str, ...]) -> None:
+        from harness.world.bootstrap import run_script
+
+        run_script(argv)

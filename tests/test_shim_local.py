@@ -1,0 +1,202 @@
+"""The shim on its own: imported without the harness, run in-process on a LocalRuntime.
+
+The shim reaches a world only through the runtime protocol it defines
+(``torch_xla._internal.runtime``). These tests install its one-rank
+``LocalRuntime`` in the pytest process itself: no world, no fork, no harness.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.distributed as dist  # noqa: E402 - after the skip
+
+SHIMS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "shims")
+
+
+def _purge_shim() -> None:
+    for name in [m for m in sys.modules if m == "torch_xla" or m.startswith("torch_xla.")]:
+        del sys.modules[name]
+
+
+@pytest.fixture
+def shim(request: pytest.FixtureRequest):
+    """A fresh import of the shim with a LocalRuntime of the requested profile installed.
+
+    Profile-dependent names are decided at import, so the runtime is installed
+    before the API modules are imported. torch.distributed keeps what the shim
+    registers in it; that is undone afterwards.
+    """
+    rendezvous = sys.modules["torch.distributed.rendezvous"]  # the module; dist's name is a function
+    profile = getattr(request, "param", "current")
+    new_group, handlers = dist.new_group, dict(rendezvous._rendezvous_handlers)
+    sys.path.insert(0, SHIMS)
+    _purge_shim()
+    try:
+        from torch_xla._internal import runtime
+
+        local = runtime.LocalRuntime(profile)
+        runtime.install(local)
+        import torch_xla
+        import torch_xla.core.xla_model as xm
+        import torch_xla.runtime as xr
+
+        yield torch_xla, xm, xr, local
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        dist.new_group = new_group
+        rendezvous._rendezvous_handlers.clear()
+        rendezvous._rendezvous_handlers.update(handlers)
+        _purge_shim()
+        sys.path.remove(SHIMS)
+
+
+def test_the_shim_imports_and_refuses_use_without_the_harness(tmp_path):
+    # A python that cannot see the harness at all (-I: no PYTHONPATH, -S: no site-packages).
+    code = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {SHIMS!r})
+        import torch_xla, torch_xla.core.xla_model as xm, torch_xla.runtime as xr
+        import torch_xla.distributed.xla_multiprocessing as xmp
+        assert not [m for m in sys.modules if m.split(".")[0] == "harness"], sorted(sys.modules)
+        try:
+            import harness
+        except ModuleNotFoundError:
+            pass
+        else:
+            raise AssertionError("harness is importable: the test proves nothing")
+        print(torch_xla.__version__)
+        try:
+            xr.world_size()
+        except RuntimeError as exc:
+            print(exc)
+    """)
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", code], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "2.9.0+harness",
+        "the harness torch_xla shim was imported outside a harness world; "
+        "run the code with `harness exec` or `harness.run_world`",
+    ]
+
+
+def test_without_a_runtime_every_use_raises_the_clear_error(shim):
+    torch_xla, xm, xr, _ = shim
+    from torch_xla._internal import runtime
+
+    runtime.install(None)
+    for use in (torch_xla.device, xr.global_ordinal, lambda: xm.rendezvous("x")):
+        with pytest.raises(RuntimeError, match="imported outside a harness world"):
+            use()
+
+
+@pytest.mark.parametrize("shim", ["legacy"], indirect=True)
+def test_legacy_profile_keeps_the_xrt_names(shim):
+    torch_xla, xm, xr, _ = shim
+    assert (xm.get_ordinal(), xm.xrt_world_size()) == (0, 1)
+    assert xr.using_pjrt()
+    assert torch_xla.__version__ == "2.0.0+harness"
+    import torch_xla.distributed.xla_dist  # noqa: F401 - exists under legacy only
+
+
+@pytest.mark.parametrize("shim", ["current"], indirect=True)
+def test_current_profile_drops_the_xrt_names(shim):
+    torch_xla, xm, xr, _ = shim
+    assert not hasattr(xm, "get_ordinal") and not hasattr(xm, "xrt_world_size")
+    assert not hasattr(xr, "using_pjrt")
+    assert torch_xla.__version__ == "2.9.0+harness"
+    with pytest.raises(ModuleNotFoundError):
+        import torch_xla.distributed.xla_dist  # noqa: F401
+
+
+def test_one_rank_world_as_the_runtime_reports_it(shim):
+    torch_xla, xm, xr, local = shim
+    assert not local.used()
+    assert (xr.global_ordinal(), xr.world_size(), xr.local_ordinal(), xr.host_index()) == (0, 1, 0, 0)
+    assert local.used()
+    assert xm.get_local_ordinal() == 0 and xm.is_master_ordinal(local=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        assert xm.xla_device() == torch.device("cpu")
+    assert torch_xla.device() == torch.device("cpu")
+
+
+def test_set_device_type_only_before_the_runtime_is_used(shim):
+    _, _, xr, _ = shim
+    xr.set_device_type("TPU")
+    assert xr.device_type() == "TPU"
+    xr.global_ordinal()
+    with pytest.raises(RuntimeError, match="after XLA runtime is initialized"):
+        xr.set_device_type("CPU")
+
+
+def test_collectives_of_one_rank(shim, monkeypatch):
+    _, xm, _, _ = shim
+    t = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    reduced = xm.all_reduce(xm.REDUCE_SUM, t)
+    assert torch.equal(reduced, t) and reduced is not t
+    assert torch.equal(xm.all_gather(t, dim=1), t)
+    assert torch.equal(xm.reduce_scatter(xm.REDUCE_SUM, t, 1.0, 0, 1), t)
+    assert torch.equal(xm.collective_permute(t, [[0, 0]]), t)
+    assert torch.equal(xm.collective_permute(t, []), torch.zeros_like(t))
+    assert xm.rendezvous("tag", b"payload") == [b"payload"]
+    assert xm.mesh_reduce("tag", 3, sum) == 3
+    # XLA_ALWAYS_ALLREDUCE sends even a world of one through the runtime's collective.
+    monkeypatch.setenv("XLA_ALWAYS_ALLREDUCE", "1")
+    assert torch.equal(xm.all_reduce(xm.REDUCE_SUM, t, scale=0.5), t * 0.5)
+    tensors = [t.clone(), torch.ones(4)]
+    assert xm.all_reduce(xm.REDUCE_MAX, tensors) is tensors
+    assert torch.equal(tensors[1], torch.ones(4))
+
+
+def test_send_and_recv_in_a_world_of_one(shim):
+    _, xm, _, _ = shim
+    xm.send(torch.tensor([1.0, 2.0]), channel_id=7)
+    out = torch.zeros(2)
+    assert torch.equal(xm.recv(out, channel_id=7), torch.tensor([1.0, 2.0]))
+    with pytest.raises(RuntimeError, match="would block forever"):
+        xm.recv(out, channel_id=7)
+
+
+def test_xmp_spawn_in_a_rank_calls_fn_with_its_ordinal(shim):
+    import torch_xla.distributed.xla_multiprocessing as xmp
+
+    seen = []
+    xmp.spawn(seen.append, args=())
+    assert seen == [0]
+
+
+def test_torch_distributed_with_the_xla_backend(shim):
+    import torch_xla.distributed.xla_backend  # noqa: F401 - registers 'xla' and 'xla://'
+
+    dist.init_process_group("xla", init_method="xla://")
+    assert (dist.get_rank(), dist.get_world_size(), dist.get_backend()) == (0, 1, "xla")
+    t = torch.tensor([2.0, 3.0])
+    dist.all_reduce(t)
+    assert torch.equal(t, torch.tensor([2.0, 3.0]))
+    gathered = [torch.zeros(2)]
+    dist.all_gather(gathered, t)
+    assert torch.equal(gathered[0], t)
+
+
+def test_both_runtimes_answer_the_whole_protocol(shim):
+    from torch_xla._internal import runtime
+
+    from harness.world.runtime import HarnessRuntime
+
+    protocol = runtime.Runtime
+    members = {n for n in vars(protocol) if not n.startswith("_")} | set(protocol.__annotations__)
+    assert {"profile", "ordinal", "collective", "send", "recv", "spawn", "run_script"} <= members
+    for implementation in (runtime.LocalRuntime("current"), HarnessRuntime()):
+        missing = {n for n in members
+                   if not hasattr(type(implementation), n) and n not in vars(implementation)}
+        assert not missing, (type(implementation).__name__, missing)
