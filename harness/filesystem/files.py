@@ -103,9 +103,7 @@ class Files(Resolution):
             except OSError as exc:
                 raise oserror(exc.errno or errno.EIO, r.vpath) from None
         else:
-            source = self._read_location(r)
-            if source is None:
-                raise oserror(errno.ENOENT, r.vpath)
+            source = self._existing(r)
             try:
                 fd = machine.os_open(source, flags, mode)
             except OSError as exc:

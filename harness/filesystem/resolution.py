@@ -148,7 +148,7 @@ class Resolution:
         """The real file behind a virtual path for a reader, or None."""
         if r.passthrough:
             return r.vpath
-        if model_of(r.mount).shows_staged(r):
+        if r.model.shows_staged(r):
             return r.staging  # staging holds files; its directories only contain them
         if machine.exists(r.upper):
             return r.upper
