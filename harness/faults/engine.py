@@ -123,13 +123,11 @@ class FaultEngine(NoHooks):
                 time.sleep(delay / 1000)
         return data
 
-    def after_close(self, view: View, r: Resolved, writing: bool = True) -> None:
+    def after_close(self, view: View, r: Resolved, writing: bool = True) -> bool:
+        """Rewrite or withhold a faulted write's bytes; the mount's model publishes the rest."""
         faults = getattr(r, "content_faults", None)
-        if not writing:
-            return
-        if not faults:
-            self._publish(r)
-            return
+        if not writing or not faults:
+            return False
         data = _read(r.staging)
         target = r.upper
         rng_faults = {f.kind: f for f in faults}
@@ -137,7 +135,7 @@ class FaultEngine(NoHooks):
             self.report(rng_faults["lost-write"], "close", r.vpath,
                         message=f"the write of {r.vpath} ({len(data)} bytes) was lost")
             os.remove(r.staging)
-            return
+            return True
         if "torn-write" in rng_faults:
             fault = rng_faults["torn-write"]
             offset = torn_offset(data, fault)
@@ -172,45 +170,8 @@ class FaultEngine(NoHooks):
                                 f"{'looked for it' if until == 'read' else 'finished'}")
             self._hold(r, fault, until=until)
         else:
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            os.replace(r.staging, target)
-
-    def _publish(self, r: Resolved) -> None:
-        """What the mount's consistency model does when a writer closes a file."""
-        if not r.staging or not os.path.exists(r.staging):
-            return
-        if r.mount.consistency == "delayed":
-            # The writer's host sees its write at once (it reads its staging copy);
-            # the coordinator makes it visible to every other host delay_ms later.
-            self.notify({"type": "hold", "src": r.staging, "dst": r.upper, "path": r.vpath,
-                         "until": "time", "delay_ms": r.mount.delay_ms, "writer": self.rank,
-                         "copy": True})
-            return
-        os.makedirs(os.path.dirname(r.upper), exist_ok=True)
-        os.replace(r.staging, r.upper)
-
-    def after_fsync(self, view: View, r: Resolved, fd: int) -> None:
-        # gcsfuse uploads the whole object on fsync: it becomes visible as it is now.
-        if r.mount.consistency == "object" and r.staging and os.path.exists(r.staging) \
-                and not getattr(r, "content_faults", None):
-            os.makedirs(os.path.dirname(r.upper), exist_ok=True)
-            tmp = r.upper + f".harness-upload-{self.rank}"
-            _write(tmp, _read(r.staging))
-            os.replace(tmp, r.upper)
-
-    def rename(self, view: View, rs: Resolved, rd: Resolved, source: str, is_dir: bool) -> None:
-        if rs.mount.consistency != "object" or not is_dir:
-            view.move_into_place(rs, rd, source, is_dir)
-            return
-        # gcsfuse renames a directory object by object: others can see it half moved.
-        for root, _dirs, files in os.walk(source):
-            for name in sorted(files):
-                rel = os.path.relpath(os.path.join(root, name), source)
-                self.before(view, "rename", view.resolve(os.path.join(rs.vpath, rel)))
-                child_s = view.resolve(os.path.join(rs.vpath, rel))
-                child_d = view.resolve(os.path.join(rd.vpath, rel))
-                view.move_into_place(child_s, child_d, os.path.join(root, name), False)
-        view.remove_tree_if_empty(rs)
+            return False
+        return True
 
     def _hold(self, r: Resolved, fault: Fault, until: str) -> None:
         self.notify({"type": "hold", "src": r.staging, "dst": r.upper, "path": r.vpath,

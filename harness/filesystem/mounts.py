@@ -51,7 +51,13 @@ class Mount:
 
     @property
     def slug(self) -> str:
-        return "root" if self.path == "/" else self.path.strip("/").replace("/", "_")
+        """The mount's directory name in the sandbox, one per path: ``/mnt/a`` is
+        ``mnt_a``, so a ``_`` (and the ``%`` that escapes it) is escaped, and ``/``
+        is ``%root`` (``/mnt_a`` and ``/root`` must not share a backing store)."""
+        if self.path == "/":
+            return "%root"
+        escaped = self.path.strip("/").replace("%", "%25").replace("_", "%5F")
+        return escaped.replace("/", "_")
 
     def scope_key(self, rank: int, host: int) -> str:
         return {"shared": "shared", "host": f"host-{host}", "rank": f"rank-{rank}"}[self.scope]

@@ -22,10 +22,6 @@ _installed: View | None = None
 _saved: list[tuple[Any, str, Any]] = []
 
 
-def current_view() -> View | None:
-    return _installed
-
-
 def _set(owner: Any, name: str, value: Any) -> None:
     _saved.append((owner, name, getattr(owner, name)))
     setattr(owner, name, value)

@@ -79,7 +79,7 @@ def _enter_world(ctx: RankContext, rank: int, life: int = 0) -> None:
         from harness.filesystem.view import View
 
         view = View(spec.mounts, spec.sandbox, rank, ctx.host, spec.cwd, spec.home,
-                    hooks=engine, private=(spec.outdir,))
+                    hooks=engine, private=(spec.outdir,), notify=ctx.channel.notify)
         patch.install(view)
     seed = spec.seed
     if any(f.kind == "divergent-rng" for f in engine.faults):

@@ -25,7 +25,8 @@ from typing import Any
 
 from harness.faults.plan import FS_KINDS, FaultPlan, make_plan
 from harness.filesystem import sandbox as sandbox_layout
-from harness.filesystem.mounts import Mount, MountTable, default_table, staging_root
+from harness.filesystem.consistency import rank_restarted
+from harness.filesystem.mounts import Mount, MountTable, default_table
 from harness.filesystem.publisher import Publisher
 from harness.filesystem.sandbox import Leftover
 from harness.filesystem.snapshot import snapshot
@@ -442,7 +443,7 @@ class _WorldLoop:
         """A pre-empted rank comes back: same rank, same host disk, a new process."""
         old = self.ranks[rank]
         self.ranks[rank] = _Unit(life=old.life + 1)
-        self._drop_unfinished_uploads(rank)
+        rank_restarted(self.spec.sandbox, self.spec.mounts, rank, self.topology.host_of(rank))
         self.call.pop(rank, None)
         self.control.pop(rank, None)
         self.coordinator.forget(rank)
@@ -452,17 +453,6 @@ class _WorldLoop:
         conn = self.leader_conn()
         if conn is not None:
             self._send(conn, {"type": "restart", "rank": rank, "life": old.life + 1})
-
-    def _drop_unfinished_uploads(self, rank: int) -> None:
-        """An object a pre-empted rank had not closed was never uploaded: it is gone."""
-        if self.spec.mounts is None:
-            return
-        host = self.topology.host_of(rank)
-        for mount in self.spec.mounts.mounts:
-            if mount.consistency == "object":
-                key = mount.scope_key(rank, host)
-                shutil.rmtree(os.path.join(staging_root(self.spec.sandbox, mount, key),
-                                           f"rank-{rank}"), ignore_errors=True)
 
     def _finish_if_over(self) -> None:
         units = self.hosts if self.spec.exec_mode else self.ranks

@@ -1,0 +1,50 @@
+"""What the view asks at each point a fault could strike: the hooks protocol.
+
+``NoHooks`` is the plain answer (nothing goes wrong); the fault engine
+overrides the points its faults use. Visibility is not a hook: the mount's
+consistency model decides it, with or without faults.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.filesystem.files import ViewFile
+    from harness.filesystem.resolution import Resolved
+    from harness.filesystem.view import View
+
+
+class NoHooks:
+    """No faults: what a plain view does at each point."""
+
+    def before(self, view: View, op: str, r: Resolved, r2: Resolved | None = None) -> None:
+        """Before ``op`` on ``r`` (and ``r2`` for a rename): may raise, delay or kill."""
+
+    def prepare_write(self, view: View, r: Resolved) -> Resolved:
+        """At a writer's open: may set ``content_faults`` and a private staging file."""
+        return r
+
+    def after_open(self, view: View, r: Resolved, writing: bool) -> None:
+        pass
+
+    def looked(self, view: View, op: str, r: Resolved) -> None:
+        """After a reader's open, stat or listdir has returned or raised."""
+
+    def write(self, view: View, r: Resolved, f: ViewFile, data: memoryview) -> memoryview:
+        return data
+
+    def after_close(self, view: View, r: Resolved, writing: bool = True) -> bool:
+        """A file was closed: may rewrite the staged bytes of a write. True when the
+        hooks withheld them (lost, or held by the coordinator): the mount's model
+        then publishes nothing."""
+        return False
+
+    def after_change(self, view: View, r: Resolved) -> None:
+        pass
+
+    def adjust_stat(self, view: View, r: Resolved, st: Any) -> Any:
+        return st
+
+    def access(self, view: View, r: Resolved, mode: int, allowed: bool) -> bool:
+        return allowed

@@ -1,0 +1,121 @@
+"""The machine's own file calls, taken before any patch, and what the view builds on them.
+
+The view reaches the sandbox and an overlay's lower layer only through these:
+those real paths look virtual, and the patched ``os`` functions would resolve
+them in the view again. Read it as ``machine.stat(...)``: the kernel's stat.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import stat as stat_module
+from typing import Any
+
+open = io.open  # the machine's open: this module names the originals as os does
+stat, lstat, listdir, scandir, mkdir = os.stat, os.lstat, os.listdir, os.scandir, os.mkdir
+remove, rmdir, rename, replace = os.remove, os.rmdir, os.rename, os.replace
+chmod, access, utime, truncate = os.chmod, os.access, os.utime, os.truncate
+readlink, symlink, link = os.readlink, os.symlink, os.link
+fsync, close, makedirs = os.fsync, os.close, os.makedirs
+os_open = os.open
+chown, fchmod, fchown = os.chown, os.fchmod, os.fchown
+mknod, statvfs = os.mknod, os.statvfs
+listxattr = getattr(os, "listxattr", None)
+getxattr = getattr(os, "getxattr", None)
+setxattr = getattr(os, "setxattr", None)
+removexattr = getattr(os, "removexattr", None)
+
+
+def oserror(code: int, vpath: str | None = None, vpath2: str | None = None) -> OSError:
+    """The exception the real syscall raises, with the path the target used."""
+    args: list[Any] = [code, os.strerror(code)]
+    if vpath is not None:
+        args.append(vpath)
+        if vpath2 is not None:
+            args += [None, vpath2]
+    return OSError(*args)  # OSError picks the subclass (FileNotFoundError...) from errno
+
+
+def exists(path: str | None) -> bool:
+    if path is None:
+        return False
+    try:
+        lstat(path)
+        return True
+    except OSError:
+        return False
+
+
+def is_dir(path: str) -> bool:
+    """A directory itself, not a symlink to one (the view follows links, not the kernel)."""
+    try:
+        return stat_module.S_ISDIR(lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def leads_to_dir(path: str) -> bool:
+    """``os.path.isdir`` by the machine's own stat."""
+    try:
+        return stat_module.S_ISDIR(stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def is_plain(path: str | None) -> bool:
+    """Something other than a directory is there: a staged file, or a whiteout
+    (a whiteout *directory* only holds the whiteouts of some of its children)."""
+    return path is not None and exists(path) and not is_dir(path)
+
+
+def copy(source: str, target: str) -> None:
+    """Copy a file (a symlink as a symlink) with its mode and times: ``source``
+    may be a real path the view shadows."""
+    st = lstat(source)
+    if stat_module.S_ISLNK(st.st_mode):
+        symlink(readlink(source), target)
+        return
+    with open(source, "rb") as fin, open(target, "wb") as fout:
+        shutil.copyfileobj(fin, fout)
+    chmod(target, stat_module.S_IMODE(st.st_mode))
+    utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def touch(path: str) -> None:
+    makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w"):
+        pass
+
+
+def whiteout(path: str | None) -> None:
+    """Mark the real path behind ``path`` deleted (dropping its children's marks)."""
+    if path is None:
+        return
+    if is_dir(path):
+        shutil.rmtree(path)
+    touch(path)
+
+
+def rm(path: str) -> None:
+    if is_dir(path):
+        shutil.rmtree(path)  # only ever the sandbox's own paths
+    else:
+        remove(path)
+
+
+def read_bytes(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def write_bytes(path: str, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def publish(src: str, dst: str) -> None:
+    """Move a staged file into the place every reader sees."""
+    makedirs(os.path.dirname(dst), exist_ok=True)
+    replace(src, dst)

@@ -1,0 +1,234 @@
+"""Where a virtual path lives for one rank: mount, scope, real layers.
+
+A path resolves to its mount (the longest prefix), the scope's backing
+directory (the upper layer, where writes land), the machine's real path under
+an overlay (the lower layer), its whiteout (a deletion the rank made of a real
+path) and, on a non-local mount, the writer's staging file (as the mount's
+consistency model names it). The view, not the kernel, follows the symlinks a
+target makes: their text is a virtual path, and on the machine it would lead
+out of the sandbox.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import posixpath
+import stat as stat_module
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.filesystem import machine
+from harness.filesystem.consistency import Local, model_of
+from harness.filesystem.machine import oserror
+from harness.filesystem.mounts import Mount, MountTable, normalize, real_root, whiteout_root
+
+_MAX_LINKS = 40  # symlinks followed in one lookup before ELOOP, as Linux allows
+
+
+@dataclass
+class Resolved:
+    vpath: str
+    mount: Mount
+    key: str  # scope key: shared | host-N | rank-N
+    upper: str  # where writes land (and fresh mounts live)
+    lower: str | None  # the machine's real path under an overlay
+    whiteout: str | None
+    staging: str | None  # private write area for non-local consistency
+    # Set by the hooks at open: faults that decide at close what this write's bytes are.
+    content_faults: list[Any] = field(default_factory=list)
+
+    @property
+    def passthrough(self) -> bool:
+        return self.mount.base == "passthrough"
+
+    @property
+    def model(self) -> Local:
+        """The mount's consistency model."""
+        return model_of(self.mount)
+
+
+_PASS = Mount("/", scope="shared", base="passthrough")
+
+
+class Resolution:
+    """The view's half that maps virtual paths to real ones (a mixin of ``View``)."""
+
+    table: MountTable
+    sandbox: str
+    rank: int
+    host: int
+    home: str
+    hooks: Any
+    fds: dict[int, Resolved]
+    _cwd: str
+    _private: tuple[str, ...]
+    stat: Callable[..., Any]
+
+    # -- resolution -----------------------------------------------------------
+    def vpath(self, path: Any) -> str:
+        return normalize(os.fsdecode(os.fspath(path)), self._cwd, self.home)
+
+    def resolve(self, path: Any, follow: bool = True) -> Resolved:
+        """Where ``path`` lives for this rank; symlinks the target made are
+        followed here, through the view (the last one only if ``follow``)."""
+        return self._resolve(self._expand(self.vpath(path), follow))
+
+    def _at(self, path: Any, dir_fd: int | None) -> Any:
+        """``path`` as ``*at()`` calls read it: relative to ``dir_fd`` if the view
+        opened that directory. None: an fd the view never saw (the caller falls
+        back to the machine's own call)."""
+        if dir_fd is None or isinstance(path, int):
+            return path
+        text = os.fsdecode(os.fspath(path))
+        if text.startswith("/"):
+            return text
+        base = self.fds.get(dir_fd)
+        return None if base is None else posixpath.join(base.vpath, text)
+
+    def _expand(self, vpath: str, follow: bool) -> str:
+        """``vpath`` with every symlink that lives in the sandbox replaced by its
+        target, resolved in the view. The kernel must never follow those links:
+        their targets are virtual paths, and on the machine they lead out."""
+        done, rest, hops = "", [p for p in vpath.split("/") if p], 0
+        while rest:
+            candidate = done + "/" + rest.pop(0)
+            link = None if (not rest and not follow) else self._link_at(candidate)
+            if link is None:
+                done = candidate
+                continue
+            hops += 1
+            if hops > _MAX_LINKS:
+                raise oserror(errno.ELOOP, vpath)
+            target = posixpath.normpath(posixpath.join(posixpath.dirname(candidate), link))
+            rest = [p for p in target.split("/") if p] + rest
+            done = ""
+        return done or "/"
+
+    def _link_at(self, vpath: str) -> str | None:
+        """The text of the symlink at ``vpath`` if the target made it (it lives in the sandbox)."""
+        r = self._resolve(vpath)
+        if r.passthrough or machine.is_plain(r.staging):
+            return None  # (staging never holds links: a staged file is what this path is)
+        try:
+            if not stat_module.S_ISLNK(machine.lstat(r.upper).st_mode):
+                return None
+            return machine.readlink(r.upper)
+        except OSError:
+            return None
+
+    def _resolve(self, vpath: str) -> Resolved:
+        mount = self.table.match(vpath)
+        if mount.base == "passthrough" or self._is_private(vpath):
+            return Resolved(vpath, _PASS, "shared", vpath, None, None, None)
+        key = mount.scope_key(self.rank, self.host)
+        rel = mount.relative(vpath)
+        upper = os.path.join(real_root(self.sandbox, mount, key), rel)
+        lower = vpath if mount.base == "overlay" else None
+        whiteout = os.path.join(whiteout_root(self.sandbox, mount, key), rel) if lower else None
+        staging = model_of(mount).staging(self.sandbox, mount, key, self.rank, self.host, rel)
+        return Resolved(vpath, mount, key, upper.rstrip("/") or "/", lower, whiteout, staging)
+
+    def _is_private(self, vpath: str) -> bool:
+        return any(vpath == p or vpath.startswith(p + "/") for p in self._private)
+
+    def chdir(self, path: Any) -> None:
+        r = self.resolve(path)
+        st = self.stat(path)
+        if not stat_module.S_ISDIR(st.st_mode):
+            raise oserror(errno.ENOTDIR, r.vpath)
+        self._cwd = r.vpath
+
+    def getcwd(self) -> str:
+        return self._cwd
+
+    # -- where things are -----------------------------------------------------
+    def _read_location(self, r: Resolved) -> str | None:
+        """The real file behind a virtual path for a reader, or None."""
+        if r.passthrough:
+            return r.vpath
+        if r.model.shows_staged(r):
+            return r.staging  # staging holds files; its directories only contain them
+        if machine.exists(r.upper):
+            return r.upper
+        if r.lower is not None and not machine.is_plain(r.whiteout) and not self._whited_out_above(r):
+            if machine.exists(r.lower):
+                return r.lower
+        return None
+
+    def _whited_out_above(self, r: Resolved) -> bool:
+        if not r.whiteout:
+            return False
+        root = whiteout_root(self.sandbox, r.mount, r.key)
+        parent = os.path.dirname(r.whiteout)
+        while len(parent) > len(root):
+            if machine.exists(parent) and not machine.is_dir(parent):
+                return True
+            parent = os.path.dirname(parent)
+        return False
+
+    def _write_location(self, r: Resolved, keep_content: bool, staged: bool = True) -> str:
+        """The real file a writer writes: the upper copy (copied up when needed) or
+        staging (``staged``: content written through an open file, which the
+        mount's consistency model publishes at close)."""
+        parent = posixpath.dirname(r.vpath)
+        if parent != r.vpath and self._read_location(self.resolve(parent)) is None:
+            raise oserror(errno.ENOENT, r.vpath)
+        target = (r.staging if staged else None) or r.upper
+        machine.makedirs(os.path.dirname(target), exist_ok=True)
+        if keep_content and not machine.exists(target):
+            source = self._read_location(r)
+            if source is not None and source != target:
+                machine.copy(source, target)
+        if r.whiteout and machine.exists(r.whiteout):
+            machine.rm(r.whiteout)
+        return target
+
+    def _meta_location(self, r: Resolved) -> str:
+        """Where a metadata change (mode, owner, times, xattrs) lands: the open
+        write in staging if there is one, else the upper copy, visible at once."""
+        if machine.is_plain(r.staging):
+            return r.staging
+        return self._write_location(r, keep_content=True, staged=False)
+
+    def _check_writable(self, r: Resolved) -> None:
+        if r.mount.mode == "ro":
+            raise oserror(errno.EROFS, r.vpath)
+
+
+    def _enter(self, path: Any, dir_fd: int | None, machine_call: Callable[..., Any], *,
+               follow: bool = True, op: str | None = None, writes: bool = False,
+               at_kwargs: dict[str, Any] | None = None) -> tuple[Resolved | None, Any]:
+        """The opening path operations share. ``path`` as ``*at()`` reads it, resolved;
+        for an fd the view never saw (``machine_call`` gets ``dir_fd`` and
+        ``at_kwargs``), or a passthrough path, the machine's own call is made and
+        its result returned as ``(None, result)``. Then the fault hooks have their
+        say on ``op``, and a writer on a read-only mount meets EROFS."""
+        vpath = self._at(path, dir_fd)
+        if vpath is None:
+            return None, machine_call(path, dir_fd=dir_fd, **(at_kwargs or {}))
+        r = self.resolve(vpath, follow=follow)
+        if r.passthrough:
+            return None, machine_call(r.vpath)
+        if op is not None:
+            self.hooks.before(self, op, r)
+        if writes:
+            self._check_writable(r)
+        return r, None
+
+    def _existing(self, r: Resolved, vpath2: str | None = None) -> str:
+        """The real file a reader of ``r`` reaches; ENOENT if there is none."""
+        source = self._read_location(r)
+        if source is None:
+            raise oserror(errno.ENOENT, r.vpath, vpath2)
+        return source
+
+
+def opaque(r: Resolved) -> None:
+    """Hide the real children of ``r`` that its upper directory does not have."""
+    if r.lower is None or r.whiteout is None or not machine.leads_to_dir(r.lower):
+        return
+    for name in machine.listdir(r.lower):
+        if not machine.exists(os.path.join(r.upper, name)):
+            machine.touch(os.path.join(r.whiteout, name))
