@@ -7,7 +7,6 @@ order in which the world lists its ranks.
 from __future__ import annotations
 
 import json
-import pickle
 import signal
 from typing import Any
 
@@ -19,33 +18,27 @@ from harness.checkers.common import end_of_world
 from harness.history import Event
 from harness.world.result import CRASH, ERROR, FAIL, HANG, PASS, RankResult, WorldResult
 
+import support
+from support import error
+
 KILLED = "killed"  # a rank the fault plan killed (not an outcome: a fate)
 
 
 def rank(r: int, fate: str = PASS, value: Any = None, *, host: int | None = None,
          message: str = "the config did not arrive", restarts: int = 0) -> RankResult:
-    killed = fate == KILLED
-    outcome = CRASH if killed else fate
-    return RankResult(
-        rank=r, host=r if host is None else host, outcome=outcome, returned=outcome == PASS,
-        value_pickle=pickle.dumps(value) if outcome == PASS else None,
-        value_repr=repr(value) if outcome == PASS else None,
-        error={"type": "RuntimeError", "message": message, "traceback": "Traceback ..."}
-        if outcome == ERROR else None,
-        exit_code=None if outcome == CRASH else (1 if outcome == ERROR else 0),
-        signal=int(signal.SIGKILL) if outcome == CRASH else None,
-        stack="File train.py, in all_reduce" if outcome == HANG else None,
-        killed_by_fault=killed, restarts=restarts)
+    outcome = CRASH if fate == KILLED else fate
+    fates = {ERROR: dict(error=error("RuntimeError", message), exit_code=1),
+             CRASH: dict(signal=int(signal.SIGKILL), killed_by_fault=fate == KILLED),
+             HANG: dict(stack="File train.py, in all_reduce")}
+    return support.rank(r, outcome, value, host=host, restarts=restarts, **fates.get(outcome, {}))
 
 
 def world(ranks: list[RankResult], *, files: dict[int, dict[str, str]] | None = None,
           history: list[Event] = (), topology: str = "4x1") -> WorldResult:
     hung = any(r.outcome == HANG for r in ranks)
-    return WorldResult(world_id="synthetic", topology=topology, profile="legacy", seed=0,
-                       outcome=HANG if hung else PASS, ranks=list(ranks), history=list(history),
-                       mismatches=[], duration_s=0.1,
-                       hang_report="ranks 1-3 blocked in rendezvous 'config'" if hung else None,
-                       files=files or {})
+    return support.world(ranks, HANG if hung else PASS, topology=topology, history=list(history),
+                         hang_report="ranks 1-3 blocked in rendezvous 'config'" if hung else None,
+                         files=files or {})
 
 
 # -- common: how the world ended ------------------------------------------------------

@@ -10,9 +10,6 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,7 +27,8 @@ from harness.workloads.checkpoint_resume import PRELOAD, TARGETS, dataset, robus
 from harness.workloads.registry import BUILTIN_TARGETS, WORKLOADS
 from harness.world.result import ERROR, FAIL, HANG, PASS, RankResult, WorldResult
 
-REPO = Path(__file__).resolve().parent.parent
+from support import REPO
+
 WORKLOAD = WORKLOADS["checkpoint-resume"]
 WORKDIR = WORKLOAD.inputs().workdir
 BUCKET = Mount("/mnt/bucket", scope="shared", consistency="object")
@@ -228,11 +226,9 @@ def test_robust_names_shards_by_content_so_a_redone_shard_overwrites_itself():
     assert name != robust.shard_name("sample-00004", content.replace("cd", "ce"))
 
 
-def test_the_cli_runs_the_torn_checkpoint_scenario(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "harness", "run", "--scenario",
-                           "preempt-mid-checkpoint", "--report-dir", str(tmp_path), "--format",
-                           "json"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+def test_the_cli_runs_the_torn_checkpoint_scenario(tmp_path, cli):
+    proc = cli("run", "--scenario", "preempt-mid-checkpoint", "--report-dir", str(tmp_path),
+               "--format", "json", cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     cells = {c["target"]: c for c in json.loads((tmp_path / "matrix.json").read_text())["cells"]}
     assert (cells["naive-worker"]["verdict"], cells["robust-worker"]["verdict"]) == ("known", "ok")

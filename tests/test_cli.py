@@ -7,29 +7,12 @@ import, placed first on the path, and run the CLI in a subprocess.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-from pathlib import Path
 
-import pytest
+from support import Cli
 
-REPO = Path(__file__).resolve().parent.parent
 NAIVE = "harness.workloads.config_sync.naive:run"  # naive-sync, but not a built-in: nothing known
-
-
-@pytest.fixture(scope="module")
-def without_pytest(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    hidden = tmp_path_factory.mktemp("no-pytest")
-    (hidden / "pytest.py").write_text("raise ImportError(\"No module named 'pytest'\")\n")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(hidden), str(REPO), env.get("PYTHONPATH", "")])
-    return env
-
-
-def harness(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=120)
 
 
 def test_pytest_is_really_hidden(without_pytest: dict[str, str]) -> None:
@@ -46,23 +29,23 @@ def test_the_cli_imports_nothing_that_imports_pytest(without_pytest: dict[str, s
     assert done.returncode == 0, done.stderr
 
 
-def test_list_works_without_pytest(without_pytest: dict[str, str]) -> None:
-    done = harness(without_pytest, "list")
+def test_list_works_without_pytest(bare_cli: Cli) -> None:
+    done = bare_cli("list")
     assert done.returncode == 0, done.stderr
     assert "isolated-tmp" in done.stdout and "robust-sync" in done.stdout
 
 
-def test_replay_of_a_passing_cell_exits_0_without_pytest(without_pytest: dict[str, str]) -> None:
-    done = harness(without_pytest, "replay", "--scenario", "baseline", "--target", "robust-sync",
+def test_replay_of_a_passing_cell_exits_0_without_pytest(bare_cli: Cli) -> None:
+    done = bare_cli("replay", "--scenario", "baseline", "--target", "robust-sync",
                    "--seed", "0")
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith("baseline[robust-sync] on single-host-8, seed 0: PASS "
                                   "(expected pass, verdict ok)")
 
 
-def test_replay_of_a_known_failure_prints_its_diagnosis_and_exits_0(without_pytest: dict[str, str]) -> None:
+def test_replay_of_a_known_failure_prints_its_diagnosis_and_exits_0(bare_cli: Cli) -> None:
     """Exit 1 means "something failed that was not expected to" (DESIGN.md): a known failure is not."""
-    done = harness(without_pytest, "replay", "--scenario", "isolated-tmp", "--target", "naive-sync")
+    done = bare_cli("replay", "--scenario", "isolated-tmp", "--target", "naive-sync")
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
     assert "isolated-tmp[naive-sync] on v4-64, seed 0: ERROR (expected pass, verdict known)" in out
@@ -71,9 +54,8 @@ def test_replay_of_a_known_failure_prints_its_diagnosis_and_exits_0(without_pyte
     assert "replay: harness replay --scenario isolated-tmp --target naive-sync --seed 0" in out
 
 
-def test_replay_of_an_unexpected_failure_prints_its_diagnosis_and_exits_1(
-        without_pytest: dict[str, str]) -> None:
-    done = harness(without_pytest, "replay", "--scenario", "isolated-tmp", "--target", NAIVE)
+def test_replay_of_an_unexpected_failure_prints_its_diagnosis_and_exits_1(bare_cli: Cli) -> None:
+    done = bare_cli("replay", "--scenario", "isolated-tmp", "--target", NAIVE)
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"isolated-tmp[{NAIVE}] on v4-64, seed 0: ERROR (expected pass, verdict unexpected)" \
         in done.stdout

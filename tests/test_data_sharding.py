@@ -11,9 +11,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import pickle
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +33,13 @@ from harness.workloads.data_sharding.dataset import (
 )
 from harness.workloads.data_sharding.workload import DataShardingInputs
 from harness.workloads.registry import BUILTIN_TARGETS, WORKLOADS
-from harness.world.result import ERROR, FAIL, HANG, PASS, RankResult, WorldResult
+from harness.world.result import ERROR, FAIL, HANG, PASS, WorldResult
 from harness.world.world import run_world
 
+import support
+from support import REPO
+
 HERE = Path(__file__).resolve()
-REPO = HERE.parent.parent
 SEEDS = (0, 1, 7)
 SCENARIOS = ("uneven-shards", "missing-data-on-host", "divergent-dataset", "corrupt-npy",
              "readonly-data-mount", "divergent-seed")
@@ -191,16 +190,9 @@ def test_a_rank_that_returns_no_batches_fails():
 
 
 def _result(values: dict[int, Any], outcomes: dict[int, str] | None = None) -> WorldResult:
-    ranks = []
-    for rank, value in values.items():
-        outcome = (outcomes or {}).get(rank, PASS)
-        ranks.append(RankResult(rank=rank, host=rank, outcome=outcome, returned=outcome == PASS,
-                                value_pickle=pickle.dumps(value) if outcome == PASS else None))
-    outcome = max((r.outcome for r in ranks), key=[PASS, ERROR, FAIL, "CRASH", HANG].index)
-    return WorldResult(world_id="synthetic", topology="2x1", profile="legacy", seed=0,
-                       outcome=outcome, ranks=ranks, history=[], mismatches=[],
-                       hang_report="ranks 0 blocked in all_reduce (step 4)" if outcome == HANG
-                       else None, duration_s=0.1)
+    ranks = [support.rank(r, (outcomes or {}).get(r, PASS), value) for r, value in values.items()]
+    hung = any(r.outcome == HANG for r in ranks)
+    return support.world(ranks, hang_report="ranks 0 blocked in all_reduce (step 4)" if hung else None)
 
 
 def test_check_reads_the_world_result_and_a_hang_comes_first():
@@ -450,10 +442,8 @@ def test_a_loader_that_writes_a_cache_next_to_the_data_fails_on_a_read_only_moun
     assert judgement.outcome == PASS, judgement.detail
 
 
-def test_the_cli_runs_uneven_shards(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "harness", "run", "--scenario", "uneven-shards",
-                           "--report-dir", str(tmp_path)], capture_output=True, text=True,
-                          timeout=120, cwd=REPO)
+def test_the_cli_runs_uneven_shards(tmp_path, cli):
+    done = cli("run", "--scenario", "uneven-shards", "--report-dir", str(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads((tmp_path / "matrix.json").read_text())
     cells = {c["target"]: (c["outcome"], c["verdict"]) for c in report["cells"]}

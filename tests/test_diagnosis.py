@@ -22,6 +22,9 @@ from harness.reports.markdown import to_markdown
 from harness.runner.cells import Cell, FaultRow, Matrix, RankRow
 from harness.world.result import CRASH, ERROR, HANG, PASS, RankResult, WorldResult
 
+import support
+from support import error
+
 STACK = 'Thread MainThread:\n  File "sync.py", line 12, in load\n    xm.rendezvous("config_save")\n'
 
 
@@ -69,23 +72,12 @@ def test_the_rank_phrase_in_words() -> None:
 # -- synthetic worlds ---------------------------------------------------------------------------
 
 def rank(r: int, outcome: str = PASS, host: int | None = None, **kw) -> RankResult:
-    if outcome == PASS:
-        kw.setdefault("exit_code", 0)
-        kw.setdefault("value_repr", "'run-3f2a'")
-        kw.setdefault("returned", True)
-    return RankResult(rank=r, host=r if host is None else host, outcome=outcome, **kw)
-
-
-def error(kind: str, message: str) -> dict[str, str]:
-    return {"type": kind, "message": message,
-            "traceback": f"Traceback (most recent call last):\n  File \"sync.py\"\n{kind}: {message}\n"}
+    return support.rank(r, outcome, "run-3f2a", host=host, **kw)
 
 
 def world(ranks: list[RankResult], outcome: str, **kw) -> WorldResult:
-    base = dict(world_id="w1", topology="v4-64", profile="legacy", seed=3, outcome=outcome,
-                ranks=ranks, history=[], mismatches=[], hang_report=None, duration_s=1.5)
-    base.update(kw)
-    return WorldResult(**base)
+    return support.world(ranks, outcome, **{**dict(world_id="w1", topology="v4-64", seed=3,
+                                                   duration_s=1.5), **kw})
 
 
 def test_a_hang_names_the_blocked_ranks_and_shows_their_stack_once() -> None:

@@ -18,9 +18,10 @@ import pytest
 from harness import PASS, get_topology, run_world
 from harness.filesystem.mounts import Mount, default_table
 
+from support import REPO
+
 HERE = Path(__file__).parent
 TARGETS = HERE / "targets" / "fs_targets.py"
-REPO = HERE.parent
 
 
 def target(name: str) -> str:

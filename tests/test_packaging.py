@@ -9,9 +9,10 @@ import pytest
 from harness.scenarios import catalog_dir
 from harness.world.world import shim_root
 
+from support import REPO
+
 tomllib = pytest.importorskip("tomllib")
 
-REPO = Path(__file__).resolve().parent.parent
 
 
 def test_every_package_under_harness_is_listed_in_pyproject():

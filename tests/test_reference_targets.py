@@ -23,8 +23,9 @@ from harness.workloads.config_sync.model import (
     parse_overrides,
 )
 
+from support import REPO
+
 HERE = Path(__file__).resolve()
-REPO = HERE.parent.parent
 NAIVE, SEED_FIX, ROBUST = TARGETS["naive-sync"], TARGETS["seed-fix-sync"], TARGETS["robust-sync"]
 KILL_WRITER = {"kind": "kill", "rank": 0, "op": "collective", "tag": "config_save"}
 

@@ -8,8 +8,6 @@ against the scenario's workload's model, and a bad value is ``file:line``, exit 
 from __future__ import annotations
 
 import logging
-import subprocess
-import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -25,9 +23,10 @@ from harness.workloads import registry
 from harness.workloads.base import Workload, WorkloadInputs
 from harness.world.result import PASS, WorldResult
 
+from support import REPO
+
 tomllib = pytest.importorskip("tomllib")
 
-REPO = Path(__file__).resolve().parent.parent
 HERE = Path(__file__).resolve()
 
 
@@ -298,11 +297,10 @@ def test_good_inputs_are_merged_over_the_defaults_and_typed(tmp_path):
     assert inputs.for_target()["data_dir"] == "/mnt/data/puzzles"
 
 
-def test_the_cli_refuses_bad_inputs_with_exit_2_before_any_world(tmp_path):
+def test_the_cli_refuses_bad_inputs_with_exit_2_before_any_world(tmp_path, cli):
     path = tmp_path / "mine.yaml"
     path.write_text(SHARDING.format(line="num_samples: -5"))
-    done = subprocess.run([sys.executable, "-m", "harness", "run", "--scenario", str(path)],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    done = cli("run", "--scenario", str(path), cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert f"{path}:9: Input should be greater than or equal to 1 (field 'inputs.num_samples')" \
         in done.stderr

@@ -1,0 +1,32 @@
+"""Fixtures the test files share; plain helpers live in ``support.py``."""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import pytest
+
+from support import REPO, Cli, run_cli
+
+
+@pytest.fixture
+def cli() -> Cli:
+    """Run the ``harness`` command line in a subprocess."""
+    return run_cli
+
+
+@pytest.fixture(scope="session")
+def without_pytest(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """An environment where ``import pytest`` fails, as after ``pip install .`` alone."""
+    hidden = tmp_path_factory.mktemp("no-pytest")
+    (hidden / "pytest.py").write_text("raise ImportError(\"No module named 'pytest'\")\n")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(hidden), str(REPO), env.get("PYTHONPATH", "")])
+    return env
+
+
+@pytest.fixture
+def bare_cli(without_pytest: dict[str, str]) -> Cli:
+    """The command line where pytest cannot be imported."""
+    return functools.partial(run_cli, env=without_pytest)

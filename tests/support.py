@@ -1,0 +1,55 @@
+"""What the test files share: the repository, the command line in a subprocess, and
+world results built by hand for the pure parts (checkers, the diagnosis, reports).
+
+A hand-built rank's returned value is pickled as a real rank's is, so a checker
+reads it through ``RankResult.value`` exactly as it reads a live world's.
+"""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness.world.result import PASS, RankResult, WorldResult, world_outcome
+
+REPO = Path(__file__).resolve().parent.parent
+
+Cli = Callable[..., subprocess.CompletedProcess]
+
+
+def run_cli(*args: str, cwd: Path | str = REPO, env: dict[str, str] | None = None,
+            timeout: float = 180) -> subprocess.CompletedProcess:
+    """``harness ARGS`` in a subprocess, as a user types it; output captured as text."""
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def rank(r: int, outcome: str = PASS, value: Any = None, *, host: int | None = None,
+         **fields: Any) -> RankResult:
+    """Rank ``r``'s fate; on host ``r`` unless told (a ``Nx1`` world)."""
+    if outcome == PASS:
+        fields.setdefault("returned", True)
+        fields.setdefault("exit_code", 0)
+        fields.setdefault("value_pickle", pickle.dumps(value))
+        fields.setdefault("value_repr", repr(value))
+    return RankResult(rank=r, host=r if host is None else host, outcome=outcome, **fields)
+
+
+def error(kind: str = "RuntimeError", message: str = "it failed") -> dict[str, str]:
+    """A rank's error as the bootstrap reports it."""
+    return {"type": kind, "message": message,
+            "traceback": f'Traceback (most recent call last):\n  File "sync.py"\n{kind}: {message}\n'}
+
+
+def world(ranks: list[RankResult], outcome: str | None = None, **fields: Any) -> WorldResult:
+    """A world of ``ranks``; its outcome is the worst of theirs unless told."""
+    base: dict[str, Any] = dict(
+        world_id="synthetic", topology=f"{len(ranks)}x1", profile="legacy", seed=0,
+        outcome=outcome or world_outcome(ranks), ranks=list(ranks), history=[], mismatches=[],
+        hang_report=None, duration_s=0.1)
+    base.update(fields)
+    return WorldResult(**base)
