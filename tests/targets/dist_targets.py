@@ -236,7 +236,7 @@ def object_collectives() -> dict[str, Any]:
 
 def reinit() -> dict[str, Any]:
     """init, destroy, init again: the store is made once per process, as on the real one."""
-    import torch_xla.distributed.xla_backend as xb
+    from torch_xla._internal import rendezvous as xb
 
     rank, _ = _init()
     first_store = xb._store
@@ -301,7 +301,7 @@ def send_recv_warning() -> dict[str, Any]:
 
 def dummy_store() -> dict[str, Any]:
     """TORCH_DIST_INIT_BARRIER=0 XLA_USE_DUMMY_STORE=1: a dummy store and no handshake."""
-    import torch_xla.distributed.xla_backend as xb
+    from torch_xla._internal import rendezvous as xb
 
     rank, _ = _init()
     return {"rank": rank, "store": type(xb._store).__name__, "sum": _sum_of_ordinals(rank)}
