@@ -1,4 +1,9 @@
-"""Act on a module as soon as the rank imports it, or now if it already has."""
+"""Act on a module as soon as the rank imports it, or now if it already has.
+
+The shim keeps a copy of this (``torch_xla/_internal/imports.py``) on purpose:
+it imports nothing of the harness, so that it can be read, tested and shipped
+on its own.
+"""
 
 from __future__ import annotations
 
