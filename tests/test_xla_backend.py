@@ -78,7 +78,7 @@ def test_the_default_store_is_shared_by_the_world(topology):
 
 def test_torch_init_barrier_runs_over_the_shared_store():
     # TORCH_DIST_INIT_BARRIER=1 makes torch wait on the store for every rank: it needs one store.
-    result = run("identity", "8x1", env={"TORCH_DIST_INIT_BARRIER": "1"})
+    result = run("identity_then_sync", "8x1", env={"TORCH_DIST_INIT_BARRIER": "1"})
     assert [v["rank"] for v in values(result)] == list(range(8))
 
 

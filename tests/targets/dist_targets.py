@@ -50,6 +50,19 @@ def identity() -> dict[str, Any]:
     }
 
 
+def identity_then_sync() -> dict[str, Any]:
+    """``identity``, then one collective before returning.
+
+    Rank 0 serves the store. torch's init barrier ends when the last rank sets
+    its key, and a rank 0 that exits right then takes the store with it while a
+    peer may still be reading that key: ``DistNetworkError: Broken pipe``, on a
+    pod as here. Real code does work after init; this collective stands for it.
+    """
+    out = identity()
+    dist.all_reduce(torch.zeros(1))
+    return out
+
+
 def collectives() -> dict[str, Any]:
     """The upstream expectations of test_collective_ops_tpu.py, plus the rest of the API."""
     rank, n = _init()
