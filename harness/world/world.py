@@ -8,10 +8,10 @@ hang report and has the leader kill everything that is left.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import os
-import pickle
 import selectors
 import shutil
 import signal
@@ -23,16 +23,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.faults.plan import FS_KINDS, FaultPlan, make_plan
 from harness.filesystem import sandbox as sandbox_layout
 from harness.filesystem.consistency import rank_restarted
-from harness.filesystem.mounts import Mount, MountTable, default_table
 from harness.filesystem.publisher import Publisher
-from harness.filesystem.sandbox import Leftover
 from harness.filesystem.snapshot import snapshot
 from harness.history import format_ranks
-from harness.topology import PROFILES, Topology, clean_environment, get_topology
+from harness.topology import clean_environment
 from harness.world import pool, watchdog, wire
+from harness.world.config import WorldConfig
 from harness.world.coordinator import Coordinator
 from harness.world.result import (
     CRASH,
@@ -82,26 +80,20 @@ def target_name(target: str | Callable[..., Any]) -> str:
     return f"{module}:{qualname}"
 
 
-def run_world(target: str | Callable[..., Any] | None = None, *,
-              topology: str | Topology = "v4-64", timeout: float = 30.0, seed: int = 0,
-              profile: str = "legacy", args: tuple[Any, ...] = (),
-              kwargs: dict[str, Any] | None = None, argv: tuple[str, ...] | list[str] | None = None,
-              cwd: str | None = None, env: dict[str, str] | None = None,
-              preload: tuple[str, ...] | list[str] | None = None,
-              mounts: MountTable | list[Mount] | None = None,
-              faults: FaultPlan | list[dict[str, Any]] | None = None,
-              sandbox: bool = True, detect_deadlock: bool = True,
-              files: list[Leftover] | None = None, watch: list[str] | None = None,
-              max_restarts: int = 20, keep_output_dir: bool = False) -> WorldResult:
+def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfig | None = None,
+              **overrides: Any) -> WorldResult:
     """Run ``target`` on every rank of a world and return every rank's fate.
 
-    ``preload`` names the modules the warm fork server imports before forking
-    (default: the installed modules the target's source imports).
+    The world is described by ``config`` (a ``WorldConfig``), with ``overrides``
+    replacing its fields; ``run_world(target, topology="8x1", timeout=10)``
+    builds the config from keywords alone.
 
     ``target`` is ``module.path:function``, ``path/to/file.py:function`` or a
     module-level function; it is called as ``target(*args, **kwargs)`` on every
     rank. With ``argv`` instead (exec mode), every host runs ``python *argv``
-    and the script's own ``xmp.spawn`` starts the ranks.
+    and the script's own ``xmp.spawn`` starts the ranks. ``preload`` names the
+    modules the warm fork server imports before forking (default: the installed
+    modules the target's source imports).
     The world ends by ``timeout`` seconds (its processes are SIGKILLed by then,
     and the call returns at most 2 s later, once the leader confirms).
 
@@ -116,56 +108,40 @@ def run_world(target: str | Callable[..., Any] | None = None, *,
     ``detect_deadlock`` the watchdog acts as soon as no rank can make progress
     (see ``_WorldLoop._deadlocked``), not only at the deadline.
     """
-    if (target is None) == (argv is None):
+    if config is None:
+        config = WorldConfig(**overrides)
+    elif overrides:
+        config = dataclasses.replace(config, **overrides)
+    if (target is None) == (config.argv is None):
         raise ValueError("run_world needs exactly one of target= or argv=")
-    if profile not in PROFILES:
-        raise ValueError(f"unknown profile {profile!r}: use one of {', '.join(PROFILES)}")
-    if timeout <= 0:
-        raise ValueError(f"timeout must be positive, got {timeout}")
-    topo = get_topology(topology)
+    topo, timeout, seed, cwd = config.topo, config.timeout, config.seed, config.cwd
+    assert cwd is not None
     name = target_name(target) if target is not None else None
-    cwd = os.path.abspath(cwd or os.getcwd())
-    try:
-        pickle.dumps((tuple(args), dict(kwargs or {})))
-    except Exception as exc:  # noqa: BLE001 - any pickling failure is the caller's mistake
-        raise ValueError(f"args and kwargs must be picklable to reach the ranks: {exc}") from None
     world_id = f"{os.getpid()}-{next(_counter)}-{os.urandom(2).hex()}"
     base_env = clean_environment(dict(os.environ))
-    base_env.update(env or {})
+    base_env.update(config.env)
     base_env["HARNESS_SEED"] = str(seed)
-    home = os.path.expanduser("~")
-    table = None
-    if sandbox:
-        table = mounts if isinstance(mounts, MountTable) else default_table(topo, home, cwd)
-        for mount in (mounts if isinstance(mounts, list) else []):
-            table = table.with_mount(mount)
-    elif mounts:
-        raise ValueError("mounts need the sandbox: pass sandbox=True")
-    plan = faults if isinstance(faults, FaultPlan) else make_plan(
-        list(faults or []), seed=seed, world_size=topo.world_size, hosts=topo.hosts, home=home)
-    if plan.faults and table is None and any(f.kind in FS_KINDS for f in plan.faults):
-        raise ValueError("filesystem faults need the sandbox: pass sandbox=True")
-    if files and table is None:
-        raise ValueError("files need the sandbox: pass sandbox=True")
+    table, plan = config.table, config.plan
     grace = min(1.0, 0.1 * timeout)
-    modules = tuple(preload) if preload is not None else \
-        pool.preload_for(name, tuple(argv) if argv else None, cwd)
+    modules = config.preload if config.preload is not None else \
+        pool.preload_for(name, config.argv, cwd)
     server = pool.fork_server(modules)  # a cold start is not the world's time
     outdir = tempfile.mkdtemp(prefix=f"harness-{world_id}-")  # after every check: nothing leaks
     start_wall, start = time.time(), time.monotonic()
     spec = WorldSpec(
-        world_id=world_id, address=wire.new_address(world_id), topology=topo, profile=profile,
-        deadline=start_wall + timeout - grace, outdir=outdir, cwd=cwd, base_env=base_env,
-        shim_root=shim_root(), target=name, args=tuple(args), kwargs=dict(kwargs or {}),
-        argv=tuple(argv) if argv is not None else None, seed=seed, home=home, mounts=table,
+        world_id=world_id, address=wire.new_address(world_id), topology=topo,
+        profile=config.profile, deadline=start_wall + timeout - grace, outdir=outdir, cwd=cwd,
+        base_env=base_env, shim_root=shim_root(), target=name, args=config.args,
+        kwargs=config.kwargs, argv=config.argv, seed=seed, home=config.home, mounts=table,
         faults=plan)
     try:
         if table is not None:
-            sandbox_layout.create(spec.sandbox, table, topo, plan.leftovers + tuple(files or ()))
-        loop = _WorldLoop(spec, start, watch=list(watch or []), max_restarts=max_restarts)
+            sandbox_layout.create(spec.sandbox, table, topo, plan.leftovers + config.files)
+        loop = _WorldLoop(spec, start, watch=list(config.watch), max_restarts=config.max_restarts)
         try:
             loop.leader_pid = server.fork_world(spec)
-            finished = loop.serve(until=start + timeout - grace, detect_deadlock=detect_deadlock)
+            finished = loop.serve(until=start + timeout - grace,
+                                  detect_deadlock=config.detect_deadlock)
             if not finished:
                 stack_wait = grace * 0.6
                 if time.monotonic() < start + timeout - grace:
@@ -178,7 +154,7 @@ def run_world(target: str | Callable[..., Any] | None = None, *,
             loop.close()
         return loop.result(time.monotonic() - start, seed)
     finally:
-        if not keep_output_dir:
+        if not config.keep_output_dir:
             shutil.rmtree(outdir, ignore_errors=True)
 
 
