@@ -17,8 +17,17 @@ import struct
 _PREFIX = struct.Struct("!IQ")
 
 
+#: Bounds on one frame, checked before a byte of it is allocated.
+MAX_HEADER = 1 << 20
+MAX_PAYLOAD = 1 << 30
+
+
 class ConnectionLost(EOFError):
     """The other end closed the socket."""
+
+
+class FrameError(ValueError):
+    """A frame that breaks the protocol: too long, or not a well-formed message."""
 
 
 def send_frame(sock: socket.socket, header: dict, payload: bytes | memoryview = b"") -> None:
@@ -48,11 +57,22 @@ def _recv_exact(sock: socket.socket, n: int) -> bytearray:
     return buf
 
 
-def recv_frame(sock: socket.socket) -> tuple[dict, bytearray]:
+def recv_raw(sock: socket.socket) -> tuple[bytearray, bytearray]:
+    """One frame's header bytes and payload, refused (``FrameError``) before
+    anything is allocated if either length is beyond its bound."""
     head_len, payload_len = _PREFIX.unpack(_recv_exact(sock, _PREFIX.size))
-    header = pickle.loads(_recv_exact(sock, head_len))
+    if head_len > MAX_HEADER:
+        raise FrameError(f"a header of {head_len} bytes (the limit is {MAX_HEADER})")
+    if payload_len > MAX_PAYLOAD:
+        raise FrameError(f"a payload of {payload_len} bytes (the limit is {MAX_PAYLOAD})")
+    head = _recv_exact(sock, head_len)
     payload = _recv_exact(sock, payload_len) if payload_len else bytearray()
-    return header, payload
+    return head, payload
+
+
+def recv_frame(sock: socket.socket) -> tuple[dict, bytearray]:
+    head, payload = recv_raw(sock)
+    return pickle.loads(head), payload
 
 
 def new_address(label: str) -> str:
