@@ -19,6 +19,8 @@ from harness.world.result import (
 )
 
 _OUTPUT_LIMIT = 1 << 20
+_NO_ERROR = {"type": "Error", "message": "the rank reported a failure without saying which",
+             "traceback": ""}
 
 
 def world_result(life: Lifecycle, coordinator: Coordinator, duration: float) -> WorldResult:
@@ -56,12 +58,17 @@ def unit_result(outdir: str, ident: int, host: int, unit: Unit, name: str) -> Ra
     out.restarts = unit.life
     if unit.alive_at_deadline:
         out.outcome = HANG
-    elif res is not None and res.get("ok"):
+    elif res is not None and res.ok:
         out.outcome, out.returned = PASS, True
-        out.value_pickle = res.get("value")
-        out.value_repr = res.get("value_repr")
+        out.value_pickle = bytes(res.payload) if res.payload else None
+        out.value_repr = res.value_repr
     elif res is not None:
-        out.outcome, out.error = ERROR, res["error"]
+        out.outcome, out.error = ERROR, dict(res.error or _NO_ERROR)
+        if res.payload:
+            out.error["pickled"] = bytes(res.payload)
+    elif unit.refused is not None:
+        out.outcome = ERROR
+        out.error = {"type": "ProtocolError", "message": unit.refused, "traceback": ""}
     elif unit.pid is None and unit.status is None:
         out.error = {"type": "NeverStarted", "message": "the process never started",
                      "traceback": ""}

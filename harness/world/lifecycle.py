@@ -10,7 +10,6 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from harness.filesystem.consistency import rank_restarted
 from harness.filesystem.publisher import Publisher
@@ -19,6 +18,7 @@ from harness.history import format_ranks
 from harness.world import watchdog
 from harness.world.coordinator import Coordinator
 from harness.world.loop import EventLoop
+from harness.world.protocol import Fault, Result
 from harness.world.result import decode_status, one_line
 from harness.world.spec import WorldSpec
 
@@ -30,12 +30,13 @@ class Unit:
     """What the harness knows of one rank or launcher."""
 
     pid: int | None = None
-    result: dict[str, Any] | None = None
+    result: Result | None = None
     status: int | None = None
     alive_at_deadline: bool = False
     stack: str | None = None
     life: int = 0  # how many times the fault plan's pre-emptions brought it back
     doomed_by: str | None = None  # the fault kind (kill/preempt) that took this life
+    refused: str | None = None  # why the harness dropped its connection (a malformed frame)
 
 
 class Lifecycle:
@@ -73,12 +74,12 @@ class Lifecycle:
             self.pids[pid] = (role, ident)
         (self.ranks if role == "rank" else self.hosts)[ident].pid = pid
 
-    def fault(self, rank: int | None, header: dict) -> None:
+    def fault(self, rank: int | None, msg: Fault) -> None:
         """A fault fired: the kinds that end or hold a rank change how its exit is judged."""
-        if header["fault"] in ("kill", "preempt") and rank is not None:
-            self.ranks[rank].doomed_by = header["fault"]
-        elif header["fault"] == "never-arrive" and rank is not None:
-            self.held_forever[rank] = header.get("detail", {}).get("message", "")
+        if msg.fault in ("kill", "preempt") and rank is not None:
+            self.ranks[rank].doomed_by = msg.fault
+        elif msg.fault == "never-arrive" and rank is not None:
+            self.held_forever[rank] = str(msg.detail.get("message", ""))
 
     # -- exits ----------------------------------------------------------------
     def exited(self, unit: tuple[str, int], status: int) -> None:
@@ -151,10 +152,10 @@ class Lifecycle:
         result = self.ranks[rank].result
         if sig is not None:
             return f"was killed by {signal.Signals(sig).name}"
-        if result is not None and result.get("ok"):
+        if result is not None and result.ok:
             return "returned"
-        if result is not None:
-            err = result["error"]
+        if result is not None and result.error is not None:
+            err = result.error
             return f"raised {err['type']}: {one_line(err['message'])}"
         return f"exited with code {code} without a Python exception"
 

@@ -28,12 +28,15 @@ class Conn:
 
 
 class EventLoop:
-    """Accepts, reads and writes frames; hands each frame read to ``on_frame``."""
+    """Accepts, reads and writes frames; hands each frame read to ``on_frame``,
+    its header still bytes: what a frame means is not the loop's business."""
 
-    def __init__(self, address: str, on_frame: Callable[[socket.socket, bytes, bytearray], None]
-                 ) -> None:
+    def __init__(self, address: str,
+                 on_frame: Callable[[socket.socket, bytearray, bytearray], None],
+                 on_refused: Callable[[socket.socket, str], None]) -> None:
         self.address = address
         self.on_frame = on_frame
+        self.on_refused = on_refused  # a frame too long to read: the caller says so, then forgets
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(address)
         self.listener.listen(4096)
@@ -68,7 +71,11 @@ class EventLoop:
         try:
             sock.settimeout(timeout)
             head, payload = wire.recv_raw(sock)
-        except (EOFError, OSError, wire.FrameError):
+        except wire.FrameError as exc:
+            self.on_refused(sock, str(exc))
+            self.forget(sock)
+            return False
+        except (EOFError, OSError):
             self.forget(sock)
             return False
         self.on_frame(sock, head, payload)
