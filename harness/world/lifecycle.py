@@ -95,6 +95,9 @@ class Lifecycle:
             # The leader's word that it exited can overtake the rank's last frames
             # (its result, the fault that killed it): read them before judging.
             sock = self.loop.call.get(rank)
+            if sock is None:  # its hello may still wait in the backlog
+                self.loop.settle(0.5)
+                sock = self.loop.call.get(rank)
             if sock is not None:  # the process is gone: what it sent is all buffered
                 self.loop.drain(sock, 0.5)
             self._snapshot_on_exit(rank)

@@ -8,6 +8,7 @@ hand-off.
 from __future__ import annotations
 
 import os
+import select
 import selectors
 import socket
 import time
@@ -108,6 +109,20 @@ class EventLoop:
         """Read what a dead process left in its socket, up to its EOF."""
         while sock in self.conns and self._read(sock, timeout):
             pass
+
+    def settle(self, timeout: float) -> None:
+        """Accept every connection in the backlog and read the hello of each one that
+        has sent it: a unit killed right after it connected has said who it is, and
+        what it sent next, before the harness judges its exit."""
+        self._accept()
+        pending = {s.fileno(): s for s, c in self.conns.items() if c.role == "pending"}
+        if not pending:
+            return
+        poller = select.poll()  # not select(): a 256-rank world has fds > 1024
+        for fd in pending:
+            poller.register(fd, select.POLLIN)
+        for fd, _ in poller.poll(0):
+            self._read(pending[fd], timeout)
 
     def drain_all(self, timeout: float) -> None:
         for sock in list(self.conns):
