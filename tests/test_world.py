@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import CRASH, ERROR, HANG, PASS, get_topology, run_world
+from harness import CRASH, ERROR, HANG, PASS, WorldConfig, get_topology, run_world
 from harness.filesystem.mounts import Mount
 from harness.pytest_plugin import WorldFailed, assert_world_passed
 
@@ -205,6 +205,17 @@ def test_a_target_that_cannot_be_imported_is_an_error_on_every_rank(tmp_path):
 def test_bad_arguments_are_refused_with_a_clear_message(kwargs, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
         run_world(target("identity"), **kwargs)
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        WorldConfig(**kwargs)  # the config checks itself: a config that exists is valid
+
+
+def test_a_config_is_built_once_and_varied_by_overrides():
+    config = WorldConfig(topology="2x1", timeout=10, kwargs={}, faults=[])
+    assert config.topo.world_size == 2 and config.args == () and config.plan.faults == ()
+    with pytest.raises(ValueError, match="filesystem faults need the sandbox"):
+        WorldConfig(sandbox=False, faults=[{"kind": "eio", "path": "/tmp/x", "op": "open-read"}])
+    result = run_world(target("identity"), config, topology="4x1")
+    assert result.outcome == PASS and result.topology == "4x1"
 
 
 def test_a_local_function_cannot_be_a_target():

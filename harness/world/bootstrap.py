@@ -191,7 +191,7 @@ def _finish(ctx: RankContext, result: dict[str, Any], code: int) -> None:
             pass
     if ctx.channel is not None:
         try:
-            ctx.channel.notify(result)
+            ctx.channel.notify(*result_frame(result))
         except OSError:
             pass
     if ctx.result_fd is not None:
@@ -202,6 +202,16 @@ def _finish(ctx: RankContext, result: dict[str, Any], code: int) -> None:
             pass
     faulthandler.cancel_dump_traceback_later()
     os._exit(code)
+
+
+def result_frame(result: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+    """The result message: its pickled value (or exception) travels as the payload."""
+    header = {k: v for k, v in result.items() if k != "value"}
+    payload = result.get("value", b"")
+    if "error" in result:
+        header["error"] = {k: v for k, v in result["error"].items() if k != "pickled"}
+        payload = result["error"].get("pickled", b"")
+    return header, payload
 
 
 def run_unit(spec: WorldSpec, role: str, ident: int, life: int = 0) -> None:

@@ -59,7 +59,7 @@ class Channel:
                 header, _ = wire.recv_frame(self.control)
                 if header.get("type") == "stacks":
                     wire.send_frame(self.control, {"type": "stacks", "stacks": format_stacks()})
-        except (OSError, EOFError):
+        except (OSError, EOFError, wire.FrameError):
             return
 
     def close(self, shutdown: bool = True) -> None:

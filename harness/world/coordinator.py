@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.history import Event, ranks_phrase
+from harness.world.protocol import Collective, Recv, Send
 from harness.world.reductions import ReductionError, reduce_buffers
 
 Reply = tuple[int, dict, bytes | bytearray]
@@ -43,37 +44,23 @@ class Waiting:
 
 @dataclass
 class _Step:
-    arrivals: dict[int, tuple[dict, bytes | bytearray]] = field(default_factory=dict)
+    arrivals: dict[int, Collective] = field(default_factory=dict)
     mismatch: str | None = None
 
 
-def _signature(header: dict) -> tuple:
+def _signature(call: Collective) -> tuple:
     """What must agree across ranks for a step to be well formed."""
-    return (
-        header.get("op"),
-        header.get("kind"),
-        tuple(tuple(t[:2]) for t in header.get("tensors", ())),
-        header.get("reduce"),
-        _freeze(header.get("groups")),
-        header.get("root"),
-        _freeze(header.get("pairs")),
-    )
+    return (call.op, call.kind, [t[:2] for t in call.tensors], call.reduce, call.groups,
+            call.root, call.pairs)
 
 
-def _freeze(value: Any) -> Any:
-    if isinstance(value, (list, tuple)):
-        return tuple(_freeze(v) for v in value)
-    return value
-
-
-def _describe_call(header: dict) -> str:
-    op = header.get("op", "?")
-    tensors = header.get("tensors")
-    if tensors:
-        shapes = ", ".join(f"{d}{list(s)}" for d, s, *_ in tensors)
+def _describe_call(call: Collective) -> str:
+    op = call.op
+    if call.tensors:
+        shapes = ", ".join(f"{d}{list(s)}" for d, s, *_ in call.tensors)
         op += f"({shapes})"
-    if header.get("tag") is not None:
-        op += f" {header['tag']!r}"
+    if call.tag is not None:
+        op += f" {call.tag!r}"
     return op
 
 
@@ -89,8 +76,8 @@ class Coordinator:
         self.exited: dict[int, str] = {}
         self._steps: dict[int, _Step] = {}
         self._next_step = [0] * world_size
-        self._mailboxes: dict[Any, deque[tuple[dict, bytes | bytearray]]] = {}
-        self._receivers: dict[Any, int] = {}
+        self._mailboxes: dict[str, deque[bytes | bytearray]] = {}
+        self._receivers: dict[str, int] = {}
 
     # -- bookkeeping -----------------------------------------------------
     def now(self) -> float:
@@ -102,23 +89,22 @@ class Coordinator:
         return event
 
     # -- collectives -----------------------------------------------------
-    def collective(self, rank: int, header: dict, payload: bytes | bytearray) -> list[Reply]:
+    def collective(self, rank: int, call: Collective) -> list[Reply]:
         step_no = self._next_step[rank]
         self._next_step[rank] += 1
-        op, tag, site = header.get("op", "?"), header.get("tag"), header.get("site")
-        detail = {}
-        if header.get("tensors"):
-            detail["tensors"] = [f"{d}{list(s)}" for d, s, *_ in header["tensors"]]
-        elif header.get("kind") == "gather_bytes":
-            detail["payload_bytes"] = len(payload)
-        if header.get("groups") is not None:
-            detail["groups"] = header["groups"]
+        op, tag, site = call.op, call.tag, call.site
+        detail: dict[str, Any] = {}
+        if call.tensors:
+            detail["tensors"] = [f"{d}{list(s)}" for d, s, *_ in call.tensors]
+        elif call.kind == "gather_bytes":
+            detail["payload_bytes"] = len(call.payload)
+        if call.groups is not None:
+            detail["groups"] = call.groups
         self.record("call", rank=rank, op=op, tag=tag, step=step_no, site=site, detail=detail)
-        self.waiting[rank] = Waiting(rank, op, tag, step_no, site, self.now(),
-                                     header.get("guarded", True))
+        self.waiting[rank] = Waiting(rank, op, tag, step_no, site, self.now(), call.guarded)
 
         step = self._steps.setdefault(step_no, _Step())
-        step.arrivals[rank] = (header, payload)
+        step.arrivals[rank] = call
         self._check_agreement(step_no, step, rank)
         if step.mismatch is not None or len(step.arrivals) < self.world_size:
             return []
@@ -130,17 +116,17 @@ class Coordinator:
         first_rank = next(iter(step.arrivals))
         if rank == first_rank or step.mismatch is not None:
             return
-        if _signature(step.arrivals[rank][0]) != _signature(step.arrivals[first_rank][0]):
+        if _signature(step.arrivals[rank]) != _signature(step.arrivals[first_rank]):
             step.mismatch = f"collective mismatch at step {step_no}"
             self.record("mismatch", rank=rank, step=step_no,
-                        detail={"message": f"{_describe_call(step.arrivals[rank][0])} does not match "
+                        detail={"message": f"{_describe_call(step.arrivals[rank])} does not match "
                                            f"rank {first_rank}'s "
-                                           f"{_describe_call(step.arrivals[first_rank][0])}"})
+                                           f"{_describe_call(step.arrivals[first_rank])}"})
 
     def _note_tags(self, step_no: int, step: _Step) -> None:
         by_tag: dict[Any, list[int]] = {}
-        for r, (h, _) in sorted(step.arrivals.items()):
-            by_tag.setdefault(h.get("tag"), []).append(r)
+        for r, call in sorted(step.arrivals.items()):
+            by_tag.setdefault(call.tag, []).append(r)
         if len(by_tag) > 1:
             parts = "; ".join(f"{ranks_phrase(rs)} {tag!r}" for tag, rs in by_tag.items())
             message = (f"rendezvous tags differ at step {step_no}: {parts}; "
@@ -150,80 +136,84 @@ class Coordinator:
 
     def _complete(self, step_no: int, step: _Step) -> list[Reply]:
         arrivals = step.arrivals
-        header0 = arrivals[0][0]
-        kind = header0["kind"]
-        if kind == "gather_bytes":
+        call0 = arrivals[0]
+        if call0.kind == "gather_bytes":
             self._note_tags(step_no, step)
         replies: list[Reply] = []
         try:
-            for group in _groups(header0.get("groups"), self.world_size):
-                replies.extend(self._compute(kind, header0, group, arrivals))
-        except ReductionError as exc:
+            for group in _groups(call0.groups, self.world_size):
+                replies.extend(self._compute(call0, group, arrivals))
+        except (ReductionError, ValueError) as exc:  # a CallError, or numpy refusing a buffer
             replies = [(r, {"error": "TypeError", "message": str(exc)}, b"") for r in arrivals]
         for r in arrivals:
             self.waiting.pop(r, None)
-        self.record("complete", op=header0.get("op"), tag=header0.get("tag"), step=step_no)
+        self.record("complete", op=call0.op, tag=call0.tag, step=step_no)
         return replies
 
-    def _compute(self, kind: str, header0: dict, group: list[int],
-                 arrivals: dict[int, tuple[dict, bytes | bytearray]]) -> list[Reply]:
+    def _compute(self, call0: Collective, group: list[int],
+                 arrivals: dict[int, Collective]) -> list[Reply]:
+        kind = call0.kind
+        if any(r not in arrivals for r in group):
+            raise CallError(f"{call0.op}: groups {call0.groups} name ranks outside the world "
+                            f"of {self.world_size}")
         if kind == "gather_bytes" or kind == "gather":
-            payloads = [arrivals[r][1] for r in group]
+            payloads = [arrivals[r].payload for r in group]
             out = b"".join(payloads)
             reply = {"sizes": [len(p) for p in payloads]}
             return [(r, reply, out) for r in group]
         if kind == "reduce":
             out_parts = []
             offset = 0
-            for dtype, _shape, nbytes in header0["tensors"]:
-                bufs = [memoryview(arrivals[r][1])[offset:offset + nbytes] for r in group]
-                out_parts.append(reduce_buffers(header0["reduce"], dtype, bufs))
+            for dtype, _shape, nbytes in call0.tensors:
+                bufs = [memoryview(arrivals[r].payload)[offset:offset + nbytes] for r in group]
+                if any(len(b) != nbytes for b in bufs):
+                    raise CallError(f"{call0.op}: a payload is shorter than its tensors")
+                out_parts.append(reduce_buffers(call0.reduce or "", dtype, bufs))
                 offset += nbytes
             out = b"".join(out_parts)
             return [(r, {}, out) for r in group]
         if kind == "broadcast":
-            root = header0["root"]
+            root = call0.root
             if root not in group:  # the real op sums zeros: nothing to copy
                 return [(r, {"none": True}, b"") for r in group]
-            out = arrivals[root][1]
+            out = arrivals[root].payload
             return [(r, {}, out) for r in group]
         if kind == "permute":
-            sources = {dst: src for src, dst in header0["pairs"]}
+            sources = {dst: src for src, dst in call0.pairs or ()}
             replies = []
             for r in group:
                 src = sources.get(r)
+                if src is not None and src not in arrivals:
+                    raise CallError(f"{call0.op}: pairs {call0.pairs} name ranks outside the world")
                 if src is None:
                     replies.append((r, {"none": True}, b""))
                 else:
-                    replies.append((r, {}, arrivals[src][1]))
+                    replies.append((r, {}, arrivals[src].payload))
             return replies
-        raise ValueError(f"unknown collective kind {kind!r}")
+        raise CallError(f"unknown collective kind {kind!r}")
 
     # -- point to point --------------------------------------------------
-    def send(self, rank: int, header: dict, payload: bytes | bytearray) -> list[Reply]:
+    def send(self, rank: int, call: Send) -> list[Reply]:
         """Point to point: a message waits in its mailbox (``box``) until received."""
-        box = _freeze(header["box"])
-        self.record("call", rank=rank, op="send", site=header.get("site"),
-                    detail={"to": header.get("peer")})
+        box = call.box
+        self.record("call", rank=rank, op="send", site=call.site, detail={"to": call.peer})
         replies: list[Reply] = [(rank, {}, b"")]
         receiver = self._receivers.pop(box, None)
         if receiver is not None:
             self.waiting.pop(receiver, None)
-            replies.append((receiver, {}, payload))
+            replies.append((receiver, {}, call.payload))
         else:
-            self._mailboxes.setdefault(box, deque()).append((header, payload))
+            self._mailboxes.setdefault(box, deque()).append(call.payload)
         return replies
 
-    def recv(self, rank: int, header: dict) -> list[Reply]:
-        box, src = _freeze(header["box"]), header.get("peer")
-        self.record("call", rank=rank, op="recv", site=header.get("site"), detail={"from": src})
+    def recv(self, rank: int, call: Recv) -> list[Reply]:
+        box, src = call.box, call.peer
+        self.record("call", rank=rank, op="recv", site=call.site, detail={"from": src})
         mailbox = self._mailboxes.get(box)
         if mailbox:
-            _, payload = mailbox.popleft()
-            return [(rank, {}, payload)]
+            return [(rank, {}, mailbox.popleft())]
         self._receivers[box] = rank
-        self.waiting[rank] = Waiting(rank, "recv", None, None, header.get("site"), self.now(),
-                                     header.get("guarded", True))
+        self.waiting[rank] = Waiting(rank, "recv", None, None, call.site, self.now(), call.guarded)
         if src in self.exited:
             self.record("warning", rank=rank, op="recv",
                         detail={"message": f"rank {rank} waits to receive from rank {src}, "
@@ -261,16 +251,16 @@ class Coordinator:
         for step_no, step in sorted(self._steps.items()):
             if step.mismatch is not None:
                 groups: dict[str, list[int]] = {}
-                for r, (h, _) in sorted(step.arrivals.items()):
-                    groups.setdefault(_describe_call(h), []).append(r)
+                for r, call in sorted(step.arrivals.items()):
+                    groups.setdefault(_describe_call(call), []).append(r)
                 parts = "; ".join(f"{ranks_phrase(rs)}: {call}" for call, rs in groups.items())
                 out.append(f"collective mismatch at step {step_no}: {parts} "
                            "(a real pod hangs or fails here)")
             gone = sorted(r for r in self.exited if r not in step.arrivals)
             if gone and step.arrivals:
-                header = next(iter(step.arrivals.values()))[0]
+                call = next(iter(step.arrivals.values()))
                 out.append(f"{ranks_phrase(gone)} exited while {ranks_phrase(step.arrivals)} wait for "
-                           f"{'it' if len(gone) == 1 else 'them'} in {_describe_call(header)} "
+                           f"{'it' if len(gone) == 1 else 'them'} in {_describe_call(call)} "
                            f"(step {step_no}); a real rendezvous never times out")
         return out
 
@@ -285,6 +275,11 @@ class Coordinator:
             step_txt = f" (step {step})" if step is not None else ""
             phrases.append(f"{ranks_phrase(ranks)} blocked in {what}{step_txt}{where}")
         return phrases
+
+
+class CallError(ValueError):
+    """A step whose calls agree but cannot be computed (ranks outside the world, short
+    payloads): every rank of the step is answered with the error, as a real runtime would."""
 
 
 def _groups(groups: list[list[int]] | None, world_size: int) -> list[list[int]]:

@@ -177,7 +177,8 @@ def _lead(spec: WorldSpec) -> None:
 
     for role, ident in spec.units():
         start(role, ident)
-    wire.send_frame(conn, {"type": "started", "units": units})
+    wire.send_frame(conn, {"type": "started",
+                           "units": [[pid, role, ident] for pid, (role, ident) in units.items()]})
 
     # Units exit; the harness decides whether one comes back (a pre-empted rank)
     # and, once none is left, says "finish".
@@ -200,7 +201,7 @@ def _lead(spec: WorldSpec) -> None:
             elif kind == "restart" and not killing:
                 pid = start("rank", header["rank"], header["life"])
                 live.add(pid)
-                wire.send_frame(conn, {"type": "started", "units": {pid: ("rank", header["rank"])}})
+                wire.send_frame(conn, {"type": "started", "units": [[pid, "rank", header["rank"]]]})
         if killing:
             for pid in live:
                 _kill_group(pid)

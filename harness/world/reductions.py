@@ -8,8 +8,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-REDUCE_TYPES = ("sum", "mul", "and", "or", "min", "max")
-
 
 class ReductionError(TypeError):
     pass

@@ -9,6 +9,7 @@ launcher imported before forking its ranks keep working in the ranks.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -112,6 +113,11 @@ def _channel() -> Channel:
     return channel
 
 
+def box_name(box: Any) -> str:
+    """A mailbox key (``("dist", src, dst)``) as the string both ends name it by."""
+    return box if isinstance(box, str) else json.dumps(box, separators=(",", ":"), default=repr)
+
+
 class HarnessRuntime:
     """The shim's ``Runtime``, answered by this process's rank context and channel."""
 
@@ -157,11 +163,12 @@ class HarnessRuntime:
         return channel.request(header, payload)
 
     def send(self, box: Any, peer: int, payload: Any, site: str | None) -> None:
-        _channel().request({"type": "send", "box": box, "peer": peer, "site": site}, payload)
+        _channel().request({"type": "send", "box": box_name(box), "peer": peer, "site": site},
+                           payload)
 
     def recv(self, box: Any, peer: int, site: str | None) -> bytearray:
-        _, data = _channel().request({"type": "recv", "box": box, "peer": peer, "site": site,
-                                      "guarded": guarded()})
+        _, data = _channel().request({"type": "recv", "box": box_name(box), "peer": peer,
+                                      "site": site, "guarded": guarded()})
         return data
 
     def spawn(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:

@@ -37,7 +37,7 @@ def collect_stacks(control: dict[int, socket.socket], timeout: float) -> dict[in
                 sock.settimeout(max(end - time.monotonic(), 0.05))
                 header, _ = wire.recv_frame(sock)
                 stacks[rank] = header.get("stacks", "")
-            except (OSError, EOFError):
+            except (OSError, EOFError, wire.FrameError):
                 pass
     selector.close()
     return stacks

@@ -1,28 +1,40 @@
 """Framing between rank processes and the coordinator.
 
-A frame is ``!IQ`` (header length, payload length), a pickled header dict and
-raw payload bytes. Payloads (tensor data, rendezvous bytes) stay out of the
-pickle so that a 4 MB tensor is copied as few times as possible.
+A frame is ``!IQ`` (header length, payload length), a header (a JSON object,
+UTF-8) and raw payload bytes. Payloads (tensor data, rendezvous bytes, a
+pickled return value) stay out of the header so that a 4 MB tensor is copied
+as few times as possible, and so that reading a header never runs code. Both
+lengths are bounded: a frame beyond them is refused before it is allocated.
 
 This module is imported inside rank processes, so it imports nothing heavy.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import pickle
 import socket
 import struct
 
 _PREFIX = struct.Struct("!IQ")
+_encode = json.JSONEncoder(separators=(",", ":")).encode  # ASCII: a path may hold surrogates
+
+
+#: Bounds on one frame, checked before a byte of it is allocated.
+MAX_HEADER = 1 << 20
+MAX_PAYLOAD = 1 << 30
 
 
 class ConnectionLost(EOFError):
     """The other end closed the socket."""
 
 
+class FrameError(ValueError):
+    """A frame that breaks the protocol: too long, or not a well-formed message."""
+
+
 def send_frame(sock: socket.socket, header: dict, payload: bytes | memoryview = b"") -> None:
-    head = pickle.dumps(header, protocol=5)
+    head = _encode(header).encode()
     parts = [_PREFIX.pack(len(head), len(payload)), head]
     if len(payload):
         parts.append(payload)
@@ -48,10 +60,29 @@ def _recv_exact(sock: socket.socket, n: int) -> bytearray:
     return buf
 
 
-def recv_frame(sock: socket.socket) -> tuple[dict, bytearray]:
+def recv_raw(sock: socket.socket) -> tuple[bytearray, bytearray]:
+    """One frame's header bytes and payload, refused (``FrameError``) before
+    anything is allocated if either length is beyond its bound."""
     head_len, payload_len = _PREFIX.unpack(_recv_exact(sock, _PREFIX.size))
-    header = pickle.loads(_recv_exact(sock, head_len))
+    if head_len > MAX_HEADER:
+        raise FrameError(f"a header of {head_len} bytes (the limit is {MAX_HEADER})")
+    if payload_len > MAX_PAYLOAD:
+        raise FrameError(f"a payload of {payload_len} bytes (the limit is {MAX_PAYLOAD})")
+    head = _recv_exact(sock, head_len)
     payload = _recv_exact(sock, payload_len) if payload_len else bytearray()
+    return head, payload
+
+
+def recv_frame(sock: socket.socket) -> tuple[dict, bytearray]:
+    """One frame, its header as a dict (the harness decodes a unit's frames with
+    ``protocol.decode`` instead, which checks every field)."""
+    head, payload = recv_raw(sock)
+    try:
+        header = json.loads(head)
+    except ValueError as exc:
+        raise FrameError(f"a header that is not JSON ({exc})") from None
+    if type(header) is not dict:
+        raise FrameError(f"a header that is not a JSON object but {type(header).__name__}")
     return header, payload
 
 

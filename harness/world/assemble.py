@@ -1,0 +1,88 @@
+"""A ``WorldResult`` from what the lifecycle knows of every unit and what the
+coordinator recorded, with the tail of each unit's captured output."""
+
+from __future__ import annotations
+
+import os
+
+from harness.world.coordinator import Coordinator
+from harness.world.lifecycle import Lifecycle, Unit
+from harness.world.result import (
+    CRASH,
+    ERROR,
+    HANG,
+    PASS,
+    RankResult,
+    WorldResult,
+    decode_status,
+    world_outcome,
+)
+
+_OUTPUT_LIMIT = 1 << 20
+_NO_ERROR = {"type": "Error", "message": "the rank reported a failure without saying which",
+             "traceback": ""}
+
+
+def world_result(life: Lifecycle, coordinator: Coordinator, duration: float) -> WorldResult:
+    spec, topology = life.spec, life.topology
+    launcher_of = {rank: host for host, rank in life.promoted.items()}
+    ranks = [unit_result(spec.outdir, r, topology.host_of(r), u,
+                         f"host-{launcher_of[r]}" if r in launcher_of else f"rank-{r}")
+             for r, u in life.ranks.items()]
+    hosts = [unit_result(spec.outdir, h, h, u, f"host-{h}") for h, u in life.hosts.items()]
+    if hosts:
+        for r in ranks:
+            host = hosts[r.host]
+            if r.pid is None and r.outcome == CRASH and host.outcome != PASS:
+                r.outcome, r.error, r.stack = host.outcome, host.error, host.stack
+    return WorldResult(
+        world_id=spec.world_id, topology=topology.name, profile=spec.profile,
+        seed=spec.seed, outcome=world_outcome(ranks + hosts), ranks=ranks,
+        history=list(coordinator.history),
+        mismatches=coordinator.mismatches + coordinator.findings(),
+        hang_report=life.hang_report, duration_s=round(duration, 4), hosts=hosts,
+        leftovers=life.leftovers,
+        files={r: life.files_of(r) for r in life.ranks} if life.watch and spec.mounts
+        is not None else {})
+
+
+def unit_result(outdir: str, ident: int, host: int, unit: Unit, name: str) -> RankResult:
+    """One unit's fate: how it ended, what it returned or raised, its output."""
+    code, sig = decode_status(unit.status) if unit.status is not None else (None, None)
+    res = unit.result
+    out = RankResult(rank=ident, host=host, outcome=CRASH, pid=unit.pid, exit_code=code,
+                     signal=sig, stack=unit.stack)
+    stdout_path, stderr_path = (os.path.join(outdir, f"{name}.{s}") for s in ("stdout", "stderr"))
+    out.stdout, out.stderr = _read_tail(stdout_path), _read_tail(stderr_path)
+    out.killed_by_fault = unit.doomed_by is not None and unit.status is not None
+    out.restarts = unit.life
+    if unit.alive_at_deadline:
+        out.outcome = HANG
+    elif res is not None and res.ok:
+        out.outcome, out.returned = PASS, True
+        out.value_pickle = bytes(res.payload) if res.payload else None
+        out.value_repr = res.value_repr
+    elif res is not None:
+        out.outcome, out.error = ERROR, dict(res.error or _NO_ERROR)
+        if res.payload:
+            out.error["pickled"] = bytes(res.payload)
+    elif unit.refused is not None:
+        out.outcome = ERROR
+        out.error = {"type": "ProtocolError", "message": unit.refused, "traceback": ""}
+    elif unit.pid is None and unit.status is None:
+        out.error = {"type": "NeverStarted", "message": "the process never started",
+                     "traceback": ""}
+    return out
+
+
+def _read_tail(path: str) -> str:
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            if size > _OUTPUT_LIMIT:
+                f.seek(size - _OUTPUT_LIMIT)
+            data = f.read()
+    except OSError:
+        return ""
+    text = data.decode("utf-8", errors="replace")
+    return ("[... output truncated ...]\n" + text) if size > _OUTPUT_LIMIT else text

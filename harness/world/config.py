@@ -1,0 +1,103 @@
+"""``WorldConfig``: everything a world is asked to be, checked once, when it is made.
+
+``run_world`` used to take these as 21 keywords and check them inline; a value
+that is made is a value that is valid, so a config can be built, passed around
+and varied (``dataclasses.replace``) without re-checking at every caller.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from harness.faults.plan import FS_KINDS, FaultPlan, make_plan
+from harness.filesystem.mounts import Mount, MountTable, default_table
+from harness.filesystem.sandbox import Leftover
+from harness.topology import PROFILES, Topology, get_topology
+
+
+@dataclass(frozen=True)
+class WorldConfig:
+    """How to run a world (see ``run_world`` for what each field does).
+
+    ``topology``, ``plan`` and ``table`` are the checked, resolved forms of
+    ``topology``, ``faults`` and ``mounts``: computed once, at construction.
+    """
+
+    topology: str | Topology = "v4-64"
+    timeout: float = 30.0
+    seed: int = 0
+    profile: str = "legacy"
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    argv: tuple[str, ...] | None = None
+    cwd: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    preload: tuple[str, ...] | None = None
+    mounts: MountTable | list[Mount] | None = None
+    faults: FaultPlan | list[dict[str, Any]] | None = None
+    sandbox: bool = True
+    detect_deadlock: bool = True
+    files: tuple[Leftover, ...] = ()
+    watch: tuple[str, ...] = ()
+    max_restarts: int = 20
+    keep_output_dir: bool = False
+
+    def __post_init__(self) -> None:
+        # Normalise what callers pass loosely (lists, None), then check it all.
+        set_ = object.__setattr__
+        set_(self, "args", tuple(self.args))
+        set_(self, "kwargs", dict(self.kwargs or {}))
+        set_(self, "argv", tuple(self.argv) if self.argv is not None else None)
+        set_(self, "cwd", os.path.abspath(self.cwd or os.getcwd()))
+        set_(self, "env", dict(self.env or {}))
+        set_(self, "preload", tuple(self.preload) if self.preload is not None else None)
+        set_(self, "files", tuple(self.files or ()))
+        set_(self, "watch", tuple(self.watch or ()))
+        set_(self, "topology", get_topology(self.topology))
+        if self.profile not in PROFILES:
+            raise ValueError(f"unknown profile {self.profile!r}: use one of {', '.join(PROFILES)}")
+        if not self.timeout > 0:
+            raise ValueError(f"timeout must be positive, got {self.timeout}")
+        try:
+            pickle.dumps((self.args, self.kwargs))
+        except Exception as exc:  # noqa: BLE001 - any pickling failure is the caller's mistake
+            raise ValueError(f"args and kwargs must be picklable to reach the ranks: {exc}") from None
+        if not self.sandbox and self.mounts:
+            raise ValueError("mounts need the sandbox: pass sandbox=True")
+        plan, table = self.plan, self.table
+        if plan.faults and table is None and any(f.kind in FS_KINDS for f in plan.faults):
+            raise ValueError("filesystem faults need the sandbox: pass sandbox=True")
+        if self.files and table is None:
+            raise ValueError("files need the sandbox: pass sandbox=True")
+
+    @property
+    def topo(self) -> Topology:
+        assert isinstance(self.topology, Topology)
+        return self.topology
+
+    @cached_property
+    def home(self) -> str:
+        return os.path.expanduser("~")
+
+    @cached_property
+    def table(self) -> MountTable | None:
+        """The mount table every rank sees, or None without the sandbox."""
+        if not self.sandbox:
+            return None
+        mounts = self.mounts
+        table = mounts if isinstance(mounts, MountTable) else default_table(
+            self.topo, self.home, self.cwd or "")
+        for mount in (mounts if isinstance(mounts, list) else []):
+            table = table.with_mount(mount)
+        return table
+
+    @cached_property
+    def plan(self) -> FaultPlan:
+        if isinstance(self.faults, FaultPlan):
+            return self.faults
+        return make_plan(list(self.faults or []), seed=self.seed,
+                         world_size=self.topo.world_size, hosts=self.topo.hosts, home=self.home)

@@ -1,0 +1,252 @@
+"""The lifecycle of a world's units: who started, who exited how, who comes back
+after a pre-emption, when the world is over, and what happens at its deadline
+(stacks, the hang report, the kill) or as soon as it is proven deadlocked."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from harness.filesystem.consistency import rank_restarted
+from harness.filesystem.publisher import Publisher
+from harness.filesystem.snapshot import snapshot
+from harness.history import format_ranks
+from harness.world import watchdog
+from harness.world.coordinator import Coordinator
+from harness.world.loop import EventLoop
+from harness.world.protocol import Fault, Result
+from harness.world.result import decode_status, one_line
+from harness.world.spec import WorldSpec
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Unit:
+    """What the harness knows of one rank or launcher."""
+
+    pid: int | None = None
+    result: Result | None = None
+    status: int | None = None
+    alive_at_deadline: bool = False
+    stack: str | None = None
+    life: int = 0  # how many times the fault plan's pre-emptions brought it back
+    doomed_by: str | None = None  # the fault kind (kill/preempt) that took this life
+    refused: str | None = None  # why the harness dropped its connection (a malformed frame)
+
+
+class Lifecycle:
+    """Every unit's fate, from start to exit, restart or the deadline's kill."""
+
+    def __init__(self, spec: WorldSpec, loop: EventLoop, coordinator: Coordinator,
+                 publisher: Publisher, publish_due: Callable[[], None],
+                 watch: list[str], max_restarts: int) -> None:
+        self.spec = spec
+        self.topology = spec.topology
+        self.loop = loop
+        self.coordinator = coordinator
+        self.publisher = publisher
+        self.publish_due = publish_due
+        self.watch = watch
+        self.max_restarts = max_restarts
+        self.ranks: dict[int, Unit] = {r: Unit() for r in range(self.topology.world_size)}
+        self.hosts: dict[int, Unit] = ({h: Unit() for h in range(self.topology.hosts)}
+                                       if spec.exec_mode else {})
+        self.promoted: dict[int, int] = {}  # host -> rank, for launchers without spawn
+        self.pids: dict[int, tuple[str, int]] = {}
+        self.leader_pid: int | None = None
+        self.done = False
+        self.finish_sent = False
+        self.leftovers = 0
+        self.hang_report: str | None = None
+        self.deadline_passed = False
+        self._stuck_since: float | None = None
+        self.held_forever: dict[int, str] = {}  # rank -> the never-arrive fault's message
+        self.deadlock_at: float | None = None
+
+    # -- starts and faults ------------------------------------------------------
+    def started(self, pid: int | None, role: str, ident: int) -> None:
+        if pid is not None:
+            self.pids[pid] = (role, ident)
+        (self.ranks if role == "rank" else self.hosts)[ident].pid = pid
+
+    def fault(self, rank: int | None, msg: Fault) -> None:
+        """A fault fired: the kinds that end or hold a rank change how its exit is judged."""
+        if msg.fault in ("kill", "preempt") and rank is not None:
+            self.ranks[rank].doomed_by = msg.fault
+        elif msg.fault == "never-arrive" and rank is not None:
+            self.held_forever[rank] = str(msg.detail.get("message", ""))
+
+    # -- exits ----------------------------------------------------------------
+    def exited(self, unit: tuple[str, int], status: int) -> None:
+        role, ident = unit
+        table = self.ranks if role == "rank" else self.hosts
+        if table[ident].status is not None:
+            return
+        table[ident].status = status
+        rank = ident if role == "rank" else self.promoted.get(ident)
+        if rank is not None:
+            if role == "host":
+                self.ranks[rank].status = status
+            # The leader's word that it exited can overtake the rank's last frames
+            # (its result, the fault that killed it): read them before judging.
+            sock = self.loop.call.get(rank)
+            if sock is None:  # its hello may still wait in the backlog
+                self.loop.settle(0.5)
+                sock = self.loop.call.get(rank)
+            if sock is not None:  # the process is gone: what it sent is all buffered
+                self.loop.drain(sock, 0.5)
+            self._snapshot_on_exit(rank)
+            unit_ = self.ranks[rank]
+            if role == "rank" and unit_.doomed_by == "preempt" and unit_.life < self.max_restarts:
+                self._restart(rank)
+                return
+            self.coordinator.rank_exited(rank, self._how(rank, status))
+            self.publisher.rank_exited(rank)
+            self.publish_due()
+        self._finish_if_over()
+
+    def _restart(self, rank: int) -> None:
+        """A pre-empted rank comes back: same rank, same host disk, a new process."""
+        old = self.ranks[rank]
+        self.ranks[rank] = Unit(life=old.life + 1)
+        rank_restarted(self.spec.sandbox, self.spec.mounts, rank, self.topology.host_of(rank))
+        self.loop.call.pop(rank, None)
+        self.loop.control.pop(rank, None)
+        self.coordinator.forget(rank)
+        self.coordinator.record("restart", rank=rank, detail={
+            "message": f"rank {rank} restarts after pre-emption (life {old.life + 1})",
+            "life": old.life + 1})
+        self._tell_leader({"type": "restart", "rank": rank, "life": old.life + 1})
+
+    def _finish_if_over(self) -> None:
+        units = self.hosts if self.spec.exec_mode else self.ranks
+        if self.deadline_passed:
+            return  # the leader was told to kill: it finishes by itself
+        if not self.finish_sent and all(u.status is not None for u in units.values()):
+            self.finish_sent = self._tell_leader({"type": "finish"})
+
+    def _tell_leader(self, header: dict) -> bool:
+        sock = self.loop.leader()
+        if sock is None:
+            return False
+        self.loop.send(sock, header)
+        return True
+
+    def _snapshot_on_exit(self, rank: int) -> None:
+        if not self.watch or self.spec.mounts is None:
+            return
+        files = self.files_of(rank)
+        self.coordinator.record("snapshot", rank=rank, detail={
+            "files": files, "life": self.ranks[rank].life,
+            "message": f"{len(files)} watched file(s) as rank {rank} left them"})
+
+    def files_of(self, rank: int) -> dict[str, str]:
+        assert self.spec.mounts is not None
+        return snapshot(self.spec.sandbox, self.spec.mounts, self.topology, rank, self.watch,
+                        self.spec.cwd, self.spec.home)
+
+    def _how(self, rank: int, status: int) -> str:
+        code, sig = decode_status(status)
+        result = self.ranks[rank].result
+        if sig is not None:
+            return f"was killed by {signal.Signals(sig).name}"
+        if result is not None and result.ok:
+            return "returned"
+        if result is not None and result.error is not None:
+            err = result.error
+            return f"raised {err['type']}: {one_line(err['message'])}"
+        return f"exited with code {code} without a Python exception"
+
+    # -- a world that cannot go on ------------------------------------------------
+    def deadlocked(self) -> bool:
+        """Has no rank any way left to make progress, for at least 100 ms?
+
+        Every live rank is blocked in a collective from its main thread, with no
+        other thread, no armed timer and no child process, so no arrival can ever
+        complete a step. (Ranks the fault plan holds forever count as blocked.)
+        A real pod would wait forever here; the watchdog may as well act now.
+        """
+        if self.spec.exec_mode:
+            return False
+        held, waiting = self.held_forever, self.coordinator.waiting
+        live = [r for r, u in self.ranks.items() if u.status is None]
+        stuck = bool(live) and all(
+            r in held or (r in waiting and not waiting[r].guarded
+                          and not _has_children(self.ranks[r].pid))
+            for r in live)
+        now = time.monotonic()
+        if not stuck:
+            self._stuck_since = None
+            return False
+        if self._stuck_since is None:
+            self._stuck_since = now
+        return now - self._stuck_since >= 0.1
+
+    @property
+    def suspicious(self) -> bool:
+        """Might the world be deadlocked (then it is checked often)?"""
+        return self._stuck_since is not None
+
+    def end_at_deadline(self, stack_wait: float) -> None:
+        """Collect the stacks of every unit still alive, write the hang report and
+        have the leader kill everything that is left."""
+        self.deadline_passed = True
+        live = {r: u for r, u in self.ranks.items() if u.status is None}
+        live_hosts = {h: u for h, u in self.hosts.items() if u.status is None}
+        for unit in (*live.values(), *live_hosts.values()):
+            unit.alive_at_deadline = True
+        asked = {r: s for r, s in self.loop.control.items()
+                 if (r >= 0 and r in live) or (r < 0 and -1 - r in live_hosts)}
+        stacks = watchdog.collect_stacks(asked, timeout=stack_wait * 0.7)
+        # The faulthandler fallback is written at the deadline: worth a short,
+        # shared wait then, none when the world was found deadlocked early.
+        fallback_end = time.monotonic() + (0 if self.deadlock_at is not None else stack_wait * 0.3)
+        for key, unit in [*live.items(), *((-1 - h, u) for h, u in live_hosts.items())]:
+            name = f"rank-{key}" if key >= 0 else f"host-{-1 - key}"
+            unit.stack = stacks.get(key) or watchdog.fallback_stack(
+                self.spec.outdir, name, wait=max(0.0, fallback_end - time.monotonic()))
+        blocked_ranks = set(self.coordinator.waiting)
+        running = {r: watchdog.top_frame(u.stack) for r, u in live.items()}
+        for rank, message in self.held_forever.items():  # a rank the fault plan holds says so
+            if rank in running:
+                running[rank] = f"the fault plan: {message}"
+        never = [r for r, u in live.items() if u.pid is None and r not in self.loop.call]
+        for r in never:
+            running.pop(r, None)
+        report = watchdog.hang_report(self.coordinator.blocked(), running,
+                                      dict(self.coordinator.exited), blocked_ranks)
+        if never:
+            report += f"; rank{'s' if len(never) > 1 else ''} {format_ranks(never)} never started"
+        if self.deadlock_at is not None:
+            report += (f" (no rank could make progress any more: declared at "
+                       f"{self.deadlock_at:.1f} s, before the deadline)")
+        self.hang_report = report
+        self.coordinator.record("hang", detail={"message": report})
+        self._tell_leader({"type": "kill"})
+
+    def kill_by_pid(self) -> None:
+        """The leader did not finish: SIGKILL it and every unit it left alive."""
+        log.error("world %s: leader did not finish; killing by pid", self.spec.world_id)
+        pids = [self.leader_pid] + [u.pid for u in (*self.ranks.values(), *self.hosts.values())
+                                    if u.status is None]
+        for pid in pids:
+            if pid:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+
+def _has_children(pid: int | None) -> bool:
+    if pid is None:
+        return True
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return bool(f.read().strip())
+    except OSError:
+        return True  # cannot tell: assume a child could still act
