@@ -13,7 +13,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from harness.faults.plan import KINDS, PlanError, make_plan
+from harness.faults.kinds import KINDS
+from harness.faults.plan import PlanError, make_plan
 from harness.filesystem.mounts import Mount
 from harness.topology import get_topology
 from harness.workloads import registry

@@ -23,7 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.faults.plan import FS_KINDS, FaultPlan, make_plan
+from harness.faults.kinds import kind_of
+from harness.faults.plan import FaultPlan, make_plan
 from harness.filesystem import sandbox as sandbox_layout
 from harness.filesystem.consistency import rank_restarted
 from harness.filesystem.mounts import Mount, MountTable, default_table
@@ -143,7 +144,7 @@ def run_world(target: str | Callable[..., Any] | None = None, *,
         raise ValueError("mounts need the sandbox: pass sandbox=True")
     plan = faults if isinstance(faults, FaultPlan) else make_plan(
         list(faults or []), seed=seed, world_size=topo.world_size, hosts=topo.hosts, home=home)
-    if plan.faults and table is None and any(f.kind in FS_KINDS for f in plan.faults):
+    if plan.faults and table is None and any(f.spec.needs_sandbox for f in plan.faults):
         raise ValueError("filesystem faults need the sandbox: pass sandbox=True")
     if files and table is None:
         raise ValueError("files need the sandbox: pass sandbox=True")
@@ -378,9 +379,9 @@ class _WorldLoop:
             self.coordinator.record("fault", rank=rank, op=header["fault"],
                                     detail={"op": header.get("op"), "path": header.get("path"),
                                             **header.get("detail", {})})
-            if header["fault"] in ("kill", "preempt") and rank is not None:
+            if kind_of(header["fault"]).ends_life and rank is not None:
                 self.ranks[rank].doomed_by = header["fault"]
-            elif header["fault"] == "never-arrive" and rank is not None:
+            elif kind_of(header["fault"]).holds_forever and rank is not None:
                 self.held_forever[rank] = header.get("detail", {}).get("message", "")
         elif kind == "hold":
             self.publisher.hold(rank if rank is not None else -1, header, self.coordinator.now())
@@ -426,7 +427,8 @@ class _WorldLoop:
             self._drain_rank(rank)
             self._snapshot_on_exit(rank)
             unit = self.ranks[rank]
-            if role == "rank" and unit.doomed_by == "preempt" and unit.life < self.max_restarts:
+            restarts = unit.doomed_by is not None and kind_of(unit.doomed_by).restarts
+            if role == "rank" and restarts and unit.life < self.max_restarts:
                 self._restart(rank)
                 return
             self.coordinator.rank_exited(rank, self._how(rank, status))
