@@ -66,7 +66,7 @@ def check_fault(value: FaultKind | Mapping[str, Any], index: int = 0) -> FaultKi
         message, loc = explain(exc.errors()[0])
         name = ".".join(str(p) for p in loc) or None
         raise PlanError(f"fault {index}: {message}" + (f" (field {name!r})" if name else ""),
-                        str(loc[0]) if loc else None) from None
+                        str(loc[0]) if loc else None, index) from None
 
 
 def make_plan(faults: Sequence[FaultKind | Mapping[str, Any]], *, seed: int, world_size: int,
@@ -77,7 +77,10 @@ def make_plan(faults: Sequence[FaultKind | Mapping[str, Any]], *, seed: int, wor
     leftovers: list[Leftover] = []
     for index, value in enumerate(faults):
         spec = check_fault(value, index)
-        trigger = spec.trigger(world_size, hosts, home)
+        try:
+            trigger = spec.trigger(world_size, hosts, home)
+        except PlanError as exc:
+            raise PlanError(str(exc), exc.field, index) from None
         # One draw per fault, in order: this fault's own stream, stable under edits.
         planned.append(Fault(spec, trigger, index, rng.getrandbits(32)))
         leftover = spec.leftover(trigger)

@@ -43,8 +43,14 @@ class Trigger:
 
 
 class PlanError(ValueError):
-    """A fault that cannot be planned; ``field`` names the offending key."""
+    """A fault that cannot be planned; ``field`` names the offending key as
+    written, ``index`` the fault's place in the list."""
 
-    def __init__(self, message: str, field: str | None = None) -> None:
+    def __init__(self, message: str, field: str | None = None, index: int | None = None) -> None:
         super().__init__(message)
-        self.field = field
+        self.field, self.index = field, index
+
+    @property
+    def loc(self) -> tuple[str | int, ...]:
+        """Where in a scenario: ``("faults", 0, "count")``."""
+        return ("faults", self.index or 0) + ((self.field,) if self.field else ())
