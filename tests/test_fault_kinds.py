@@ -122,10 +122,14 @@ def test_a_typed_fault_refuses_an_unknown_key_and_a_bad_value():
     ("{kind: permission-denied, path: /tmp/x, directory: 1}", "faults.0.directory",
      "valid boolean"),
     # an op a kind never fires at, or an op that does not exist
-    ("{kind: straggle, op: write}", "faults.0.op", "a straggle never fires at 'write'"),
+    ("{kind: straggle, op: write}", "faults.0.op", "straggle never fires at 'write'"),
     ("{kind: enospc, op: [write, read]}", "faults.0.op", "never fires at 'read'"),
     ("{kind: env-skew, op: start, env: {A: '1'}}", "faults.0.op", "fires at no operation"),
     ("{kind: eio, op: 5}", "faults.0.op.0", "Input should be 'open-read'"),
+    # trigger keys that could never match for this kind
+    ("{kind: eio, tag: 'step-*'}", "faults.0.tag", "eio never fires at a collective"),
+    ("{kind: straggle, path: /tmp/x}", "faults.0.path", "never fires at a file"),
+    ("{kind: divergent-rng, occurrence: 2}", "faults.0.occurrence", "nothing to count"),
     # paths: absolute, no NUL, no climbing
     ("{kind: eio, path: relative/x}", "faults.0.path", "must be absolute"),
     ('{kind: eio, path: "/tmp/a\\0b"}', "faults.0.path", "NUL"),

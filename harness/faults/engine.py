@@ -1,10 +1,11 @@
 """The rank side of the fault plan: fire each fault exactly where its trigger
 says, with exactly what a real system would produce.
 
-The engine is the view's hooks object (filesystem faults and each mount's
-consistency model) and the rank's collective hook (process faults). Every
-fault that fires is reported to the coordinator, which puts it in the
-history next to the collective calls, before it takes effect.
+The engine is the view's hooks object, the rank's collective hook and its
+start: at each point it asks every fault of this rank what to do, and each
+kind answers in its own module (``harness/faults/kinds``). Every fault that
+fires is reported to the coordinator, which puts it in the history next to
+the collective calls, before it takes effect.
 """
 
 from __future__ import annotations

@@ -88,18 +88,19 @@ class FaultKind(BaseModel):
     @field_validator("op")
     @classmethod
     def _fires_at(cls, ops: list[str]) -> list[str]:
-        kind = cls.model_fields["kind"].default
         never = [o for o in ops if o not in cls.ops]
         if never and not cls.ops:
-            raise ValueError(f"a {kind} fires at no operation: leave op out")
+            raise ValueError(f"{cls._name()} fires at no operation: leave op out")
         if never:
-            raise ValueError(f"a {kind} never fires at {never[0]!r}: use one of "
+            raise ValueError(f"{cls._name()} never fires at {never[0]!r}: use one of "
                              f"{', '.join(cls.ops)}")
         return ops
 
     @field_validator("path")
     @classmethod
     def _path(cls, path: str) -> str:
+        if set(cls.ops) <= {"collective"} and not cls.model_fields["path"].is_required():
+            raise ValueError(f"{cls._name()} never fires at a file: a path matches none")
         if "\0" in path:
             raise ValueError("path must not contain a NUL byte")
         if not path.startswith(("/", "~", "*")):
@@ -108,12 +109,29 @@ class FaultKind(BaseModel):
             raise ValueError(f"path must not climb with '..': {path!r}")
         return path
 
+    @field_validator("tag")
+    @classmethod
+    def _at_collectives(cls, tag: str) -> str:
+        if "collective" not in cls.ops:
+            raise ValueError(f"{cls._name()} never fires at a collective: a tag matches none")
+        return tag
+
+    @field_validator("occurrence", "occurrences")
+    @classmethod
+    def _counted(cls, value: list[int]) -> list[int]:
+        if not cls.ops:
+            raise ValueError(f"{cls._name()} fires at no operation: there is nothing to count")
+        return value
+
+    @classmethod
+    def _name(cls) -> str:
+        return str(cls.model_fields["kind"].default)
+
     @field_validator("after_ms")
     @classmethod
     def _timed(cls, value: int) -> int:
         if not cls.timed:
-            kind = cls.model_fields["kind"].default
-            raise ValueError(f"after_ms is a trigger of kill and preempt only (a {kind} fires at "
+            raise ValueError(f"after_ms is a trigger of kill and preempt only ({cls._name()} fires at "
                              "an operation or a collective: use op, path or tag)")
         return value
 
