@@ -134,6 +134,8 @@ def test_a_typed_fault_refuses_an_unknown_key_and_a_bad_value():
     ("{kind: eio, path: relative/x}", "faults.0.path", "must be absolute"),
     ('{kind: eio, path: "/tmp/a\\0b"}', "faults.0.path", "NUL"),
     ("{kind: stale-leftover, path: /tmp/../../proc/x}", "faults.0.path", "climb"),
+    ("{kind: stale-leftover, path: /proc/x}", "faults.0.path", "under /proc: it is the machine's"),
+    ("{kind: permission-denied, path: /dev}", "faults.0.path", "under /dev"),
     # the rest of a kind's parameters
     ("{kind: env-skew, env: {'A=B': '1'}}", "faults.0.env.A=B.[key]", "should match pattern"),
     ("{kind: env-skew, env: {}}", "faults.0.env", "at least 1 item"),

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
 
 from harness.faults.trigger import OPS, PlanError, Trigger
+from harness.filesystem.mounts import _PASSTHROUGH as MACHINE_PATHS  # never sandboxed
 from harness.filesystem.sandbox import Leftover
 
 if TYPE_CHECKING:
@@ -211,6 +212,10 @@ class Placed(FaultKind):
     def _exact(cls, path: str) -> str:
         if any(c in path for c in "*?["):
             raise ValueError(f"needs an exact path, not a glob: {path!r}")
+        machine = next((m for m in MACHINE_PATHS if posixpath.normpath(path).startswith(m + "/")
+                        or posixpath.normpath(path) == m), None)
+        if machine is not None:
+            raise ValueError(f"cannot place a file under {machine}: it is the machine's own")
         return path
 
     def content_bytes(self) -> bytes:
