@@ -13,7 +13,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from harness.faults.plan import KINDS, PlanError, make_plan
+from harness.faults.kinds import FaultSpec, explain
+from harness.faults.plan import PlanError, make_plan
 from harness.filesystem.mounts import Mount
 from harness.topology import get_topology
 from harness.workloads import registry
@@ -40,18 +41,6 @@ class MountSpec(BaseModel):
         return value
 
 
-class FaultSpec(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    kind: str
-
-    @field_validator("kind")
-    @classmethod
-    def _known(cls, value: str) -> str:
-        if value not in KINDS:
-            raise ValueError(f"unknown fault {value!r}; known faults: {', '.join(sorted(KINDS))}")
-        return value
-
-
 class Scenario(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
@@ -63,7 +52,7 @@ class Scenario(BaseModel):
     profile: Literal["legacy", "current"] = "legacy"
     timeout: float = Field(default=6.0, gt=0, le=600)
     mounts: list[MountSpec] = Field(default_factory=list)
-    faults: list[FaultSpec] = Field(default_factory=list)
+    faults: list[FaultSpec] = Field(default_factory=list)  # typed at load, used as they are
     inputs: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("workload")
@@ -99,9 +88,6 @@ class Scenario(BaseModel):
         return [Mount(path=home + m.path[1:] if m.path.startswith("~") else m.path,
                       scope=m.scope, mode=m.mode, base=m.base, consistency=m.consistency,
                       delay_ms=m.delay_ms) for m in self.mounts]
-
-    def fault_specs(self) -> list[dict[str, Any]]:
-        return [f.model_dump() for f in self.faults]
 
 
 @dataclass
@@ -158,12 +144,15 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = tuple(err["loc"])
-        node = _node_at(root, loc)
         message = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
+        if loc[:1] == ("faults",) and len(loc) > 1:  # in one fault: as its kind explains it
+            message, within = explain({**err, "loc": loc[2:]})
+            loc = loc[:2] + within
+        elif err["type"] == "extra_forbidden":
             message = f"unknown key; allowed keys are {_allowed(loc)}"
         elif err["type"] == "missing":
             message = "required field is missing"
+        node = _node_at(root, loc)
         raise ScenarioError(path, message, line=node.start_mark.line + 1 if node else None,
                             field=".".join(str(p) for p in loc)) from None
     stem = Path(path).stem
@@ -203,26 +192,20 @@ def _allowed(loc: tuple[Any, ...]) -> str:
     for key in loc[:-1]:
         if key == "mounts":
             model = MountSpec
-        elif key == "faults":
-            return "kind and the fault's trigger and parameters"
     return ", ".join(model.model_fields)
 
 
 def _check_faults(path: str, root: yaml.Node, scenario: Scenario) -> None:
-    """Plan the faults once now, so a bad trigger is reported with its line."""
+    """Plan the faults in the scenario's topology: a rank or host outside it is
+    reported with its line."""
     topo = get_topology(scenario.topology)
-    for index, spec in enumerate(scenario.fault_specs()):
-        try:
-            make_plan([spec], seed=0, world_size=topo.world_size, hosts=topo.hosts, home="/root")
-        except PlanError as exc:
-            field = exc.field
-            written = set(spec)
-            if field and field not in written:  # the file may spell it singular or plural
-                field = next((f for f in (field.rstrip("s"), field + "s") if f in written), field)
-            loc = ("faults", index) + ((field,) if field else ())
-            node = _node_at(root, loc)
-            raise ScenarioError(path, str(exc), line=node.start_mark.line + 1 if node else None,
-                                field=".".join(str(p) for p in loc)) from None
+    try:
+        make_plan(scenario.faults, seed=0, world_size=topo.world_size, hosts=topo.hosts,
+                  home="/root")
+    except PlanError as exc:
+        node = _node_at(root, exc.loc)
+        raise ScenarioError(path, str(exc), line=node.start_mark.line + 1 if node else None,
+                            field=".".join(str(p) for p in exc.loc)) from None
 
 
 def catalog_dir() -> Path:

@@ -60,7 +60,7 @@ def world(scenario_name: str, ref: str, cell_seed: int = 0, **overrides: Any):
     inputs = WORKLOAD.inputs({**scenario.inputs, **overrides}, topology)
     result = run_world(ref, topology=topology, timeout=scenario.timeout, seed=cell_seed,
                        args=(inputs.for_target(),), mounts=scenario.mount_list(os.path.expanduser("~")),
-                       faults=scenario.fault_specs(), preload=PRELOAD, cwd=str(REPO),
+                       faults=scenario.faults, preload=PRELOAD, cwd=str(REPO),
                        files=WORKLOAD.setup(inputs, topology, cell_seed),
                        watch=WORKLOAD.watch(inputs))
     return result, WORKLOAD.checker(result)

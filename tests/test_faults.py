@@ -565,12 +565,12 @@ def plan(*specs, world_size=8, hosts=2, seed=0):
     ({"path": CONFIG}, "kind"),
     ({"kind": "eio", "op": "opn-read"}, "op"),
     ({"kind": "eio", "op": ["read", "writ"]}, "op"),
-    ({"kind": "kill", "rank": 8}, "ranks"),
+    ({"kind": "kill", "rank": 8}, "rank"),
     ({"kind": "kill", "ranks": [0, -1]}, "ranks"),
-    ({"kind": "kill", "rank": "0"}, "ranks"),
+    ({"kind": "kill", "rank": "0"}, "rank"),
     ({"kind": "env-skew", "hosts": [2], "env": {"A": "1"}}, "hosts"),
     ({"kind": "eio", "occurrence": -1}, "occurrence"),
-    ({"kind": "eio", "occurrences": [1, 0]}, "occurrence"),
+    ({"kind": "eio", "occurrences": [1, 0]}, "occurrences"),
     ({"kind": "stale-leftover", "content": "a: 1"}, "path"),
     ({"kind": "stale-leftover", "path": "/tmp/*.yaml", "content": "a: 1"}, "path"),
     ({"kind": "permission-denied", "path": "/tmp/c?.yaml"}, "path"),
@@ -585,6 +585,7 @@ def plan(*specs, world_size=8, hosts=2, seed=0):
     ({"kind": "eio", "op": ["open-read", "stat"]}, "op"),
 ])
 def test_make_plan_refuses_a_bad_spec_and_names_the_field(spec, field):
+    """The field as the spec spells it (rank or ranks), so the error points at it."""
     with pytest.raises(PlanError) as info:
         plan(spec)
     assert info.value.field == field, str(info.value)
@@ -594,8 +595,8 @@ def test_make_plan_is_a_function_of_the_seed():
     specs = [{"kind": "torn-write", "path": CONFIG}, {"kind": "corrupt", "path": "~/x"}]
     assert plan(*specs, seed=4) == plan(*specs, seed=4)
     a, b = plan(*specs, seed=4), plan(*specs, seed=5)
-    assert [f.params["rng"] for f in a.faults] == [f.params["rng"] for f in plan(*specs, seed=4).faults]
-    assert [f.params["rng"] for f in a.faults] != [f.params["rng"] for f in b.faults]
+    assert [f.rng for f in a.faults] == [f.rng for f in plan(*specs, seed=4).faults]
+    assert [f.rng for f in a.faults] != [f.rng for f in b.faults]
     assert a.faults[1].trigger.path == "/root/x"
     assert [f.name for f in a.faults] == ["torn-write#0", "corrupt#1"]
 

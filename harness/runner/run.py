@@ -69,12 +69,12 @@ def plan_cells(scenarios: Iterable[Scenario], targets: Iterable[Target], seed: i
 def _check_against(scenario: Scenario, topology: str, seed: int) -> None:
     topo = get_topology(topology)
     where = scenario.source or scenario.name
-    try:
-        make_plan(scenario.fault_specs(), seed=seed, world_size=topo.world_size,
+    try:  # the faults were typed at load: only their ranks and hosts can fall outside
+        make_plan(scenario.faults, seed=seed, world_size=topo.world_size,
                   hosts=topo.hosts, home=os.path.expanduser("~"))
-    except (PlanError, ValueError) as exc:
+    except PlanError as exc:
         raise ScenarioError(where, f"does not fit topology {topology}: {exc}",
-                            field=getattr(exc, "field", None)) from None
+                            field=".".join(str(p) for p in exc.loc)) from None
     try:  # the inputs naming hosts, against the new topology
         validate_inputs(scenario, topology, where)
     except ScenarioError as exc:
@@ -105,7 +105,7 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset()) ->
     watch = workload.watch(inputs) if workload.watch else []
     result = run_world(target.ref, topology=topology, timeout=plan.timeout, seed=plan.seed,
                        profile=scenario.profile, args=(inputs.for_target(),),
-                       mounts=scenario.mount_list(home), faults=scenario.fault_specs(),
+                       mounts=scenario.mount_list(home), faults=scenario.faults,
                        preload=target.preload, files=files, watch=watch)
     judgement = workload.checker(result)
     met = judgement.outcome == PASS or (scenario.expect == "fail-loudly"

@@ -67,13 +67,7 @@ def _enter_world(ctx: RankContext, rank: int, life: int = 0) -> None:
     assert ctx.channel is not None
     engine = FaultEngine(spec.faults, rank, ctx.host, ctx.channel.notify, life)
     ctx.engine = engine
-    for fault in engine.faults:
-        if fault.kind == "env-skew":  # this host composes its config from other values
-            extra = {str(k): str(v) for k, v in fault.params["env"].items()}
-            os.environ.update(extra)
-            engine.report(fault, "start", None,
-                          message=f"host {ctx.host} sets " + ", ".join(
-                              f"{k}={v}" for k, v in sorted(extra.items())))
+    seed = engine.start(spec.seed)  # the faults' environment, timers and generators' seed
     if spec.mounts is not None:
         from harness.filesystem import patch
         from harness.filesystem.view import View
@@ -81,13 +75,7 @@ def _enter_world(ctx: RankContext, rank: int, life: int = 0) -> None:
         view = View(spec.mounts, spec.sandbox, rank, ctx.host, spec.cwd, spec.home,
                     hooks=engine, private=(spec.outdir,), notify=ctx.channel.notify)
         patch.install(view)
-    seed = spec.seed
-    if any(f.kind == "divergent-rng" for f in engine.faults):
-        seed = (spec.seed * 1_000_003 + 7919 * (rank + 1)) % (2**32)
-        engine.report(next(f for f in engine.faults if f.kind == "divergent-rng"), "start", None,
-                      message=f"rank {rank} seeds its generators with {seed}")
     seed_generators(seed)
-    engine.on_start()
 
 
 # -- running a target ---------------------------------------------------------

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from harness.faults.plan import FS_KINDS, FaultPlan, make_plan
+from harness.faults.plan import FaultPlan, make_plan
 from harness.filesystem.mounts import Mount, MountTable, default_table
 from harness.filesystem.sandbox import Leftover
 from harness.topology import PROFILES, Topology, get_topology
@@ -69,7 +69,7 @@ class WorldConfig:
         if not self.sandbox and self.mounts:
             raise ValueError("mounts need the sandbox: pass sandbox=True")
         plan, table = self.plan, self.table
-        if plan.faults and table is None and any(f.kind in FS_KINDS for f in plan.faults):
+        if plan.faults and table is None and any(f.spec.needs_sandbox for f in plan.faults):
             raise ValueError("filesystem faults need the sandbox: pass sandbox=True")
         if self.files and table is None:
             raise ValueError("files need the sandbox: pass sandbox=True")

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from harness.faults.kinds import KINDS
 from harness.filesystem.consistency import rank_restarted
 from harness.filesystem.publisher import Publisher
 from harness.filesystem.snapshot import snapshot
@@ -76,9 +77,12 @@ class Lifecycle:
 
     def fault(self, rank: int | None, msg: Fault) -> None:
         """A fault fired: the kinds that end or hold a rank change how its exit is judged."""
-        if msg.fault in ("kill", "preempt") and rank is not None:
+        kind = KINDS.get(msg.fault)  # the rank names it: an unknown name changes nothing
+        if kind is None or rank is None:
+            return
+        if kind.ends_life:
             self.ranks[rank].doomed_by = msg.fault
-        elif msg.fault == "never-arrive" and rank is not None:
+        elif kind.holds_forever:
             self.held_forever[rank] = str(msg.detail.get("message", ""))
 
     # -- exits ----------------------------------------------------------------
@@ -102,7 +106,8 @@ class Lifecycle:
                 self.loop.drain(sock, 0.5)
             self._snapshot_on_exit(rank)
             unit_ = self.ranks[rank]
-            if role == "rank" and unit_.doomed_by == "preempt" and unit_.life < self.max_restarts:
+            restarts = unit_.doomed_by is not None and KINDS[unit_.doomed_by].restarts
+            if role == "rank" and restarts and unit_.life < self.max_restarts:
                 self._restart(rank)
                 return
             self.coordinator.rank_exited(rank, self._how(rank, status))

@@ -1,0 +1,222 @@
+"""What every fault kind shares: its trigger fields, their bounds, and the
+hooks the fault engine calls for every planned fault (each a no-op here).
+
+A kind is one module of this package holding one subclass of ``FaultKind``:
+its parameters with bounds on every number, the operations it fires at,
+the facts the world and the sandbox need, and the hooks it overrides.
+Triggers keep the YAML spellings (``rank`` or ``ranks``, ``occurrence`` or
+``occurrences``...); caps: ranks and hosts below 65,536 and inside the world,
+occurrences 1..10**6, after_ms 0..600,000 (the longest timeout), lives 0..1,000.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
+
+from harness.faults.trigger import OPS, PlanError, Trigger
+from harness.filesystem.mounts import _PASSTHROUGH as MACHINE_PATHS  # never sandboxed
+from harness.filesystem.sandbox import Leftover
+
+if TYPE_CHECKING:
+    from harness.faults.engine import FaultEngine
+    from harness.faults.plan import Fault
+    from harness.filesystem.files import ViewFile
+    from harness.filesystem.resolution import Resolved
+
+MAX_MS = 600_000  # ten minutes: the longest scenario timeout
+MAX_BYTES = 2**40  # a terabyte: beyond any file a test writes
+
+
+def _listed(value: Any) -> Any:
+    """One value or a list of them, as a scenario file may spell either."""
+    if isinstance(value, (int, str)):
+        return [value]
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _some(item: Any) -> Any:
+    return Annotated[list[item], Field(min_length=1, max_length=10_000), BeforeValidator(_listed)]
+
+
+Ranks = _some(Annotated[int, Field(ge=0, lt=65_536)])
+Occurrences = _some(Annotated[int, Field(ge=1, le=10**6)])
+Lives = _some(Annotated[int, Field(ge=0, le=1000)])
+Ops = _some(Literal[OPS])
+Glob = Annotated[str, Field(min_length=1, max_length=4096)]
+Millis = Annotated[int, Field(ge=0, le=MAX_MS)]
+MAX_CONTENT = 16 * 2**20  # 16 MiB: a config or a small checkpoint, not a dataset
+Content = Annotated[str, Field(max_length=MAX_CONTENT)] | Annotated[bytes, Field(max_length=MAX_CONTENT)]
+
+
+class FaultKind(BaseModel):
+    """A fault as the scenario wrote it: its kind's parameters and its trigger."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    kind: str
+    rank: Ranks | None = None
+    ranks: Ranks | None = None
+    host: Ranks | None = None
+    hosts: Ranks | None = None
+    op: Ops | None = None
+    path: Glob | None = None  # a glob on the virtual path: absolute, ~ or *
+    tag: Glob | None = None  # a glob on a collective's op name or tag
+    occurrence: Occurrences | None = None
+    occurrences: Occurrences | None = None
+    after_ms: Millis | None = None
+    life: Lives | None = None
+    lives: Lives | None = None
+
+    #: The operations it fires at: a trigger naming another would never fire.
+    ops: ClassVar[tuple[str, ...]] = ()
+    #: It may fire on a timer (after_ms) rather than at an operation.
+    timed: ClassVar[bool] = False
+    #: It fires inside the sandboxed filesystem view.
+    needs_sandbox: ClassVar[bool] = False
+    #: Its rank's life ends when it fires; ``restarts``: the rank comes back.
+    ends_life: ClassVar[bool] = False
+    restarts: ClassVar[bool] = False
+    #: Its rank blocks forever when it fires.
+    holds_forever: ClassVar[bool] = False
+    #: Readers of its path report their access (the coordinator times visibility by it).
+    watched_path: ClassVar[bool] = False
+    #: A content fault: decided at a writer's open, applied at close in this order.
+    close_order: ClassVar[int | None] = None
+
+    @field_validator("op")
+    @classmethod
+    def _fires_at(cls, ops: list[str]) -> list[str]:
+        never = [o for o in ops if o not in cls.ops]
+        if never and not cls.ops:
+            raise ValueError(f"{cls._name()} fires at no operation: leave op out")
+        if never:
+            raise ValueError(f"{cls._name()} never fires at {never[0]!r}: use one of "
+                             f"{', '.join(cls.ops)}")
+        return ops
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, path: str) -> str:
+        if set(cls.ops) <= {"collective"} and not cls.model_fields["path"].is_required():
+            raise ValueError(f"{cls._name()} never fires at a file: a path matches none")
+        if "\0" in path:
+            raise ValueError("path must not contain a NUL byte")
+        if not path.startswith(("/", "~", "*")):
+            raise ValueError(f"path must be absolute (or start with ~ or *), got {path!r}")
+        if "/../" in path + "/" or path.endswith("/.."):
+            raise ValueError(f"path must not climb with '..': {path!r}")
+        return path
+
+    @field_validator("tag")
+    @classmethod
+    def _at_collectives(cls, tag: str) -> str:
+        if "collective" not in cls.ops:
+            raise ValueError(f"{cls._name()} never fires at a collective: a tag matches none")
+        return tag
+
+    @field_validator("occurrence", "occurrences")
+    @classmethod
+    def _counted(cls, value: list[int]) -> list[int]:
+        if not cls.ops:
+            raise ValueError(f"{cls._name()} fires at no operation: there is nothing to count")
+        return value
+
+    @classmethod
+    def _name(cls) -> str:
+        return str(cls.model_fields["kind"].default)
+
+    @field_validator("after_ms")
+    @classmethod
+    def _timed(cls, value: int) -> int:
+        if not cls.timed:
+            raise ValueError(f"after_ms is a trigger of kill and preempt only ({cls._name()} fires at "
+                             "an operation or a collective: use op, path or tag)")
+        return value
+
+    @field_validator("ranks", "hosts", "occurrences", "lives")
+    @classmethod
+    def _one_spelling(cls, value: Any, info: ValidationInfo) -> Any:
+        single = {"occurrences": "occurrence", "lives": "life"}.get(info.field_name,
+                                                                   info.field_name[:-1])
+        if info.data.get(single) is not None:
+            raise ValueError(f"give {single} or {info.field_name}, not both")
+        return value
+
+    # -- the plan --------------------------------------------------------------------
+    def trigger(self, world_size: int, hosts: int, home: str) -> Trigger:
+        """The trigger in the world it will run in: ranks and hosts inside it, ~ expanded."""
+        ranks = self.ranks or self.rank
+        host_list = self.hosts or self.host
+        for r in ranks or ():
+            if r >= world_size:
+                raise PlanError(f"rank {r} is outside a world of {world_size} ranks",
+                                "ranks" if self.ranks else "rank")
+        for h in host_list or ():
+            if h >= hosts:
+                raise PlanError(f"host {h} is outside a world of {hosts} hosts",
+                                "hosts" if self.hosts else "host")
+        path = self.path
+        if path is not None and path.startswith("~"):
+            path = home + path[1:]
+        if path is not None and not path.startswith("*"):
+            path = posixpath.normpath(path)
+        return Trigger(ranks=_tuple(ranks), hosts=_tuple(host_list), op=_tuple(self.op),
+                       path=path, tag=self.tag,
+                       occurrences=_tuple(self.occurrences or self.occurrence),
+                       after_ms=self.after_ms, lives=_tuple(self.lives or self.life))
+
+    def leftover(self, trigger: Trigger) -> Leftover | None:
+        """A file placed in the sandbox before any rank starts."""
+        return None
+
+    def occurs(self, count: int) -> bool:
+        """Fires at the ``count``-th match when the trigger names no occurrence."""
+        return True
+
+    # -- hooks the fault engine calls ----------------------------------------------------
+    def at_start(self, engine: FaultEngine, fault: Fault, seed: int) -> int:
+        """As the rank starts: may set its environment or timers; returns its generators' seed."""
+        return seed
+
+    def before(self, engine: FaultEngine, fault: Fault, op: str, r: Resolved) -> None:
+        """Before a file operation: may raise, delay or end the rank."""
+
+    def on_write(self, engine: FaultEngine, fault: Fault, r: Resolved, f: ViewFile,
+                 data: memoryview) -> memoryview:
+        """A write's bytes: may shorten them, raise or end the rank."""
+        return data
+
+    def at_close(self, engine: FaultEngine, fault: Fault, r: Resolved, data: bytes) -> bytes | None:
+        """A faulted write closed: the bytes to publish, or None when withheld."""
+        return data
+
+    def at_collective(self, engine: FaultEngine, fault: Fault, shown: str) -> None:
+        """Before a collective its trigger matched: may delay, block or end the rank."""
+
+
+def _tuple(values: list[Any] | None) -> tuple[Any, ...] | None:
+    return None if values is None else tuple(values)
+
+
+class Placed(FaultKind):
+    """A kind that places a file at an exact ``path`` before any rank starts."""
+
+    path: Glob
+    content: Content = ""
+
+    @field_validator("path")
+    @classmethod
+    def _exact(cls, path: str) -> str:
+        if any(c in path for c in "*?["):
+            raise ValueError(f"needs an exact path, not a glob: {path!r}")
+        machine = next((m for m in MACHINE_PATHS if posixpath.normpath(path).startswith(m + "/")
+                        or posixpath.normpath(path) == m), None)
+        if machine is not None:
+            raise ValueError(f"cannot place a file under {machine}: it is the machine's own")
+        return path
+
+    def content_bytes(self) -> bytes:
+        return self.content.encode() if isinstance(self.content, str) else self.content

@@ -1,0 +1,28 @@
+"""lost-write: the writer's write succeeds but never becomes visible."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Literal
+
+from harness.faults.kinds._base import FaultKind
+
+if TYPE_CHECKING:
+    from harness.faults.engine import FaultEngine
+    from harness.faults.plan import Fault
+    from harness.filesystem.resolution import Resolved
+
+
+class LostWrite(FaultKind):
+    """Every call of the writer succeeds; nobody, the writer included, ever sees the bytes."""
+
+    kind: Literal["lost-write"] = "lost-write"
+
+    ops = ("close",)
+    needs_sandbox = True
+    close_order = 0  # nothing else matters for a write that is gone
+
+    def at_close(self, engine: FaultEngine, fault: Fault, r: Resolved, data: bytes) -> None:
+        engine.report(fault, "close", r.vpath,
+                      message=f"the write of {r.vpath} ({len(data)} bytes) was lost")
+        os.remove(r.staging)
