@@ -6,7 +6,6 @@ the file, the line and the field, never a traceback.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from harness.faults.plan import KINDS, PlanError, make_plan
 from harness.filesystem.mounts import Mount
+from harness.scenario_yaml import ScenarioError, read_yaml
 from harness.topology import get_topology
 from harness.workloads import registry
 from harness.workloads.base import WorkloadInputs
@@ -104,31 +104,15 @@ class Scenario(BaseModel):
         return [f.model_dump() for f in self.faults]
 
 
-@dataclass
-class ScenarioError(Exception):
-    """A scenario file that cannot be used: where, and what is wrong."""
-
-    file: str
-    message: str
-    line: int | None = None
-    field: str | None = None
-
-    def __str__(self) -> str:
-        where = self.file + (f":{self.line}" if self.line else "")
-        what = f" (field '{self.field}')" if self.field else ""
-        return f"{where}: {self.message}{what}"
-
-
 def _node_at(node: yaml.Node | None, loc: tuple[Any, ...]) -> yaml.Node | None:
     """The YAML node a pydantic error location points at (or its nearest parent)."""
     for key in loc:
         if isinstance(node, yaml.MappingNode):
-            child = next((v for k, v in node.value if k.value == key), None)
-            if child is None:
-                # An unexpected key: point at the key itself.
-                child = next((k for k, _ in node.value if k.value == key), None)
-                return child or node
-            node = child
+            pair = next(((k, v) for k, v in node.value if k.value == key), None)
+            if pair is None:
+                return node
+            # An alias's value was written earlier, at its anchor: point at the key.
+            node = pair[1] if pair[1].start_mark.index > pair[0].start_mark.index else pair[0]
         elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
             node = node.value[key]
         else:
@@ -138,21 +122,11 @@ def _node_at(node: yaml.Node | None, loc: tuple[Any, ...]) -> yaml.Node | None:
 
 def load_scenario(path: str | os.PathLike[str]) -> Scenario:
     path = os.fspath(path)
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as exc:
-        raise ScenarioError(path, f"cannot read: {exc.strerror or exc}") from None
-    try:
-        root = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ScenarioError(path, f"not valid YAML: {problem}",
-                            line=mark.line + 1 if mark else None) from None
+    root, data = read_yaml(path)
     if not isinstance(data, dict):
-        raise ScenarioError(path, "a scenario file must be a mapping of fields", line=1)
+        what = "empty" if data is None else f"a {type(data).__name__}"
+        raise ScenarioError(path, f"a scenario file must be a mapping of fields, not {what}",
+                            line=root.start_mark.line + 1 if root else None)
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:

@@ -1,0 +1,96 @@
+"""Every malformed scenario file is refused at load with its file and line: one test
+per class of malformed input (reading, top-level fields, mounts)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.scenarios import ScenarioError, load_scenario
+
+GOOD = """\
+name: mine
+workload: config-sync
+description: a test scenario
+finding: "seed 000"
+topology: v4-64
+expect: pass
+timeout: 3
+"""
+
+
+def refused(path: Path, line: int | None, *words: str) -> ScenarioError:
+    """Load ``path``, expecting a refusal at ``line`` whose message has ``words``."""
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    err = info.value
+    assert str(err).startswith(f"{path}:{line}: " if line else f"{path}: "), str(err)
+    for word in words:
+        assert word in str(err), str(err)
+    return err
+
+
+def write_bytes(tmp_path: Path, data: bytes, name: str = "mine") -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_bytes(data)
+    return path
+
+
+# -- reading -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("data,line,words", [
+    (GOOD.encode() + b"description: caf\xe9\n", 8, ("not UTF-8", "0xe9")),
+    (b"\x7fELF\x02\x01\x01\x00\x00\x00", 1, ("unacceptable character", "binary")),
+    (GOOD.encode() + b"x: \x00\x01\n", 8, ("unacceptable character",)),
+    (b"", None, ("must be a mapping of fields, not empty",)),
+    (b"# only a comment\n", None, ("not empty",)),
+    (b"- a list\n", 1, ("not a list",)),
+    (b"a: " + b"[" * 10_000 + b"]" * 10_000 + b"\n", 1, ("nested deeper than",)),
+    (b"{" * 10_000, 1, ("nested deeper than",)),
+    (b"a: &a [*a]\n", 1, ("nested deeper than", "aliases")),
+    (GOOD.encode() + b"1: one\n", 8, ("key '1' is not a string",)),
+    (GOOD.encode() + b"[a, b]: one\n", 8, ("not a string",)),
+    (GOOD.encode() + b"workload: config-sync\n", 8, ("key 'workload' is written twice",)),
+    (GOOD.encode() + b"inputs:\n  x: 1\n  x: 2\n", 10, ("key 'x' is written twice",)),
+    (GOOD.encode() + b"--- \nname: again\n", 8, ("not valid YAML", "single document")),
+])
+def test_a_file_that_is_not_a_small_yaml_mapping_is_refused_with_its_line(
+        tmp_path, data, line, words):
+    refused(write_bytes(tmp_path, data), line, *words)
+
+
+def test_a_directory_or_a_missing_file_is_refused_naming_it(tmp_path):
+    (tmp_path / "dir.yaml").mkdir()
+    refused(tmp_path / "dir.yaml", None, "cannot read", "directory")
+    refused(tmp_path / "absent.yaml", None, "cannot read", "No such file")
+
+
+def test_a_huge_file_is_refused_without_parsing_it(tmp_path):
+    path = write_bytes(tmp_path, GOOD.encode() + b"#" * (2 << 20))
+    refused(path, None, "larger than 1024 KiB")
+
+
+def test_billion_laughs_is_refused_quickly(tmp_path):
+    lines = ['a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for prev, name in zip("abcdefgh", "bcdefghi", strict=True):
+        lines.append(f"{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]")
+    path = write_bytes(tmp_path, ("\n".join(lines) + "\n").encode())
+    start = time.monotonic()
+    refused(path, 1, "more than 100000 values once aliases are expanded")
+    assert time.monotonic() - start < 5
+
+
+def test_a_modest_alias_still_loads(tmp_path):
+    path = write_bytes(tmp_path, GOOD.replace('description: a test scenario',
+                                              'description: &d a test scenario').encode()
+                       + b"finding2: *d\n")
+    refused(path, 8, "unknown key")  # the alias resolved; the key is what is wrong
+
+
+@pytest.mark.parametrize("literal", ["99999999999999999999", "-9223372036854775809",
+                                     "1" * 5000, "0x" + "f" * 17])
+def test_an_integer_no_machine_word_holds_is_refused_anywhere(tmp_path, literal):
+    path = write_bytes(tmp_path, (GOOD + f"inputs:\n  num_samples: {literal}\n").encode())
+    refused(path, 9, "integer", "too large" if len(literal) > 64 else "outside")
