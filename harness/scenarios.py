@@ -61,7 +61,8 @@ class Scenario(BaseModel):
     topology: str
     expect: Literal["pass", "fail-loudly"]
     profile: Literal["legacy", "current"] = "legacy"
-    timeout: float = Field(default=6.0, gt=0, le=600)
+    # Strict: a bool or a quoted "3" is a mistake, not a number; nan and inf are refused.
+    timeout: float = Field(default=6.0, gt=0, le=600, strict=True, allow_inf_nan=False)
     mounts: list[MountSpec] = Field(default_factory=list)
     faults: list[FaultSpec] = Field(default_factory=list)
     inputs: dict[str, Any] = Field(default_factory=dict)

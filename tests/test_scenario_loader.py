@@ -94,3 +94,34 @@ def test_a_modest_alias_still_loads(tmp_path):
 def test_an_integer_no_machine_word_holds_is_refused_anywhere(tmp_path, literal):
     path = write_bytes(tmp_path, (GOOD + f"inputs:\n  num_samples: {literal}\n").encode())
     refused(path, 9, "integer", "too large" if len(literal) > 64 else "outside")
+
+
+# -- top-level fields ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("old,new,line,field,words", [
+    ("timeout: 3", "timeout: true", 7, "timeout", ("valid number",)),
+    ("timeout: 3", "timeout: '3'", 7, "timeout", ("valid number",)),
+    ("timeout: 3", "timeout: .nan", 7, "timeout", ("finite number",)),
+    ("timeout: 3", "timeout: .inf", 7, "timeout", ("finite number",)),
+    ("timeout: 3", "timeout: -.inf", 7, "timeout", ("finite number",)),
+    ("timeout: 3", "timeout: 1.0e+400", 7, "timeout", ("finite number",)),
+    ("timeout: 3", "timeout: 0", 7, "timeout", ("greater than 0",)),
+    ("timeout: 3", "timeout: 601", 7, "timeout", ("less than or equal to 600",)),
+    ("name: mine", "name: 7", 1, "name", ("valid string",)),
+    ("description: a test scenario", "description: 5", 3, "description", ("valid string",)),
+    ("description: a test scenario", "description: [a]", 3, "description", ("valid string",)),
+    ('finding: "seed 000"', "finding: 3", 4, "finding", ("valid string",)),
+    ('finding: "seed 000"', "finding: null", 4, "finding", ("valid string",)),
+    ("workload: config-sync", "workload: {a: 1}", 2, "workload", ("valid string",)),
+    ("expect: pass", "expect: true", 6, "expect", ("'pass' or 'fail-loudly'",)),
+    ("timeout: 3", "inputs: [1]", 7, "inputs", ("valid dictionary",)),
+    ("timeout: 3", "mounts: 5", 7, "mounts", ("valid list",)),
+])
+def test_a_top_level_field_of_the_wrong_type_is_refused(tmp_path, old, new, line, field, words):
+    assert old in GOOD
+    err = refused(write_bytes(tmp_path, GOOD.replace(old, new).encode()), line, *words)
+    assert err.field == field
+
+
+def test_a_whole_number_timeout_is_still_a_timeout(tmp_path):
+    assert load_scenario(write_bytes(tmp_path, GOOD.encode())).timeout == 3.0
