@@ -6,6 +6,7 @@ the file, the line and the field, never a traceback.
 from __future__ import annotations
 
 import os
+import posixpath
 from pathlib import Path
 from typing import Any, Literal
 
@@ -13,7 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from harness.faults.plan import KINDS, PlanError, make_plan
-from harness.filesystem.mounts import Mount
+from harness.filesystem.mounts import KERNEL_TREES, MAX_DELAY_MS, MAX_MOUNT_PATH, Mount, is_under
 from harness.scenario_yaml import ScenarioError, read_yaml
 from harness.topology import get_topology
 from harness.workloads import registry
@@ -25,19 +26,34 @@ CATALOG_ORDER = registry.catalog_order()
 
 class MountSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    path: str
+    path: str = Field(max_length=MAX_MOUNT_PATH)
     scope: Literal["shared", "host", "rank"] = "host"
     mode: Literal["rw", "ro"] = "rw"
     base: Literal["fresh", "overlay"] = "fresh"
     consistency: Literal["local", "close-to-open", "delayed", "object"] = "local"
-    delay_ms: int = Field(default=0, ge=0)
+    delay_ms: int = Field(default=0, ge=0, le=MAX_DELAY_MS, strict=True)
 
     @field_validator("path")
     @classmethod
-    def _absolute(cls, value: str) -> str:
-        if not value.startswith(("/", "~")):
-            raise ValueError("must be an absolute path (or start with ~)")
+    def _mountable(cls, value: str) -> str:
+        """A path the sandbox can mount: absolute (or under ~), plain, not the kernel's."""
+        if not (value.startswith("/") or value == "~" or value.startswith("~/")):
+            raise ValueError("must be an absolute path (or ~ or start with ~/)")
+        if any(ord(c) < 0x20 or c == "\x7f" for c in value):
+            raise ValueError("must not contain a NUL or another control character")
+        if ".." in value.split("/"):
+            raise ValueError("must not contain '..'")
+        if any(is_under(_normalized(value), tree) for tree in KERNEL_TREES):
+            raise ValueError(f"cannot mount over the kernel's {', '.join(KERNEL_TREES)}")
         return value
+
+    def normalized(self) -> str:
+        """The path as the mount table will hold it (``~`` kept: home is known at run time)."""
+        return _normalized(self.path)
+
+
+def _normalized(path: str) -> str:
+    return posixpath.normpath(path).replace("//", "/")  # normpath keeps a leading "//"
 
 
 class FaultSpec(BaseModel):
@@ -146,6 +162,7 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
         node = _node_at(root, ("name",))
         raise ScenarioError(path, f"name {scenario.name!r} must match the file name {stem!r}",
                             line=node.start_mark.line + 1 if node else None, field="name")
+    _check_mounts(path, root, scenario)
     _check_faults(path, root, scenario)
     scenario._workload_inputs = validate_inputs(scenario, scenario.topology, path, root)
     scenario._source = path
@@ -181,6 +198,24 @@ def _allowed(loc: tuple[Any, ...]) -> str:
         elif key == "faults":
             return "kind and the fault's trigger and parameters"
     return ", ".join(model.model_fields)
+
+
+def _check_mounts(path: str, root: yaml.Node | None, scenario: Scenario) -> None:
+    """What one mount cannot tell alone: a path written twice, a delay with no delay."""
+    seen: dict[str, int] = {}
+    for index, mount in enumerate(scenario.mounts):
+        problem, field = None, "path"
+        if mount.normalized() in seen:
+            problem = f"mount path {mount.path!r} is already mounts.{seen[mount.normalized()]}"
+        elif "delay_ms" in mount.model_fields_set and mount.consistency != "delayed":
+            problem, field = (f"delay_ms applies to consistency 'delayed' only, not "
+                              f"{mount.consistency!r}"), "delay_ms"
+        if problem:
+            loc = ("mounts", index, field)
+            node = _node_at(root, loc)
+            raise ScenarioError(path, problem, line=node.start_mark.line + 1 if node else None,
+                                field=".".join(str(p) for p in loc))
+        seen[mount.normalized()] = index
 
 
 def _check_faults(path: str, root: yaml.Node, scenario: Scenario) -> None:

@@ -125,3 +125,56 @@ def test_a_top_level_field_of_the_wrong_type_is_refused(tmp_path, old, new, line
 
 def test_a_whole_number_timeout_is_still_a_timeout(tmp_path):
     assert load_scenario(write_bytes(tmp_path, GOOD.encode())).timeout == 3.0
+
+
+# -- mounts --------------------------------------------------------------------------------
+
+MOUNTS = GOOD + "mounts:\n  - path: /mnt/data\n    scope: shared\n  - {path: /mnt/b, scope: host}\n"
+
+
+@pytest.mark.parametrize("old,new,line,field,words", [
+    ("path: /mnt/data", "path: /mnt/../etc", 9, "mounts.0.path", ("'..'",)),
+    ("path: /mnt/data", "path: ..", 9, "mounts.0.path", ("absolute",)),
+    ("path: /mnt/data", 'path: "/mnt/a\\0b"', 9, "mounts.0.path", ("NUL",)),
+    ("path: /mnt/data", 'path: "/mnt/a\\nb"', 9, "mounts.0.path", ("control character",)),
+    ("path: /mnt/data", "path: mnt/data", 9, "mounts.0.path", ("absolute",)),
+    ("path: /mnt/data", "path: ~user/x", 9, "mounts.0.path", ("absolute",)),
+    ("path: /mnt/data", "path: ''", 9, "mounts.0.path", ("absolute",)),
+    ("path: /mnt/data", "path: 5", 9, "mounts.0.path", ("valid string",)),
+    ("path: /mnt/data", "path: /proc", 9, "mounts.0.path", ("kernel's /proc, /sys, /dev",)),
+    ("path: /mnt/data", "path: /sys/fs/", 9, "mounts.0.path", ("kernel's",)),
+    ("path: /mnt/data", "path: //dev/shm", 9, "mounts.0.path", ("kernel's",)),
+    ("path: /mnt/data", "path: /" + "a" * 200, 9, "mounts.0.path", ("at most 160",)),
+    ("path: /mnt/b,", "path: /mnt/data/,", 11, "mounts.1.path", ("already mounts.0",)),
+    ("scope: shared", "scope: shared\n    delay_ms: 5", 11, "mounts.0.delay_ms",
+     ("consistency 'delayed' only, not 'local'",)),
+    ("scope: shared", "consistency: delayed\n    delay_ms: -1", 11, "mounts.0.delay_ms",
+     ("greater than or equal to 0",)),
+    ("scope: shared", "consistency: delayed\n    delay_ms: 600001", 11, "mounts.0.delay_ms",
+     ("less than or equal to 600000",)),
+    ("scope: shared", "consistency: delayed\n    delay_ms: true", 11, "mounts.0.delay_ms",
+     ("valid integer",)),
+    ("scope: shared", "consistency: delayed\n    delay_ms: 1.5", 11, "mounts.0.delay_ms",
+     ("valid integer",)),
+    ("scope: shared", "scope: everywhere", 10, "mounts.0.scope", ("'shared', 'host' or",)),
+])
+def test_a_mount_that_cannot_be_mounted_is_refused(tmp_path, old, new, line, field, words):
+    assert old in MOUNTS
+    err = refused(write_bytes(tmp_path, MOUNTS.replace(old, new).encode()), line, *words)
+    assert err.field == field
+
+
+def test_mounts_that_can_be_mounted_load(tmp_path):
+    text = MOUNTS.replace("scope: shared", "consistency: delayed\n    delay_ms: 600000")
+    text += "  - {path: ~/.cache}\n  - {path: '~'}\n  - {path: /mnt/data/sub}\n"
+    scenario = load_scenario(write_bytes(tmp_path, text.encode()))
+    assert [m.path for m in scenario.mount_list("/home/u")] == \
+        ["/mnt/data", "/mnt/b", "/home/u/.cache", "/home/u", "/mnt/data/sub"]
+
+
+@pytest.mark.parametrize("path,delay", [("a", 0), ("/a\0", 0), ("/a", -1),
+                                        ("/a", 600_001)])
+def test_a_mount_built_in_code_checks_the_same(path, delay):
+    from harness.filesystem.mounts import Mount
+    with pytest.raises(ValueError):
+        Mount(path, delay_ms=delay)
