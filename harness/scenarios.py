@@ -22,6 +22,8 @@ from harness.workloads.base import WorkloadInputs
 
 #: Catalog order, as each workload declares it; files not named here follow by name.
 CATALOG_ORDER = registry.catalog_order()
+#: The longest deadline of a world, in seconds (a scenario's timeout, the CLI's --timeout).
+MAX_TIMEOUT = 600
 
 
 class MountSpec(BaseModel):
@@ -78,7 +80,7 @@ class Scenario(BaseModel):
     expect: Literal["pass", "fail-loudly"]
     profile: Literal["legacy", "current"] = "legacy"
     # Strict: a bool or a quoted "3" is a mistake, not a number; nan and inf are refused.
-    timeout: float = Field(default=6.0, gt=0, le=600, strict=True, allow_inf_nan=False)
+    timeout: float = Field(default=6.0, gt=0, le=MAX_TIMEOUT, strict=True, allow_inf_nan=False)
     mounts: list[MountSpec] = Field(default_factory=list)
     faults: list[FaultSpec] = Field(default_factory=list)
     inputs: dict[str, Any] = Field(default_factory=dict)
