@@ -165,7 +165,15 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
         raise ScenarioError(path, f"name {scenario.name!r} must match the file name {stem!r}",
                             line=node.start_mark.line + 1 if node else None, field="name")
     _check_mounts(path, root, scenario)
-    _check_faults(path, root, scenario)
+    try:
+        _check_faults(path, root, scenario)
+    except (TypeError, ValueError, LookupError, OverflowError) as exc:
+        # A parameter the fault's own checks let through (``op: 5`` where a name or a
+        # list belongs): refused with the faults' line, not as an internal error.
+        node = _node_at(root, ("faults",))
+        raise ScenarioError(path, f"a fault cannot be planned: {type(exc).__name__}: {exc}",
+                            line=node.start_mark.line + 1 if node else None,
+                            field="faults") from None
     scenario._workload_inputs = validate_inputs(scenario, scenario.topology, path, root)
     scenario._source = path
     return scenario

@@ -178,3 +178,11 @@ def test_a_mount_built_in_code_checks_the_same(path, delay):
     from harness.filesystem.mounts import Mount
     with pytest.raises(ValueError):
         Mount(path, delay_ms=delay)
+
+
+# -- faults, at the loader's edge ----------------------------------------------------------
+
+def test_a_fault_parameter_the_fault_checks_let_through_is_still_refused(tmp_path):
+    text = GOOD + "faults:\n  - {kind: kill, rank: 0, op: 5, path: /tmp/x}\n"
+    err = refused(write_bytes(tmp_path, text.encode()), 9)
+    assert err.field is not None and err.field.startswith("faults")
