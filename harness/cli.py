@@ -7,6 +7,7 @@ expected to, 2 a usage or scenario-file error, 3 an internal error.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import sys
 import traceback
@@ -18,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from harness import __version__
-from harness.scenarios import ScenarioError
+from harness.scenarios import MAX_TIMEOUT, ScenarioError
 from harness.topology import PROFILES, TOPOLOGIES, get_topology
 from harness.world.result import PASS, WorldResult
 
@@ -26,6 +27,23 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 _PYTHONS = ("python", "python3", os.path.basename(sys.executable))
 _COLOURS = {"PASS": "green", "FAIL": "red", "ERROR": "red", "HANG": "magenta", "CRASH": "red"}
 _SHOWN_TRACEBACKS = 3  # of a whole script's world; the rest are one line each in the table
+
+
+class _Seconds(click.FloatRange):
+    """A deadline: a finite number of seconds, at most a scenario's longest."""
+
+    def __init__(self) -> None:
+        super().__init__(min=0.1, max=MAX_TIMEOUT)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        seconds = super().convert(value, param, ctx)
+        if math.isnan(seconds):  # a range lets nan through: every comparison is false
+            self.fail(f"{value!r} is not a number of seconds.", param, ctx)
+        return seconds
+
+
+#: A world's seed seeds numpy, whose seeds are 32-bit.
+SEED = click.IntRange(0, 2**32 - 1)
 
 
 def _topology(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -49,11 +67,11 @@ def cli(verbose: int) -> None:
                                        "allow_interspersed_args": False})
 @click.option("--topology", "-t", default="v4-64", show_default=True, callback=_topology,
               help=f"One of {', '.join(TOPOLOGIES)}, or HxR (hosts x ranks per host).")
-@click.option("--timeout", default=60.0, show_default=True, type=click.FloatRange(min=0.1),
+@click.option("--timeout", default=60.0, show_default=True, type=_Seconds(),
               help="Seconds before the watchdog reports a hang and ends the world.")
 @click.option("--profile", type=click.Choice(PROFILES), default="legacy", show_default=True,
               help="torch_xla API: legacy (get_ordinal, xla_dist) or current (2.9).")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the world.")
+@click.option("--seed", default=0, show_default=True, type=SEED, help="Seed of the world.")
 @click.option("--output/--no-output", default=False,
               help="Print every rank's captured stdout/stderr, not only failing ranks'.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
@@ -138,8 +156,8 @@ _run_options = [
                       "(repeatable). Default: the built-in targets."),
     click.option("--topology", "-t", default=None, callback=lambda c, p, v: v and _topology(c, p, v),
                  help="Override every scenario's topology."),
-    click.option("--seed", default=0, show_default=True, type=int, help="The seed of every cell."),
-    click.option("--timeout", default=None, type=click.FloatRange(min=0.1),
+    click.option("--seed", default=0, show_default=True, type=SEED, help="The seed of every cell."),
+    click.option("--timeout", default=None, type=_Seconds(),
                  help="Override every scenario's deadline (seconds)."),
 ]
 

@@ -6,7 +6,7 @@ the file, the line and the field, never a traceback.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import posixpath
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,30 +15,48 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from harness.faults.kinds import FaultSpec, explain
 from harness.faults.plan import PlanError, make_plan
-from harness.filesystem.mounts import Mount
+from harness.filesystem.mounts import KERNEL_TREES, MAX_DELAY_MS, MAX_MOUNT_PATH, Mount, is_under
+from harness.scenario_yaml import ScenarioError, read_yaml
 from harness.topology import get_topology
 from harness.workloads import registry
 from harness.workloads.base import WorkloadInputs
 
 #: Catalog order, as each workload declares it; files not named here follow by name.
 CATALOG_ORDER = registry.catalog_order()
+#: The longest deadline of a world, in seconds (a scenario's timeout, the CLI's --timeout).
+MAX_TIMEOUT = 600
 
 
 class MountSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    path: str
+    path: str = Field(max_length=MAX_MOUNT_PATH)
     scope: Literal["shared", "host", "rank"] = "host"
     mode: Literal["rw", "ro"] = "rw"
     base: Literal["fresh", "overlay"] = "fresh"
     consistency: Literal["local", "close-to-open", "delayed", "object"] = "local"
-    delay_ms: int = Field(default=0, ge=0)
+    delay_ms: int = Field(default=0, ge=0, le=MAX_DELAY_MS, strict=True)
 
     @field_validator("path")
     @classmethod
-    def _absolute(cls, value: str) -> str:
-        if not value.startswith(("/", "~")):
-            raise ValueError("must be an absolute path (or start with ~)")
+    def _mountable(cls, value: str) -> str:
+        """A path the sandbox can mount: absolute (or under ~), plain, not the kernel's."""
+        if not (value.startswith("/") or value == "~" or value.startswith("~/")):
+            raise ValueError("must be an absolute path (or ~ or start with ~/)")
+        if any(ord(c) < 0x20 or c == "\x7f" for c in value):
+            raise ValueError("must not contain a NUL or another control character")
+        if ".." in value.split("/"):
+            raise ValueError("must not contain '..'")
+        if any(is_under(_normalized(value), tree) for tree in KERNEL_TREES):
+            raise ValueError(f"cannot mount over the kernel's {', '.join(KERNEL_TREES)}")
         return value
+
+    def normalized(self) -> str:
+        """The path as the mount table will hold it (``~`` kept: home is known at run time)."""
+        return _normalized(self.path)
+
+
+def _normalized(path: str) -> str:
+    return posixpath.normpath(path).replace("//", "/")  # normpath keeps a leading "//"
 
 
 class Scenario(BaseModel):
@@ -50,7 +68,8 @@ class Scenario(BaseModel):
     topology: str
     expect: Literal["pass", "fail-loudly"]
     profile: Literal["legacy", "current"] = "legacy"
-    timeout: float = Field(default=6.0, gt=0, le=600)
+    # Strict: a bool or a quoted "3" is a mistake, not a number; nan and inf are refused.
+    timeout: float = Field(default=6.0, gt=0, le=MAX_TIMEOUT, strict=True, allow_inf_nan=False)
     mounts: list[MountSpec] = Field(default_factory=list)
     faults: list[FaultSpec] = Field(default_factory=list)  # typed at load, used as they are
     inputs: dict[str, Any] = Field(default_factory=dict)
@@ -90,31 +109,15 @@ class Scenario(BaseModel):
                       delay_ms=m.delay_ms) for m in self.mounts]
 
 
-@dataclass
-class ScenarioError(Exception):
-    """A scenario file that cannot be used: where, and what is wrong."""
-
-    file: str
-    message: str
-    line: int | None = None
-    field: str | None = None
-
-    def __str__(self) -> str:
-        where = self.file + (f":{self.line}" if self.line else "")
-        what = f" (field '{self.field}')" if self.field else ""
-        return f"{where}: {self.message}{what}"
-
-
 def _node_at(node: yaml.Node | None, loc: tuple[Any, ...]) -> yaml.Node | None:
     """The YAML node a pydantic error location points at (or its nearest parent)."""
     for key in loc:
         if isinstance(node, yaml.MappingNode):
-            child = next((v for k, v in node.value if k.value == key), None)
-            if child is None:
-                # An unexpected key: point at the key itself.
-                child = next((k for k, _ in node.value if k.value == key), None)
-                return child or node
-            node = child
+            pair = next(((k, v) for k, v in node.value if k.value == key), None)
+            if pair is None:
+                return node
+            # An alias's value was written earlier, at its anchor: point at the key.
+            node = pair[1] if pair[1].start_mark.index > pair[0].start_mark.index else pair[0]
         elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
             node = node.value[key]
         else:
@@ -124,21 +127,11 @@ def _node_at(node: yaml.Node | None, loc: tuple[Any, ...]) -> yaml.Node | None:
 
 def load_scenario(path: str | os.PathLike[str]) -> Scenario:
     path = os.fspath(path)
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as exc:
-        raise ScenarioError(path, f"cannot read: {exc.strerror or exc}") from None
-    try:
-        root = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ScenarioError(path, f"not valid YAML: {problem}",
-                            line=mark.line + 1 if mark else None) from None
+    root, data = read_yaml(path)
     if not isinstance(data, dict):
-        raise ScenarioError(path, "a scenario file must be a mapping of fields", line=1)
+        what = "empty" if data is None else f"a {type(data).__name__}"
+        raise ScenarioError(path, f"a scenario file must be a mapping of fields, not {what}",
+                            line=root.start_mark.line + 1 if root else None)
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
@@ -160,7 +153,16 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
         node = _node_at(root, ("name",))
         raise ScenarioError(path, f"name {scenario.name!r} must match the file name {stem!r}",
                             line=node.start_mark.line + 1 if node else None, field="name")
-    _check_faults(path, root, scenario)
+    _check_mounts(path, root, scenario)
+    try:
+        _check_faults(path, root, scenario)
+    except (TypeError, ValueError, LookupError, OverflowError) as exc:
+        # A parameter the fault's own checks let through (``op: 5`` where a name or a
+        # list belongs): refused with the faults' line, not as an internal error.
+        node = _node_at(root, ("faults",))
+        raise ScenarioError(path, f"a fault cannot be planned: {type(exc).__name__}: {exc}",
+                            line=node.start_mark.line + 1 if node else None,
+                            field="faults") from None
     scenario._workload_inputs = validate_inputs(scenario, scenario.topology, path, root)
     scenario._source = path
     return scenario
@@ -193,6 +195,24 @@ def _allowed(loc: tuple[Any, ...]) -> str:
         if key == "mounts":
             model = MountSpec
     return ", ".join(model.model_fields)
+
+
+def _check_mounts(path: str, root: yaml.Node | None, scenario: Scenario) -> None:
+    """What one mount cannot tell alone: a path written twice, a delay with no delay."""
+    seen: dict[str, int] = {}
+    for index, mount in enumerate(scenario.mounts):
+        problem, field = None, "path"
+        if mount.normalized() in seen:
+            problem = f"mount path {mount.path!r} is already mounts.{seen[mount.normalized()]}"
+        elif "delay_ms" in mount.model_fields_set and mount.consistency != "delayed":
+            problem, field = (f"delay_ms applies to consistency 'delayed' only, not "
+                              f"{mount.consistency!r}"), "delay_ms"
+        if problem:
+            loc = ("mounts", index, field)
+            node = _node_at(root, loc)
+            raise ScenarioError(path, problem, line=node.start_mark.line + 1 if node else None,
+                                field=".".join(str(p) for p in loc))
+        seen[mount.normalized()] = index
 
 
 def _check_faults(path: str, root: yaml.Node, scenario: Scenario) -> None:

@@ -106,7 +106,7 @@ def test_a_typed_fault_refuses_an_unknown_key_and_a_bad_value():
     # numbers out of their bounds
     ("{kind: eio, count: 10000000}", "faults.0.count", "less than or equal to 1000"),
     ("{kind: eio, count: 0}", "faults.0.count", "greater than or equal to 1"),
-    ("{kind: enospc, at_byte: 99999999999999999999}", "faults.0.at_byte", "less than or equal"),
+    ("{kind: enospc, at_byte: 1125899906842624}", "faults.0.at_byte", "less than or equal"),
     ("{kind: latency, delay_ms: 600001}", "faults.0.delay_ms", "less than or equal to 600000"),
     ("{kind: corrupt, bytes: 1000001}", "faults.0.bytes", "less than or equal to 1000000"),
     ("{kind: kill, occurrence: 1000001}", "faults.0.occurrence.0", "less than or equal"),

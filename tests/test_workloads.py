@@ -259,7 +259,7 @@ def test_unknown_input_keys_are_refused_at_load_with_the_workloads_keys(tmp_path
     (SHARDING, "num_samples: 10000000", "inputs.num_samples", "less than or equal to"),
     (SHARDING, "num_samples: 100000", "inputs.num_samples", "too large a dataset to build"),
     (SHARDING, "seq_len: 5000", "inputs.seq_len", "less than or equal to 4096"),
-    (SHARDING, "seed: 18446744073709551616", "inputs.seed", "less than"),
+    (SHARDING, "seed: 1099511627776", "inputs.seed", "less than"),  # past 2**63 the reader refuses it
     (SHARDING, "missing_on_hosts: [9999]", "inputs.missing_on_hosts.0", "less than"),
     (RESUME, "total_samples: 1000000000", "inputs.total_samples", "less than or equal to"),
     (SYNC, "sync_timeout_s: 1.0e+300", "inputs.sync_timeout_s", "less than or equal to"),

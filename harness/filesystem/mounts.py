@@ -27,6 +27,18 @@ SCOPES = ("shared", "host", "rank")
 MODES = ("rw", "ro")
 BASES = ("fresh", "overlay", "passthrough")
 CONSISTENCY = ("local", "close-to-open", "delayed", "object")
+#: Never translated and never mounted over: the kernel's own trees.
+KERNEL_TREES = ("/proc", "/sys", "/dev")
+#: The longest mount path a scenario may write: its slug names one directory of the
+#: sandbox (255 bytes at most), after home replaces a leading ``~``.
+MAX_MOUNT_PATH = 160
+#: The longest ``delay_ms`` of a delayed mount: the longest world timeout.
+MAX_DELAY_MS = 600_000
+
+
+def is_under(path: str, tree: str) -> bool:
+    """``path`` is ``tree`` or inside it (both normalised)."""
+    return path == tree or path.startswith(tree.rstrip("/") + "/")
 
 
 @dataclass(frozen=True)
@@ -39,9 +51,13 @@ class Mount:
     delay_ms: int = 0
 
     def __post_init__(self) -> None:
-        if not self.path.startswith("/"):
-            raise ValueError(f"mount path {self.path!r} must be absolute")
-        object.__setattr__(self, "path", posixpath.normpath(self.path))  # "/tmp/" is "/tmp"
+        if not self.path.startswith("/") or "\0" in self.path:
+            raise ValueError(f"mount path {self.path!r} must be absolute, without a NUL")
+        if not 0 <= self.delay_ms <= MAX_DELAY_MS:
+            raise ValueError(f"mount {self.path}: delay_ms {self.delay_ms} is not in "
+                             f"0..{MAX_DELAY_MS}")
+        # "/tmp/" is "/tmp", and so is "//tmp" (which normpath alone keeps)
+        object.__setattr__(self, "path", posixpath.normpath(self.path).replace("//", "/"))
         for name, value, allowed in (("scope", self.scope, SCOPES), ("mode", self.mode, MODES),
                                      ("base", self.base, BASES),
                                      ("consistency", self.consistency, CONSISTENCY)):
@@ -69,10 +85,6 @@ class Mount:
         return vpath[len(self.path):].lstrip("/")
 
 
-# Never translated: the kernel's own trees.
-_PASSTHROUGH = ("/proc", "/sys", "/dev")
-
-
 @dataclass(frozen=True)
 class MountTable:
     mounts: tuple[Mount, ...] = field(default_factory=tuple)
@@ -83,7 +95,7 @@ class MountTable:
 
     def match(self, vpath: str) -> Mount:
         for mount in self.mounts:
-            if mount.path == "/" or vpath == mount.path or vpath.startswith(mount.path + "/"):
+            if is_under(vpath, mount.path):
                 return mount
         raise LookupError(f"no mount for {vpath}")  # the table always has "/"
 
@@ -122,7 +134,7 @@ def default_table(topology: Topology, home: str, cwd: str) -> MountTable:
     mounts = [
         Mount("/", scope="host", base="overlay"),
         Mount("/tmp", scope="host", base="fresh"),
-        *(Mount(p, scope="shared", base="passthrough") for p in _PASSTHROUGH),
+        *(Mount(p, scope="shared", base="passthrough") for p in KERNEL_TREES),
     ]
     if topology.name == "v6e-256":
         mounts += [

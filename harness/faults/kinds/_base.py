@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
 
 from harness.faults.trigger import OPS, PlanError, Trigger
-from harness.filesystem.mounts import _PASSTHROUGH as MACHINE_PATHS  # never sandboxed
+from harness.filesystem.mounts import KERNEL_TREES as MACHINE_PATHS  # never sandboxed
 from harness.filesystem.sandbox import Leftover
 
 if TYPE_CHECKING:

@@ -1,0 +1,143 @@
+"""Reading a scenario file: bounded YAML, refused with the file and the line.
+
+A scenario file is small, hand-written YAML. Anything else -- bytes that are not
+UTF-8, a binary file, a document larger than ``MAX_BYTES``, nesting deeper than
+``MAX_DEPTH``, aliases that expand past ``MAX_NODES`` (billion laughs), keys that
+are not strings or are written twice, integers no machine word holds -- is a
+``ScenarioError`` naming the file and the line, never a traceback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from yaml.composer import ComposerError
+
+MAX_BYTES = 1 << 20
+MAX_DEPTH = 32
+MAX_NODES = 100_000
+#: The widest integer a file may hold (a signed 64-bit word).
+MAX_INT = 2**63 - 1
+
+_STR = "tag:yaml.org,2002:str"
+_INT = "tag:yaml.org,2002:int"
+_INTS = yaml.constructor.SafeConstructor()
+
+
+@dataclass
+class ScenarioError(Exception):
+    """A scenario file that cannot be used: where, and what is wrong."""
+
+    file: str
+    message: str
+    line: int | None = None
+    field: str | None = None
+
+    def __str__(self) -> str:
+        where = self.file + (f":{self.line}" if self.line else "")
+        what = f" (field '{self.field}')" if self.field else ""
+        return f"{where}: {self.message}{what}"
+
+
+class _Loader(yaml.SafeLoader):
+    """The safe loader with its nesting bounded: PyYAML composes recursively."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels",
+                                    self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def read_yaml(path: str) -> tuple[yaml.Node | None, Any]:
+    """The file's YAML node tree (for line numbers) and its plain data."""
+    text = _read_text(path)
+    try:
+        loader = _Loader(text)
+        try:
+            root = loader.get_single_node()
+            if root is not None:
+                _check_tree(path, root)
+            data = loader.construct_document(root) if root is not None else None
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = " ".join(filter(None, (exc.context, exc.problem))) or "malformed"
+        raise ScenarioError(path, f"not valid YAML: {problem}",
+                            line=mark.line + 1 if mark else None) from None
+    except yaml.reader.ReaderError as exc:
+        line = text[:exc.position].count("\n") + 1
+        raise ScenarioError(path, "not valid YAML: unacceptable character "
+                            f"#x{exc.character:04x} (a binary file?)", line=line) from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError(path, f"not valid YAML: {exc}") from None
+    return root, data
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise ScenarioError(path, f"cannot read: {exc.strerror or exc}") from None
+    if len(raw) > MAX_BYTES:
+        raise ScenarioError(path, f"larger than {MAX_BYTES // 1024} KiB; a scenario file is "
+                            "small hand-written YAML")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise ScenarioError(path, f"not UTF-8 text: byte 0x{raw[exc.start]:02x} cannot be "
+                            "decoded", line=line) from None
+
+
+def _check_tree(path: str, root: yaml.Node) -> None:
+    """Keys are distinct strings and integers fit a word, over at most ``MAX_NODES``
+    nodes counted as aliases expand them (so a cycle or an explosion stops early)."""
+    seen = 0
+    stack: list[tuple[yaml.Node, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        seen += 1
+        line = node.start_mark.line + 1
+        if seen > MAX_NODES or depth > MAX_DEPTH:
+            why = f"more than {MAX_NODES} values" if seen > MAX_NODES else \
+                f"nested deeper than {MAX_DEPTH} levels"
+            raise ScenarioError(path, f"{why} once aliases are expanded", line=line)
+        if isinstance(node, yaml.MappingNode):
+            keys: set[str] = set()
+            for key, value in node.value:
+                key_line = key.start_mark.line + 1
+                if not isinstance(key, yaml.ScalarNode) or key.tag != _STR:
+                    shown = key.value if isinstance(key, yaml.ScalarNode) else "a collection"
+                    raise ScenarioError(path, f"key {shown!r} is not a string (quote it)",
+                                        line=key_line)
+                if key.value in keys:
+                    raise ScenarioError(path, f"key {key.value!r} is written twice",
+                                        line=key_line)
+                keys.add(key.value)
+                stack.append((value, depth + 1))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, depth + 1) for item in node.value)
+        elif node.tag == _INT:
+            _check_int(path, node, line)
+
+
+def _check_int(path: str, node: yaml.ScalarNode, line: int) -> None:
+    digits = node.value.replace("_", "").lstrip("+-")
+    if len(digits) > 64:  # decide before converting: int() of a huge literal is slow
+        raise ScenarioError(path, f"integer {node.value[:20]}... is too large", line=line)
+    value = _INTS.construct_yaml_int(node)
+    if abs(value) > MAX_INT:
+        raise ScenarioError(path, f"integer {node.value} is outside -2**63..2**63-1", line=line)
