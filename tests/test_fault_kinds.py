@@ -10,7 +10,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from harness.faults.engine import FaultEngine
 from harness.faults.kinds import KINDS, FaultKind, kind_of
 from harness.faults.kinds.eio import Eio
 from harness.faults.kinds.kill import Kill
@@ -132,6 +135,7 @@ def test_a_typed_fault_refuses_an_unknown_key_and_a_bad_value():
     ("{kind: divergent-rng, occurrence: 2}", "faults.0.occurrence", "nothing to count"),
     # paths: absolute, no NUL, no climbing
     ("{kind: eio, path: relative/x}", "faults.0.path", "must be absolute"),
+    ("{kind: eio, path: ~other/x}", "faults.0.path", "must be absolute"),
     ('{kind: eio, path: "/tmp/a\\0b"}', "faults.0.path", "NUL"),
     ("{kind: stale-leftover, path: /tmp/../../proc/x}", "faults.0.path", "climb"),
     ("{kind: stale-leftover, path: /proc/x}", "faults.0.path", "under /proc: it is the machine's"),
@@ -166,3 +170,74 @@ def test_the_loaded_faults_are_typed_and_used_as_they_are(tmp_path):
     [fault] = load_scenario(path).faults
     assert isinstance(fault, FaultKind) and isinstance(fault, Eio)
     assert (fault.count, fault.rank, fault.op) == (3, [1], ["open-read"])
+
+
+# -- properties ----------------------------------------------------------------------
+
+_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(),
+                    st.text(max_size=8), st.binary(max_size=8),
+                    st.lists(st.integers(-3, 10), max_size=3), st.dictionaries(st.text(max_size=3),
+                                                                               st.text(max_size=3),
+                                                                               max_size=2))
+_KEYS = st.sampled_from(sorted({name for kind in KINDS.values() for name in kind.model_fields}
+                               | {"cout", "rnak"}))
+
+
+@settings(max_examples=300, deadline=None)
+@given(kind=st.sampled_from([*KINDS, "nope"]), rest=st.dictionaries(_KEYS, _VALUES, max_size=4))
+def test_any_mapping_is_planned_or_refused_as_a_plan_error(kind, rest):
+    """Never another exception: whatever a scenario or a caller writes."""
+    spec = {**rest, "kind": kind}
+    try:
+        plan = make_plan([spec], seed=0, world_size=4, hosts=2, home="/root")
+    except PlanError as exc:
+        assert exc.loc[:2] == ("faults", 0)
+        return
+    [fault] = plan.faults
+    assert fault.kind == kind and set(spec) <= set(type(fault.spec).model_fields)
+
+
+@settings(max_examples=200, deadline=None)
+@given(wanted=st.sets(st.integers(1, 12), min_size=1, max_size=5), calls=st.integers(0, 15))
+def test_a_trigger_fires_exactly_on_its_occurrences(wanted, calls):
+    engine = _engine({"kind": "latency", "delay_ms": 0, "op": "stat", "occurrence": sorted(wanted)})
+    [fault] = engine.faults
+    fired = [n for n in range(1, calls + 1) if engine.fires(fault, "stat", "/x")]
+    assert fired == sorted(w for w in wanted if w <= calls)
+    assert not engine.fires(fault, "listdir", "/x")  # another op is not counted
+
+
+@settings(max_examples=100, deadline=None)
+@given(count=st.integers(1, 1000), calls=st.integers(0, 30))
+def test_an_eio_without_occurrences_fails_the_first_count_attempts(count, calls):
+    engine = _engine({"kind": "eio", "count": count})
+    [fault] = engine.faults
+    fired = [engine.fires(fault, "read", "/x") for _ in range(calls)]
+    assert fired == [n <= count for n in range(1, calls + 1)]
+
+
+def _engine(spec: dict) -> FaultEngine:
+    plan = make_plan([spec], seed=0, world_size=1, hosts=1, home="/root")
+    return FaultEngine(plan, rank=0, host=0, notify=lambda message: None)
+
+
+@pytest.mark.parametrize("written, left_out", [
+    ("{kind: empty-window, rank: 0, path: null}", "{kind: empty-window, rank: 0}"),
+    ("{kind: preempt, ranks: [0], op: null, occurrence: 3}", "{kind: preempt, ranks: [0], occurrence: 3}"),
+    ("{kind: permission-denied, path: /tmp/x, mode: null}", "{kind: permission-denied, path: /tmp/x}"),
+    ("{kind: raise, exception: RuntimeError, errno: null}", "{kind: raise, exception: RuntimeError}"),
+])
+def test_a_null_field_is_the_field_left_out(tmp_path, written, left_out):
+    """YAML writes an absent value as null; it must mean what leaving the key out means."""
+    path = tmp_path / "mine.yaml"
+    path.write_text(HEAD + f"  - {written}\n")
+    [with_null] = load_scenario(path).faults
+    path.write_text(HEAD + f"  - {left_out}\n")
+    assert with_null == load_scenario(path).faults[0]
+
+
+def test_a_required_field_written_null_is_missing(tmp_path):
+    err = load_with(tmp_path, "{kind: stale-leftover, path: null}")
+    assert err.field == "faults.0.path" and "required" in err.message.lower(), str(err)
+    err = load_with(tmp_path, "{kind: raise, exception: OSError, errno: null}")
+    assert err.field == "faults.0.errno" and "needs an errno" in err.message, str(err)

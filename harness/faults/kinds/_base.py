@@ -14,7 +14,15 @@ from __future__ import annotations
 import posixpath
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from harness.faults.trigger import OPS, PlanError, Trigger
 from harness.filesystem.mounts import KERNEL_TREES as MACHINE_PATHS  # never sandboxed
@@ -86,6 +94,15 @@ class FaultKind(BaseModel):
     #: A content fault: decided at a writer's open, applied at close in this order.
     close_order: ClassVar[int | None] = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_left_out(cls, data: Any) -> Any:
+        """``op: null`` in YAML means no op, as if the key were not written; a required
+        field written as null is then reported missing, by its name."""
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if v is not None or k not in cls.model_fields}
+        return data
+
     @field_validator("op")
     @classmethod
     def _fires_at(cls, ops: list[str]) -> list[str]:
@@ -104,8 +121,8 @@ class FaultKind(BaseModel):
             raise ValueError(f"{cls._name()} never fires at a file: a path matches none")
         if "\0" in path:
             raise ValueError("path must not contain a NUL byte")
-        if not path.startswith(("/", "~", "*")):
-            raise ValueError(f"path must be absolute (or start with ~ or *), got {path!r}")
+        if not path.startswith(("/", "~/", "*")) and path != "~":
+            raise ValueError(f"path must be absolute (or start with ~/ or *), got {path!r}")
         if "/../" in path + "/" or path.endswith("/.."):
             raise ValueError(f"path must not climb with '..': {path!r}")
         return path
