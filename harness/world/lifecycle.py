@@ -180,10 +180,10 @@ class Lifecycle:
             return False
         held, waiting = self.held_forever, self.coordinator.waiting
         live = [r for r, u in self.ranks.items() if u.status is None]
-        stuck = bool(live) and all(
-            r in held or (r in waiting and not waiting[r].guarded
-                          and not _has_children(self.ranks[r].pid))
-            for r in live)
+        blocked = [r for r in live if r not in held]
+        # /proc is read only once every rank waits: most polls end at the first check.
+        stuck = bool(live) and all(r in waiting and not waiting[r].guarded for r in blocked) \
+            and not any(_has_children(self.ranks[r].pid) for r in blocked)
         now = time.monotonic()
         if not stuck:
             self._stuck_since = None
