@@ -90,7 +90,8 @@ class EventLoop:
         self.conns.pop(sock, None)
         sock.close()
 
-    def send(self, sock: socket.socket, header: dict, payload: bytes | bytearray = b"") -> None:
+    def send(self, sock: socket.socket, header: dict | bytes,
+             payload: bytes | bytearray = b"") -> None:
         # A peer that is gone may still have frames for us in the socket: the
         # read side forgets the socket once it has read them and met the EOF.
         try:

@@ -10,10 +10,11 @@ use of ``RankResult.value``, by the caller who asked for it).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
+
+from harness.world import wire
 
 
 class ProtocolError(ValueError):
@@ -22,7 +23,7 @@ class ProtocolError(ValueError):
 
 # -- the messages ----------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Hello:
     role: str  # rank | host | leader
     id: int
@@ -30,7 +31,7 @@ class Hello:
     pid: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Collective:
     """The k-th collective call of a rank (the coordinator matches it with step k)."""
 
@@ -47,7 +48,7 @@ class Collective:
     payload: bytes | bytearray = b""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Send:
     box: str  # the mailbox: sender and receiver name it the same way
     peer: int
@@ -55,7 +56,7 @@ class Send:
     payload: bytes | bytearray = b""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Recv:
     box: str
     peer: int
@@ -63,7 +64,7 @@ class Recv:
     guarded: bool = True
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Result:
     """How the target ended; the payload is its pickled value (ok) or exception."""
 
@@ -75,23 +76,23 @@ class Result:
     payload: bytes | bytearray = b""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Promote:
     rank: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Stacks:
     stacks: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RankExit:
     rank: int
     status: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Fault:
     fault: str  # the kind
     index: int | None = None
@@ -100,7 +101,7 @@ class Fault:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Hold:
     """A write the consistency model keeps invisible until ``until``."""
 
@@ -114,24 +115,24 @@ class Hold:
     fault: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class FsAccess:
     path: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Started:
     units: list[list[Any]]  # [pid, role, ident] each
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Exited:
     pid: int
     status: int
     unit: list[Any] | None = None  # [role, ident]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Done:
     leftovers: int = 0
 
@@ -155,10 +156,6 @@ def _str(v: Any) -> bool:
 
 def _bool(v: Any) -> bool:
     return type(v) is bool
-
-
-def _num(v: Any) -> bool:
-    return type(v) in (int, float)
 
 
 def _dict(v: Any) -> bool:
@@ -195,34 +192,37 @@ def _started_unit(v: Any) -> bool:
     return type(v) is list and len(v) == 3 and _int(v[0]) and _str(v[1]) and _int(v[2])
 
 
-_ints, _opt_str = _list(_int), _opt(_str)
+# A check is a tuple of the exact types a value may have (the fast, common case)
+# or a function of the value.
+_S, _I, _B, _N = (str,), (int,), (bool,), type(None)
+_S0, _I0 = (str, _N), (int, _N)
+_ints = _list(_int)
 #: type -> (message class, its fields: name -> check; a field without a default is required)
-_SCHEMAS: dict[str, tuple[type, dict[str, Check]]] = {
-    "hello": (Hello, {"role": _str, "id": _int, "channel": _str, "pid": _opt(_int)}),
+_SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
+    "hello": (Hello, {"role": _S, "id": _I, "channel": _S, "pid": _I0}),
     "collective": (Collective, {
-        "op": _str, "kind": _str, "tag": _opt_str, "site": _opt_str, "guarded": _bool,
-        "tensors": _list(_tensor), "reduce": _opt_str, "groups": _opt(_list(_ints)),
-        "root": _opt(_int), "pairs": _opt(_list(_pair))}),
-    "send": (Send, {"box": _str, "peer": _int, "site": _opt_str}),
-    "recv": (Recv, {"box": _str, "peer": _int, "site": _opt_str, "guarded": _bool}),
-    "result": (Result, {"ok": _bool, "value_repr": _opt_str, "pickle_error": _opt_str,
-                        "exit_code": _opt(_int), "error": _opt(_error)}),
-    "promote": (Promote, {"rank": _int}),
-    "stacks": (Stacks, {"stacks": _str}),
-    "rank-exit": (RankExit, {"rank": _int, "status": _int}),
-    "fault": (Fault, {"fault": _str, "index": _opt(_int), "op": _opt_str, "path": _opt_str,
-                      "detail": _dict}),
-    "hold": (Hold, {"src": _str, "dst": _str, "path": _str, "until": _str,
-                    "writer": _opt(_int), "delay_ms": _num, "copy": _bool, "fault": _opt_str}),
-    "fs-access": (FsAccess, {"path": _str}),
+        "op": _S, "kind": _S, "tag": _S0, "site": _S0, "guarded": _B,
+        "tensors": _list(_tensor), "reduce": _S0, "groups": _opt(_list(_ints)),
+        "root": _I0, "pairs": _opt(_list(_pair))}),
+    "send": (Send, {"box": _S, "peer": _I, "site": _S0}),
+    "recv": (Recv, {"box": _S, "peer": _I, "site": _S0, "guarded": _B}),
+    "result": (Result, {"ok": _B, "value_repr": _S0, "pickle_error": _S0,
+                        "exit_code": _I0, "error": _opt(_error)}),
+    "promote": (Promote, {"rank": _I}),
+    "stacks": (Stacks, {"stacks": _S}),
+    "rank-exit": (RankExit, {"rank": _I, "status": _I}),
+    "fault": (Fault, {"fault": _S, "index": _I0, "op": _S0, "path": _S0, "detail": (dict,)}),
+    "hold": (Hold, {"src": _S, "dst": _S, "path": _S, "until": _S, "writer": _I0,
+                    "delay_ms": (int, float), "copy": _B, "fault": _S0}),
+    "fs-access": (FsAccess, {"path": _S}),
     "started": (Started, {"units": _list(_started_unit)}),
-    "exited": (Exited, {"pid": _int, "status": _int, "unit": _opt(_unit)}),
-    "done": (Done, {"leftovers": _int}),
+    "exited": (Exited, {"pid": _I, "status": _I, "unit": _opt(_unit)}),
+    "done": (Done, {"leftovers": _I}),
 }
 _WITH_PAYLOAD = (Collective, Send, Result)
 
 
-def _required(cls: type, checks: dict[str, Check]) -> frozenset[str]:
+def _required(cls: type, checks: dict[str, Any]) -> frozenset[str]:
     return frozenset(f.name for f in fields(cls)  # type: ignore[arg-type]
                      if f.name in checks and f.default is MISSING and f.default_factory is MISSING)
 
@@ -233,11 +233,9 @@ _REQUIRED = {name: _required(cls, checks) for name, (cls, checks) in _SCHEMAS.it
 def decode(head: bytes | bytearray, payload: bytes | bytearray = b"") -> Message:
     """The message a frame carries, every field checked; ``ProtocolError`` if it is none."""
     try:
-        header = json.loads(head)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ProtocolError(f"a header that is not JSON ({exc})") from None
-    if type(header) is not dict:
-        raise ProtocolError(f"a header that is not a JSON object but {type(header).__name__}")
+        header = wire.decode(head)
+    except wire.FrameError as exc:
+        raise ProtocolError(str(exc)) from None
     kind = header.pop("type", None)
     entry = _SCHEMAS.get(kind) if type(kind) is str else None
     if entry is None:
@@ -248,7 +246,7 @@ def decode(head: bytes | bytearray, payload: bytes | bytearray = b"") -> Message
         check = checks.get(name)
         if check is None:
             continue  # a field nobody reads (a collective's api=, dim=, ...)
-        if not check(value):
+        if not (type(value) in check if type(check) is tuple else check(value)):
             raise ProtocolError(f"a {kind} message whose {name!r} is {_short(value)}")
         values[name] = value
     missing = _REQUIRED[kind] - values.keys()

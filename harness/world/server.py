@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 
 from harness.filesystem.publisher import Publisher
-from harness.world import protocol
+from harness.world import protocol, wire
 from harness.world.assemble import world_result
 from harness.world.coordinator import Coordinator
 from harness.world.lifecycle import Lifecycle
@@ -185,10 +185,14 @@ class WorldServer:
             self.publisher.accessed(rank, msg.path)
 
     def _reply(self, replies: list) -> None:
+        encoded: dict[int, bytes] = {}  # a step answers its ranks with one header: encode it once
         for r, h, p in replies:
             sock = self.loop.call.get(r)
             if sock is not None:  # a rank between two lives has no socket to answer on
-                self.loop.send(sock, h, p)
+                head = encoded.get(id(h))
+                if head is None:
+                    head = encoded[id(h)] = wire.encode(h)
+                self.loop.send(sock, head, p)
 
     # -- the leader's messages ------------------------------------------------------
     def _started(self, sock: socket.socket, conn: Conn, msg: protocol.Started) -> None:

@@ -17,6 +17,8 @@ import socket
 import struct
 
 _PREFIX = struct.Struct("!IQ")
+
+
 _encode = json.JSONEncoder(separators=(",", ":")).encode  # ASCII: a path may hold surrogates
 
 
@@ -33,8 +35,25 @@ class FrameError(ValueError):
     """A frame that breaks the protocol: too long, or not a well-formed message."""
 
 
-def send_frame(sock: socket.socket, header: dict, payload: bytes | memoryview = b"") -> None:
-    head = _encode(header).encode()
+def encode(header: dict) -> bytes:
+    """A header as it travels (``send_frame`` takes it so, to send one reply to many)."""
+    return _encode(header).encode()
+
+
+def decode(head: bytes | bytearray) -> dict:
+    """A header as a dict; ``FrameError`` unless it is exactly one JSON object."""
+    try:
+        header = json.loads(head)
+    except ValueError as exc:  # UnicodeDecodeError included
+        raise FrameError(f"a header that is not JSON ({exc})") from None
+    if type(header) is not dict:
+        raise FrameError(f"a header that is not a JSON object but {type(header).__name__}")
+    return header
+
+
+def send_frame(sock: socket.socket, header: dict | bytes,
+               payload: bytes | bytearray | memoryview = b"") -> None:
+    head = header if type(header) is bytes else encode(header)  # type: ignore[arg-type]
     parts = [_PREFIX.pack(len(head), len(payload)), head]
     if len(payload):
         parts.append(payload)
@@ -77,13 +96,7 @@ def recv_frame(sock: socket.socket) -> tuple[dict, bytearray]:
     """One frame, its header as a dict (the harness decodes a unit's frames with
     ``protocol.decode`` instead, which checks every field)."""
     head, payload = recv_raw(sock)
-    try:
-        header = json.loads(head)
-    except ValueError as exc:
-        raise FrameError(f"a header that is not JSON ({exc})") from None
-    if type(header) is not dict:
-        raise FrameError(f"a header that is not a JSON object but {type(header).__name__}")
-    return header, payload
+    return decode(head), payload
 
 
 def new_address(label: str) -> str:

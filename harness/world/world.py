@@ -1,9 +1,10 @@
 """``run_world``: start a world, serve its collectives, end it by its deadline.
 
-The harness process is the coordinator's host. A single-threaded loop serves
-every rank's socket (no thread hand-offs on the collective round trip), and
-the same loop is the watchdog: at the deadline it collects stacks, writes the
-hang report and has the leader kill everything that is left.
+The harness process is the coordinator's host: ``WorldServer`` (server.py)
+serves every unit from one thread (loop.py), decodes what they send
+(protocol.py), follows their lives (lifecycle.py) and, at the deadline or on a
+proven deadlock, collects stacks, writes the hang report and has the leader
+kill everything that is left. This module only builds the world and runs it.
 """
 
 from __future__ import annotations
