@@ -154,10 +154,6 @@ def _str(v: Any) -> bool:
     return type(v) is str
 
 
-def _bool(v: Any) -> bool:
-    return type(v) is bool
-
-
 def _dict(v: Any) -> bool:
     return type(v) is dict
 
