@@ -1,5 +1,5 @@
-"""The seed and the deadline are checked where they are typed: every command that takes
-them refuses a value a world cannot use with click's usage message, exit 2."""
+"""The seed, the deadline and the target are checked where they are typed: every command
+that takes them refuses a value a world cannot use with click's usage message, exit 2."""
 
 from __future__ import annotations
 
@@ -53,3 +53,39 @@ def test_the_largest_seed_and_the_longest_timeout_run(cli, tmp_path):
     done = cli("exec", "-t", "1x1", "--seed", "4294967295", "--timeout", "600",
                "python", str(script))
     assert done.returncode == 0, done.stderr
+
+
+SYNC = """
+import yaml
+from pathlib import Path
+
+if True:
+    def sync_config(inputs):
+        return inputs
+"""
+
+
+@pytest.mark.parametrize("command", ["run", "replay"])
+@pytest.mark.parametrize("ref, words", [
+    ("{dir}/absent.py:sync_config", "cannot read {dir}/absent.py: No such file or directory"),
+    ("{dir}/sync.py:sync_confg", "{dir}/sync.py defines no 'sync_confg'"),
+    ("{dir}/broken.py:sync_config", "{dir}/broken.py is not Python source"),
+    ("{dir}/sync.py:", "expected module.path:function"),
+])
+def test_a_target_file_without_its_function_is_a_usage_error(cli, tmp_path, command, ref, words):
+    (tmp_path / "sync.py").write_text(SYNC)
+    (tmp_path / "broken.py").write_text("def sync_config(:\n")
+    ref = ref.format(dir=tmp_path)
+    out = ("--report-dir", str(tmp_path / "out")) if command == "run" else ()
+    done = cli(command, "--scenario", "baseline", "--target", ref, *out)
+    assert done.returncode == 2, done.stderr
+    assert "Invalid value for --target" in done.stderr
+    assert words.format(dir=tmp_path) in done.stderr, done.stderr
+    assert not (tmp_path / "out").exists()  # refused before any world started
+
+
+def test_a_function_defined_under_an_if_is_found(cli, tmp_path):
+    (tmp_path / "sync.py").write_text(SYNC)
+    done = cli("run", "--scenario", "baseline", "--target", f"{tmp_path}/sync.py:sync_config",
+               "--report-dir", str(tmp_path / "out"))
+    assert "Invalid value" not in done.stderr and (tmp_path / "out" / "matrix.json").exists()

@@ -17,8 +17,10 @@ name already registered is skipped with a warning: it cannot break the built-ins
 
 from __future__ import annotations
 
+import ast
 import importlib
 import logging
+import os
 from importlib import metadata
 
 from harness.workloads.base import Target, Workload
@@ -99,4 +101,34 @@ def target(spec: str) -> Target:
         names = ", ".join(BUILTIN_TARGETS)
         raise ValueError(f"unknown target {spec!r}: use a built-in ({names}), "
                          "module.path:function or path/to/file.py:function")
+    module, _, function = spec.rpartition(":")
+    if not module or not function:
+        raise ValueError(f"target {spec!r}: expected module.path:function or "
+                         "path/to/file.py:function")
+    if module.endswith(".py") or os.sep in module:
+        _check_file_target(spec, module, function.split(".")[0])
     return Target(spec, spec)
+
+
+def _check_file_target(spec: str, path: str, name: str) -> None:
+    """The file exists and defines ``name``: read from its source, never run here,
+    so that a typo is a usage error before any world starts, not eight ERROR ranks."""
+    try:
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read(), filename=path)
+    except OSError as exc:
+        raise ValueError(f"target {spec!r}: cannot read {path}: {exc.strerror}") from None
+    except (SyntaxError, ValueError) as exc:
+        raise ValueError(f"target {spec!r}: {path} is not Python source: {exc}") from None
+    defined: set[str] = set()
+    for node in ast.walk(tree):  # top level or under if/try: any binding may be the one
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            if any(a.name == "*" for a in node.names):
+                return  # a star import may bring it in: the rank will tell
+            defined.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            defined.add(node.id)
+    if name not in defined and "__getattr__" not in defined:
+        raise ValueError(f"target {spec!r}: {path} defines no {name!r}")
