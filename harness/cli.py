@@ -118,10 +118,13 @@ def _scenarios(names: tuple[str, ...]) -> list[Any]:
     return [find(n) for n in names] if names else catalog()
 
 
-def _targets(specs: tuple[str, ...]) -> list[Any]:
-    from harness.workloads.registry import BUILTIN_TARGETS, target
+def _targets(specs: tuple[str, ...], workload: str) -> list[Any]:
+    from harness.workloads.registry import BUILTIN_TARGETS, WORKLOADS, target
+    if workload not in WORKLOADS:
+        raise click.BadParameter(f"unknown workload {workload!r}: use one of "
+                                 f"{', '.join(WORKLOADS)}", param_hint="--workload")
     try:
-        return [target(t) for t in specs] if specs else list(BUILTIN_TARGETS.values())
+        return [target(t, workload) for t in specs] if specs else list(BUILTIN_TARGETS.values())
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--target") from None
 
@@ -154,6 +157,8 @@ _run_options = [
     click.option("--target", "-T", "targets", multiple=True,
                  help="A built-in target, module.path:function or file.py:function "
                       "(repeatable). Default: the built-in targets."),
+    click.option("--workload", "-w", default="config-sync", show_default=True,
+                 help="The workload your own targets implement: they run only its scenarios."),
     click.option("--topology", "-t", default=None, callback=lambda c, p, v: v and _topology(c, p, v),
                  help="Override every scenario's topology."),
     click.option("--seed", default=0, show_default=True, type=SEED, help="The seed of every cell."),
@@ -181,8 +186,8 @@ def _apply(options: list[Any]) -> Any:
               help="Reports to write (repeatable). Default: all of them.")
 @click.option("--baseline", type=click.Path(exists=True, dir_okay=False), default=None,
               help="A saved JSON report whose failing cells count as known.")
-def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], topology: str | None,
-                seed: int, timeout: float | None, jobs: int | None, report_dir: str,
+def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: str,
+                topology: str | None, seed: int, timeout: float | None, jobs: int | None, report_dir: str,
                 formats: tuple[str, ...], baseline: str | None) -> None:
     """Run scenarios x targets and write the matrix's reports.
 
@@ -192,7 +197,7 @@ def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], topology: 
     from harness.runner.run import known_from_baseline, plan_cells
 
     known = known_from_baseline(_load(baseline)) if baseline else frozenset()
-    plans = plan_cells(_scenarios(scenarios), _targets(targets), seed, topology, timeout)
+    plans = plan_cells(_scenarios(scenarios), _targets(targets, workload), seed, topology, timeout)
     if not plans:
         raise click.UsageError("no cell to run: no target belongs to these scenarios' workloads")
     console = Console(stderr=True)
@@ -223,8 +228,9 @@ def _run_with_progress(plans: list[Any], jobs: int | None, seed: int, known: fro
 @_apply(_run_options)
 @click.argument("report", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("--cell", default=None, help="With REPORT: the cell to replay, as scenario[target].")
-def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], topology: str | None,
-                   seed: int, timeout: float | None, report: str | None, cell: str | None) -> None:
+def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: str,
+                   topology: str | None, seed: int, timeout: float | None, report: str | None,
+                   cell: str | None) -> None:
     """Rerun exactly one cell, from its replay command or from a saved report.
 
     \b
@@ -246,7 +252,7 @@ def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], topolog
         return replay_command.main(args, standalone_mode=False)
     if len(scenarios) != 1 or len(targets) != 1:
         raise click.UsageError("replay runs one cell: give one --scenario and one --target")
-    plans = plan_cells(_scenarios(scenarios), _targets(targets), seed, topology, timeout)
+    plans = plan_cells(_scenarios(scenarios), _targets(targets, workload), seed, topology, timeout)
     if not plans:
         raise click.UsageError("this target does not belong to the scenario's workload")
     result = run_cell(plans[0])

@@ -23,6 +23,7 @@ import pytest
 from harness.reports.diagnosis import describe
 from harness.runner.cells import UNEXPECTED, Cell
 from harness.runner.run import CellPlan, plan_cells, run_cell
+from harness.workloads.registry import DEFAULT_WORKLOAD
 from harness.world.result import PASS, WorldResult
 from harness.world.world import run_world
 
@@ -56,18 +57,15 @@ def harness_world() -> Callable[..., WorldResult]:
 
 
 def catalog_cases(target: str, scenarios: Iterable[str] | None = None,
-                  workload: str = "config-sync", seed: int = 0) -> list[Any]:
+                  workload: str = DEFAULT_WORKLOAD, seed: int = 0) -> list[Any]:
     """``pytest.param`` per catalog scenario of ``workload`` for your ``target``,
     with readable ids (``isolated-tmp``)."""
     from harness.scenarios import catalog, find
-    from harness.workloads.registry import Target
     from harness.workloads.registry import target as named_target
 
     chosen = [find(s) for s in scenarios] if scenarios else \
         [s for s in catalog() if s.workload == workload]
-    resolved = named_target(target)
-    if not resolved.builtin:
-        resolved = Target(target, target, workload)
+    resolved = named_target(target, workload)
     return [pytest.param(plan, id=plan.scenario.name)
             for plan in plan_cells(chosen, [resolved], seed)]
 

@@ -3,6 +3,8 @@ that takes them refuses a value a world cannot use with click's usage message, e
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 #: Each command with the arguments that make it otherwise valid.
@@ -89,3 +91,29 @@ def test_a_function_defined_under_an_if_is_found(cli, tmp_path):
     done = cli("run", "--scenario", "baseline", "--target", f"{tmp_path}/sync.py:sync_config",
                "--report-dir", str(tmp_path / "out"))
     assert "Invalid value" not in done.stderr and (tmp_path / "out" / "matrix.json").exists()
+
+
+@pytest.mark.parametrize("workload, ran", [(None, "baseline"),
+                                           ("data-sharding", "uneven-shards")])
+def test_a_users_target_runs_only_its_workloads_scenarios(cli, tmp_path, workload, ran):
+    (tmp_path / "sync.py").write_text(SYNC)
+    chosen = ("--workload", workload) if workload else ()
+    done = cli("run", "--scenario", "baseline", "--scenario", "uneven-shards", "--target",
+               f"{tmp_path}/sync.py:sync_config", *chosen, "--format", "json",
+               "--report-dir", str(tmp_path / "out"))
+    assert "Traceback" not in done.stderr, done.stderr
+    cells = json.loads((tmp_path / "out" / "matrix.json").read_text())["cells"]
+    assert [c["scenario"] for c in cells] == [ran]
+    replay = f"--seed 0 --workload {workload}" if workload else "--seed 0"
+    assert cells[0]["verdict"] == "unexpected"  # it returns its inputs: no workload's answer
+    assert (f"replay: harness replay --scenario {ran} --target {tmp_path}/sync.py:sync_config "
+            f"{replay}\n") in done.stdout
+
+
+def test_an_unknown_workload_is_a_usage_error(cli, tmp_path):
+    (tmp_path / "sync.py").write_text(SYNC)
+    done = cli("run", "--target", f"{tmp_path}/sync.py:sync_config", "--workload", "config_sync",
+               "--report-dir", str(tmp_path / "out"))
+    assert done.returncode == 2 and "Invalid value for --workload" in done.stderr
+    assert "use one of config-sync, data-sharding, checkpoint-resume" in done.stderr
+    assert not (tmp_path / "out").exists()

@@ -22,7 +22,7 @@ from harness.runner.cells import KNOWN, OK, UNEXPECTED, Cell, FaultRow, Matrix, 
 from harness.scenarios import Scenario, ScenarioError, catalog_dir, validate_inputs
 from harness.topology import get_topology
 from harness.workloads.base import Target
-from harness.workloads.registry import WORKLOADS
+from harness.workloads.registry import DEFAULT_WORKLOAD, WORKLOADS
 from harness.world.result import ERROR, PASS
 from harness.world.world import run_world
 
@@ -88,6 +88,8 @@ def replay_command(plan: CellPlan) -> str:
         os.path.abspath(scenario.source)) == str(catalog_dir())
     parts = ["harness", "replay", "--scenario", scenario.name if from_catalog else
              str(scenario.source), "--target", plan.target.name, "--seed", str(plan.seed)]
+    if not plan.target.builtin and plan.target.workload != DEFAULT_WORKLOAD:
+        parts += ["--workload", str(plan.target.workload)]
     if plan.topology_overridden:
         parts += ["--topology", plan.topology]
     if plan.timeout_overridden:

@@ -93,10 +93,17 @@ def catalog_order() -> tuple[str, ...]:
     return tuple(name for w in WORKLOADS.values() for name in w.catalog_order)
 
 
-def target(spec: str) -> Target:
-    """A built-in name, or a user's ``module:function`` / ``file.py:function``."""
+#: The workload a user's target belongs to unless told otherwise (CLI and pytest alike).
+DEFAULT_WORKLOAD = "config-sync"
+
+
+def target(spec: str, workload: str = DEFAULT_WORKLOAD) -> Target:
+    """A built-in name, or a user's ``module:function`` / ``file.py:function``, which
+    runs only the scenarios of ``workload`` (a built-in keeps its own)."""
     if spec in BUILTIN_TARGETS:
         return BUILTIN_TARGETS[spec]
+    if workload not in WORKLOADS:
+        raise ValueError(f"unknown workload {workload!r}: use one of {', '.join(WORKLOADS)}")
     if ":" not in spec:
         names = ", ".join(BUILTIN_TARGETS)
         raise ValueError(f"unknown target {spec!r}: use a built-in ({names}), "
@@ -107,7 +114,7 @@ def target(spec: str) -> Target:
                          "path/to/file.py:function")
     if module.endswith(".py") or os.sep in module:
         _check_file_target(spec, module, function.split(".")[0])
-    return Target(spec, spec)
+    return Target(spec, spec, workload)
 
 
 def _check_file_target(spec: str, path: str, name: str) -> None:
