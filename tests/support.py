@@ -20,6 +20,17 @@ REPO = Path(__file__).resolve().parent.parent
 
 Cli = Callable[..., subprocess.CompletedProcess]
 
+#: The six lines every test scenario starts with (a fault's or field's line numbers count
+#: from here); add ``timeout:``, ``faults:`` and the rest after them.
+SCENARIO_HEAD = """\
+name: {name}
+workload: config-sync
+description: a test scenario
+finding: "seed 000"
+topology: v4-64
+expect: pass
+"""
+
 
 def run_cli(*args: str, cwd: Path | str = REPO, env: dict[str, str] | None = None,
             timeout: float = 180) -> subprocess.CompletedProcess:

@@ -20,18 +20,11 @@ from harness.faults.kinds.kill import Kill
 from harness.faults.plan import PlanError, make_plan
 from harness.scenarios import ScenarioError, load_scenario
 
-REPO = Path(__file__).resolve().parent.parent
+from support import REPO, SCENARIO_HEAD
+
 KINDS_DIR = REPO / "harness" / "faults" / "kinds"
 
-HEAD = """\
-name: mine
-workload: config-sync
-description: a test scenario
-finding: "seed 000"
-topology: v4-64
-expect: pass
-faults:
-"""
+HEAD = SCENARIO_HEAD.format(name="mine") + "faults:\n"
 
 
 def load_with(tmp_path: Path, fault: str) -> ScenarioError:

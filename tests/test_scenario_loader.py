@@ -10,15 +10,9 @@ import pytest
 
 from harness.scenarios import ScenarioError, load_scenario
 
-GOOD = """\
-name: mine
-workload: config-sync
-description: a test scenario
-finding: "seed 000"
-topology: v4-64
-expect: pass
-timeout: 3
-"""
+from support import SCENARIO_HEAD
+
+GOOD = SCENARIO_HEAD.format(name="mine") + "timeout: 3\n"
 
 
 def refused(path: Path, line: int | None, *words: str) -> ScenarioError:

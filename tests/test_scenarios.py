@@ -11,15 +11,9 @@ import pytest
 
 from harness.scenarios import CATALOG_ORDER, ScenarioError, catalog, find, load_scenario
 
-REPO = Path(__file__).resolve().parent.parent
+from support import SCENARIO_HEAD
 
-GOOD = """\
-name: {name}
-workload: config-sync
-description: a test scenario
-finding: "seed 000"
-topology: v4-64
-expect: pass
+GOOD = SCENARIO_HEAD + """\
 timeout: 3
 faults:
   - kind: torn-write

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,9 +12,11 @@ from harness import CRASH, ERROR, HANG, PASS, WorldConfig, get_topology, run_wor
 from harness.filesystem.mounts import Mount
 from harness.pytest_plugin import WorldFailed, assert_world_passed
 
+from support import run_cli
+
 HERE = Path(__file__).parent
 TARGETS = HERE / "targets" / "world_targets.py"
-REPO = HERE.parent
+
 
 
 def target(name: str) -> str:
@@ -319,22 +319,17 @@ def test_exec_a_launcher_using_the_device_before_spawn_is_refused(tmp_path):
     assert "xmp.spawn on a host of 2 ranks" in result.hosts[0].error["message"]
 
 
-def _cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
-
-
 def test_cli_exec_exit_codes(spawn_script):
-    ok = _cli("exec", "-t", "2x2", "--", "python", str(spawn_script), "ok")
+    ok = run_cli("exec", "-t", "2x2", "--", "python", str(spawn_script), "ok")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "PASS: all 4 ranks returned" in ok.stdout
-    failed = _cli("exec", "-t", "1x2", "--timeout", "3", "--", "python", str(spawn_script), "raise")
+    failed = run_cli("exec", "-t", "1x2", "--timeout", "3", "--", "python", str(spawn_script), "raise")
     assert failed.returncode == 1
     assert "KeyError" in failed.stdout
-    missing = _cli("exec", "--", "python", "no/such/script.py")
+    missing = run_cli("exec", "--", "python", "no/such/script.py")
     assert missing.returncode == 2
     assert "no such script: no/such/script.py" in missing.stderr
-    bad_topology = _cli("exec", "-t", "v9", "--", "python", str(spawn_script))
+    bad_topology = run_cli("exec", "-t", "v9", "--", "python", str(spawn_script))
     assert bad_topology.returncode == 2 and "unknown topology 'v9'" in bad_topology.stderr
 
 
