@@ -4,6 +4,7 @@ that takes them refuses a value a world cannot use with click's usage message, e
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -73,10 +74,12 @@ if True:
     ("{dir}/sync.py:sync_confg", "{dir}/sync.py defines no 'sync_confg'"),
     ("{dir}/broken.py:sync_config", "{dir}/broken.py is not Python source"),
     ("{dir}/sync.py:", "expected module.path:function"),
+    ("{dir}/fifo.py:sync_config", "{dir}/fifo.py is not a regular file"),  # reading it would block
 ])
 def test_a_target_file_without_its_function_is_a_usage_error(cli, tmp_path, command, ref, words):
     (tmp_path / "sync.py").write_text(SYNC)
     (tmp_path / "broken.py").write_text("def sync_config(:\n")
+    os.mkfifo(tmp_path / "fifo.py")
     ref = ref.format(dir=tmp_path)
     out = ("--report-dir", str(tmp_path / "out")) if command == "run" else ()
     done = cli(command, "--scenario", "baseline", "--target", ref, *out)

@@ -21,6 +21,7 @@ import ast
 import importlib
 import logging
 import os
+import stat
 from importlib import metadata
 
 from harness.workloads.base import Target, Workload
@@ -121,6 +122,8 @@ def _check_file_target(spec: str, path: str, name: str) -> None:
     """The file exists and defines ``name``: read from its source, never run here,
     so that a typo is a usage error before any world starts, not eight ERROR ranks."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or a device would block the CLI
+            raise ValueError(f"target {spec!r}: {path} is not a regular file")
         with open(path, "rb") as f:
             tree = ast.parse(f.read(), filename=path)
     except OSError as exc:
