@@ -41,9 +41,9 @@ class FaultEngine(NoHooks):
         # Files placed as another user's: EACCES as a non-owner meets it.
         self.owners: dict[str, tuple[Leftover, Fault]] = {}
         for fault in plan.faults:
-            placed = fault.spec.leftover(fault.trigger)
-            if placed is not None and placed.owner_uid is not None:
-                self.owners[placed.path] = (placed, fault)
+            for placed in fault.spec.leftovers(fault, plan.roles):
+                if placed.owner_uid is not None:
+                    self.owners[placed.path] = (placed, fault)
         self._holds = 0
 
     # -- bookkeeping ------------------------------------------------------------

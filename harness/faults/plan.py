@@ -18,6 +18,7 @@ from typing import Any
 from harness.faults.kinds import FaultKind, ValidationError, explain, parse_fault
 from harness.faults.trigger import PlanError, Trigger
 from harness.filesystem.sandbox import Leftover
+from harness.roles import Roles
 
 __all__ = ["Fault", "FaultPlan", "PlanError", "make_plan"]
 
@@ -46,6 +47,9 @@ class FaultPlan:
     seed: int = 0
     faults: tuple[Fault, ...] = ()
     leftovers: tuple[Leftover, ...] = ()
+    roles: Roles | None = None  # what the target does, for faults aimed at a role
+    #: fault index -> why it cannot fire for this target (a role that resolved to nothing)
+    unresolved: Mapping[int, str] = field(default_factory=dict)
 
     def for_rank(self, rank: int, host: int, life: int = 0) -> list[Fault]:
         return [f for f in self.faults if f.trigger.selects(rank, host, life)]
@@ -70,20 +74,25 @@ def check_fault(value: FaultKind | Mapping[str, Any], index: int = 0) -> FaultKi
 
 
 def make_plan(faults: Sequence[FaultKind | Mapping[str, Any]], *, seed: int, world_size: int,
-              hosts: int, home: str) -> FaultPlan:
-    """Plan the faults for a world; every random choice comes from ``seed``."""
+              hosts: int, home: str, roles: Roles | None = None) -> FaultPlan:
+    """Plan the faults for a world; every random choice comes from ``seed``; a fault
+    aimed at a role is aimed at what ``roles`` says the target does."""
     rng = random.Random(f"harness-faults-{seed}")
     planned: list[Fault] = []
     leftovers: list[Leftover] = []
+    unresolved: dict[int, str] = {}
     for index, value in enumerate(faults):
         spec = check_fault(value, index)
         try:
-            trigger = spec.trigger(world_size, hosts, home)
+            trigger = spec.trigger(world_size, hosts, home, roles)
         except PlanError as exc:
             raise PlanError(str(exc), exc.field, index) from None
         # One draw per fault, in order: this fault's own stream, stable under edits.
-        planned.append(Fault(spec, trigger, index, rng.getrandbits(32)))
-        leftover = spec.leftover(trigger)
-        if leftover is not None:
-            leftovers.append(leftover)
-    return FaultPlan(seed=seed, faults=tuple(planned), leftovers=tuple(leftovers))
+        fault = Fault(spec, trigger, index, rng.getrandbits(32))
+        planned.append(fault)
+        leftovers += spec.leftovers(fault, roles)
+        why = spec.unresolved(trigger, roles)
+        if why is not None:
+            unresolved[index] = why
+    return FaultPlan(seed=seed, faults=tuple(planned), leftovers=tuple(leftovers), roles=roles,
+                     unresolved=unresolved)

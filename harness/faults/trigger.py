@@ -22,6 +22,7 @@ class Trigger:
     hosts: tuple[int, ...] | None = None
     op: tuple[str, ...] | None = None
     path: str | None = None  # a glob on the virtual path
+    paths: tuple[str, ...] | None = None  # globs a role resolved to (none: matches nothing)
     tag: str | None = None  # a glob on a collective's op name or tag
     occurrences: tuple[int, ...] | None = None  # 1-based, counted per rank, fault and life
     after_ms: int | None = None  # time from the rank's start
@@ -36,6 +37,9 @@ class Trigger:
         if self.op is not None and op not in self.op:
             return False
         if self.path is not None and (path is None or not fnmatch.fnmatchcase(path, self.path)):
+            return False
+        if self.paths is not None and (path is None or not any(
+                fnmatch.fnmatchcase(path, g) for g in self.paths)):
             return False
         if self.tag is not None and (tag is None or not fnmatch.fnmatchcase(tag, self.tag)):
             return False

@@ -5,6 +5,7 @@ checker can follow a checkpoint across pre-emptions) and when the world ends.
 
 from __future__ import annotations
 
+import base64
 import fnmatch
 import hashlib
 import os
@@ -13,13 +14,24 @@ from harness.filesystem.mounts import MountTable, normalize, real_root, whiteout
 from harness.topology import Topology
 
 _TEXT_LIMIT = 256 * 1024
+BINARY = "base64:"
+
+
+def content_bytes(content: str) -> bytes | None:
+    """A snapshot's content back as the file's bytes (None: only its digest was kept)."""
+    if content.startswith(BINARY):
+        return base64.b64decode(content[len(BINARY):])
+    if content.startswith("sha256:") and content.endswith(" bytes)"):
+        return None
+    return content.encode()
 
 
 def snapshot(sandbox: str, table: MountTable, topology: Topology, rank: int,
              globs: list[str], cwd: str, home: str) -> dict[str, str]:
     """``{virtual path: content}`` of the files the world wrote that match ``globs``.
 
-    Content is the text for small UTF-8 files, ``sha256:<hex> (<n> bytes)`` otherwise.
+    Content is the text of a small UTF-8 file, ``base64:<data>`` of another small file
+    (a pickle, a ``torch.save``), ``sha256:<hex> (<n> bytes)`` of a large one.
     Only files the world created or changed are seen, never the machine's own.
     """
     host = topology.host_of(rank)
@@ -56,5 +68,5 @@ def _content(path: str) -> str:
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError:
-            pass
+            return BINARY + base64.b64encode(data).decode("ascii")
     return f"sha256:{hashlib.sha256(data).hexdigest()} ({len(data)} bytes)"

@@ -27,6 +27,7 @@ from pydantic import (
 from harness.faults.trigger import OPS, PlanError, Trigger
 from harness.filesystem.mounts import KERNEL_TREES as MACHINE_PATHS  # never sandboxed
 from harness.filesystem.sandbox import Leftover
+from harness.roles import MEANING, ROLES, Roles
 
 if TYPE_CHECKING:
     from harness.faults.engine import FaultEngine
@@ -70,6 +71,7 @@ class FaultKind(BaseModel):
     host: Ranks | None = None
     hosts: Ranks | None = None
     op: Ops | None = None
+    role: Literal[ROLES] | None = None  # what the target does with the path (see harness.roles)
     path: Glob | None = None  # a glob on the virtual path: absolute, ~ or *
     tag: Glob | None = None  # a glob on a collective's op name or tag
     occurrence: Occurrences | None = None
@@ -116,8 +118,14 @@ class FaultKind(BaseModel):
 
     @field_validator("path")
     @classmethod
-    def _path(cls, path: str) -> str:
-        if set(cls.ops) <= {"collective"} and not cls.model_fields["path"].is_required():
+    def _path(cls, path: str | None, info: ValidationInfo) -> str | None:
+        if path is None:  # a placed file's, validated by default: it needs a path or a role
+            if info.data.get("role") is None:
+                raise ValueError("needs a path or a role: where the file is placed")
+            return None
+        if info.data.get("role") is not None:
+            raise ValueError("give path or role, not both")
+        if set(cls.ops) <= {"collective"} and not issubclass(cls, Placed):
             raise ValueError(f"{cls._name()} never fires at a file: a path matches none")
         if "\0" in path:
             raise ValueError("path must not contain a NUL byte")
@@ -126,6 +134,13 @@ class FaultKind(BaseModel):
         if "/../" in path + "/" or path.endswith("/.."):
             raise ValueError(f"path must not climb with '..': {path!r}")
         return path
+
+    @field_validator("role")
+    @classmethod
+    def _role(cls, role: str) -> str:
+        if set(cls.ops) <= {"collective"} and not issubclass(cls, Placed):
+            raise ValueError(f"{cls._name()} never fires at a file: a role names files")
+        return role
 
     @field_validator("tag")
     @classmethod
@@ -163,8 +178,10 @@ class FaultKind(BaseModel):
         return value
 
     # -- the plan --------------------------------------------------------------------
-    def trigger(self, world_size: int, hosts: int, home: str) -> Trigger:
-        """The trigger in the world it will run in: ranks and hosts inside it, ~ expanded."""
+    def trigger(self, world_size: int, hosts: int, home: str,
+                roles: Roles | None = None) -> Trigger:
+        """The trigger in the world it will run in: ranks and hosts inside it, ~ expanded,
+        a role resolved to what this target does (``roles``; none known: it matches nothing)."""
         ranks = self.ranks or self.rank
         host_list = self.hosts or self.host
         for r in ranks or ():
@@ -180,14 +197,27 @@ class FaultKind(BaseModel):
             path = home + path[1:]
         if path is not None and not path.startswith("*"):
             path = posixpath.normpath(path)
+        paths = None if self.role is None else self.role_paths(roles or Roles(), self.role)
         return Trigger(ranks=_tuple(ranks), hosts=_tuple(host_list), op=_tuple(self.op),
-                       path=path, tag=self.tag,
+                       path=path, paths=paths, tag=self.tag,
                        occurrences=_tuple(self.occurrences or self.occurrence),
                        after_ms=self.after_ms, lives=_tuple(self.lives or self.life))
 
-    def leftover(self, trigger: Trigger) -> Leftover | None:
-        """A file placed in the sandbox before any rank starts."""
+    def role_paths(self, roles: Roles, role: str) -> tuple[str, ...]:
+        """What a trigger on ``role`` matches: its files and their staging names."""
+        return roles.globs(role)
+
+    def unresolved(self, trigger: Trigger, roles: Roles | None) -> str | None:
+        """Why this fault cannot fire for this target (None: it can)."""
+        if self.role is not None and not trigger.paths:
+            if roles is None:
+                return f"role {self.role} is unknown: the target's fault-free run was not recorded"
+            return f"role {self.role} resolved to nothing: the target has no {MEANING[self.role]}"
         return None
+
+    def leftovers(self, fault: Fault, roles: Roles | None = None) -> list[Leftover]:
+        """Files placed in the sandbox before any rank starts."""
+        return []
 
     def occurs(self, count: int) -> bool:
         """Fires at the ``count``-th match when the trigger names no occurrence."""
@@ -219,14 +249,24 @@ def _tuple(values: list[Any] | None) -> tuple[Any, ...] | None:
 
 
 class Placed(FaultKind):
-    """A kind that places a file at an exact ``path`` before any rank starts."""
+    """A kind that places a file at an exact ``path`` (or at each file of a ``role``)
+    before any rank starts."""
 
-    path: Glob
+    path: Glob | None = Field(default=None, validate_default=True)
     content: Content = ""
+
+    def role_paths(self, roles: Roles, role: str) -> tuple[str, ...]:
+        return roles.paths(role)  # a file is placed at a name, not at a pattern
+
+    def places(self, trigger: Trigger) -> tuple[str, ...]:
+        """Every path it places a file at."""
+        return trigger.paths if trigger.paths is not None else (trigger.path or "",)
 
     @field_validator("path")
     @classmethod
-    def _exact(cls, path: str) -> str:
+    def _exact(cls, path: str | None) -> str | None:
+        if path is None:
+            return None
         if any(c in path for c in "*?["):
             raise ValueError(f"needs an exact path, not a glob: {path!r}")
         machine = next((m for m in MACHINE_PATHS if posixpath.normpath(path).startswith(m + "/")

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import field_validator
 
 from harness.faults.kinds._base import Placed
-from harness.faults.trigger import Trigger
 from harness.filesystem.sandbox import Leftover
+from harness.roles import Roles
+
+if TYPE_CHECKING:
+    from harness.faults.plan import Fault
 
 OTHER_UID = 1001  # not the rank's user, even when the harness runs as root
 
@@ -35,9 +38,15 @@ class PermissionDenied(Placed):
             raise ValueError(f"mode must be an octal permission like '0600', got {mode!r}")
         return value
 
-    def leftover(self, trigger: Trigger) -> Leftover:
-        assert trigger.path is not None
+    def leftovers(self, fault: Fault, roles: Roles | None = None) -> list[Leftover]:
         mode = self.mode if self.mode is not None else 0o500 if self.directory else 0o600
-        return Leftover(trigger.path, self.content_bytes(), is_dir=self.directory,
-                        owner_uid=OTHER_UID, mode=int(mode), hosts=trigger.hosts)
+        return [Leftover(path, self.content_bytes(), is_dir=self.directory, owner_uid=OTHER_UID,
+                         mode=int(mode), hosts=fault.trigger.hosts)
+                for path in self.places(fault.trigger) if not _shared_root(path)]
 
+
+
+def _shared_root(path: str) -> bool:
+    """A directory every user shares (``/tmp``, ``/``, a home): no other user owns it."""
+    return path.rstrip("/") in ("", "/tmp", "/var/tmp", "/home", "/mnt", "/root") or \
+        path.rstrip("/").count("/") <= 2 and path.startswith("/home/")

@@ -1,0 +1,124 @@
+"""Roles: derived from a fault-free history, resolved into triggers, leftovers and mounts."""
+
+from __future__ import annotations
+
+from harness.faults.plan import make_plan
+from harness.history import Event
+from harness.roles import FileUse, Roles, derive
+from harness.runner.run import not_exercised
+from harness.scenarios import load_scenario
+
+from support import SCENARIO_HEAD
+
+
+def op(rank: int, what: str, path: str, **detail: object) -> Event:
+    return Event(0.0, "file", rank, what, detail={"path": path, "ok": True, **detail})
+
+
+def handoff_history(path: str = "/tmp/mycfg/config.yaml") -> list[Event]:
+    return ([op(0, "stat", "/tmp/mycfg"), op(0, "open-write", path), op(0, "close", path, size=90)]
+            + [op(r, "open-read", path) for r in range(1, 8)])
+
+
+def test_a_file_one_rank_writes_and_the_others_read_is_the_handoff():
+    roles = derive(handoff_history())
+    (use,) = roles.of("handoff")
+    assert (use.path, use.writers, use.readers) == ("/tmp/mycfg/config.yaml", (0,), tuple(range(1, 8)))
+    assert roles.paths("handoff-dir") == ("/tmp/mycfg",)
+    assert roles.describe("handoff") == \
+        "/tmp/mycfg/config.yaml, written by rank 0, read by ranks 1-7"
+
+
+def test_a_pollers_failed_attempts_make_it_a_reader():
+    flag = "/tmp/sync/cfg.json.done"
+    history = [op(3, "stat", flag, ok=False, errno=2), op(0, "close", flag, size=0),
+               op(3, "stat", flag)]
+    assert derive(history).of("handoff") == (FileUse(flag, (0,), (3,)),)
+
+
+def test_a_file_written_under_a_staging_name_and_renamed_is_one_handoff():
+    tmp, final = "/d/.cfg.yaml.x8f2", "/d/cfg.yaml"
+    history = [op(0, "open-write", tmp), op(0, "close", tmp, size=5),
+               op(0, "rename", tmp, dst=final), op(1, "open-read", final)]
+    roles = derive(history)
+    assert roles.paths("handoff") == (final,)
+    assert roles.paths("output") == ()  # the staging name is not a file of its own
+    # the next run stages under another random name: the glob still matches it
+    assert roles.globs("handoff") == (final, tmp, "/d/*cfg.yaml*")
+
+
+def test_files_no_other_rank_reads_are_outputs_and_files_nobody_writes_are_inputs():
+    history = [op(2, "close", "/ck/w2.pt", size=10), op(2, "open-read", "/ck/w2.pt"),
+               op(1, "open-read", "/data/x.npy"), op(1, "open-read", "/data/missing", ok=False)]
+    roles = derive(history)
+    assert roles.paths("output") == ("/ck/w2.pt",)
+    assert roles.paths("input") == ("/data/x.npy",)  # a file that was not there is no input
+    assert roles.paths("handoff") == ()
+
+
+def test_roles_round_trip_through_the_cache_form():
+    roles = Roles(derive(handoff_history()).uses, {"/tmp/mycfg/config.yaml": b"\x80pickle"})
+    assert Roles.from_dict(roles.to_dict()) == roles
+
+
+def plan(faults: list[dict], roles: Roles | None):
+    return make_plan(faults, seed=1, world_size=8, hosts=1, home="/root", roles=roles)
+
+
+def test_a_fault_aimed_at_a_role_fires_on_the_targets_own_file():
+    roles = derive(handoff_history())
+    (fault,) = plan([{"kind": "torn-write", "role": "handoff"}], roles).faults
+    assert fault.trigger.matches("close", "/tmp/mycfg/config.yaml")
+    assert not fault.trigger.matches("close", "/tmp/temp_config.yaml")
+
+
+def test_a_role_the_target_does_not_have_matches_nothing_and_says_why():
+    planned = plan([{"kind": "torn-write", "role": "handoff"}], Roles())
+    assert not planned.faults[0].trigger.matches("close", "/tmp/anything")
+    assert "resolved to nothing" in planned.unresolved[0]
+    reason = not_exercised(planned, [], [])
+    assert reason is not None and "torn-write#0" in reason and "handoff" in reason
+
+
+def test_a_stale_leftover_holds_what_another_run_of_the_target_wrote():
+    roles = Roles(derive(handoff_history()).uses, {"/tmp/mycfg/config.yaml": b"lr: 0.001\n"})
+    planned = plan([{"kind": "stale-leftover", "role": "handoff"}], roles)
+    assert [(lo.path, lo.content) for lo in planned.leftovers] == \
+        [("/tmp/mycfg/config.yaml", b"lr: 0.001\n")]
+    assert planned.unresolved == {}
+    assert not_exercised(planned, [], []) is None  # placed: the world starts with it
+
+
+def test_a_stale_leftover_of_a_target_whose_files_move_with_its_inputs_is_unresolved():
+    roles = derive(handoff_history())  # the other run wrote elsewhere: nothing kept
+    planned = plan([{"kind": "stale-leftover", "role": "handoff"}], roles)
+    assert planned.leftovers == ()
+    assert "depend on its inputs" in planned.unresolved[0]
+
+
+def test_a_directory_every_user_shares_is_never_placed_as_another_users():
+    roles = derive(handoff_history("/tmp/temp_config.yaml"))
+    planned = plan([{"kind": "permission-denied", "role": "handoff-dir", "directory": True}], roles)
+    assert planned.leftovers == ()
+    planned = plan([{"kind": "permission-denied", "role": "handoff-dir", "directory": True}],
+                   derive(handoff_history()))
+    assert [lo.path for lo in planned.leftovers] == ["/tmp/mycfg"]
+
+
+def test_a_fault_that_never_fired_leaves_the_cell_unexercised_until_one_fires():
+    planned = plan([{"kind": "kill", "rank": 0, "op": "write", "role": "handoff"},
+                    {"kind": "kill", "rank": 0, "op": "collective"}], derive(handoff_history()))
+    assert "no planned fault fired" in (not_exercised(planned, [], []) or "")
+    fired = [Event(0.1, "fault", 0, "kill", detail={"index": 1})]
+    assert not_exercised(planned, fired, []) is None  # alternatives: one of them is enough
+
+
+def test_a_mount_aimed_at_a_role_is_mounted_where_the_target_keeps_it(tmp_path):
+    path = tmp_path / "ro.yaml"
+    path.write_text(SCENARIO_HEAD.format(name="ro") + "mounts:\n  - role: handoff-dir\n    mode: ro\n")
+    scenario = load_scenario(path)
+    mounts = scenario.mount_list("/root", derive(handoff_history()))
+    assert [(m.path, m.mode) for m in mounts] == [("/tmp/mycfg", "ro")]
+    assert scenario.unresolved_mounts("/root", Roles()) == [
+        "mount on role handoff-dir resolved to nothing: the target has no "
+        "directory holding a file one rank writes and another rank reads"]
