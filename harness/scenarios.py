@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.faults.kinds import FaultSpec, explain
 from harness.faults.plan import PlanError, make_plan
 from harness.filesystem.mounts import KERNEL_TREES, MAX_DELAY_MS, MAX_MOUNT_PATH, Mount, is_under
+from harness.roles import MEANING, Roles
 from harness.scenario_yaml import ScenarioError, read_yaml
 from harness.topology import get_topology
 from harness.workloads import registry
@@ -29,7 +30,9 @@ MAX_TIMEOUT = 600
 
 class MountSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    path: str = Field(max_length=MAX_MOUNT_PATH)
+    path: str | None = Field(default=None, max_length=MAX_MOUNT_PATH)
+    #: a directory role instead of a path: mounted where the target keeps that role
+    role: Literal["handoff-dir"] | None = None
     scope: Literal["shared", "host", "rank"] = "host"
     mode: Literal["rw", "ro"] = "rw"
     base: Literal["fresh", "overlay"] = "fresh"
@@ -38,8 +41,10 @@ class MountSpec(BaseModel):
 
     @field_validator("path")
     @classmethod
-    def _mountable(cls, value: str) -> str:
+    def _mountable(cls, value: str | None) -> str | None:
         """A path the sandbox can mount: absolute (or under ~), plain, not the kernel's."""
+        if value is None:
+            return None
         if not (value.startswith("/") or value == "~" or value.startswith("~/")):
             raise ValueError("must be an absolute path (or ~ or start with ~/)")
         if any(ord(c) < 0x20 or c == "\x7f" for c in value):
@@ -50,9 +55,22 @@ class MountSpec(BaseModel):
             raise ValueError(f"cannot mount over the kernel's {', '.join(KERNEL_TREES)}")
         return value
 
+    @model_validator(mode="after")
+    def _somewhere(self) -> MountSpec:
+        if (self.path is None) == (self.role is None):
+            raise ValueError("a mount needs a path or a role (one of them)")
+        return self
+
     def normalized(self) -> str:
         """The path as the mount table will hold it (``~`` kept: home is known at run time)."""
-        return _normalized(self.path)
+        return _normalized(self.path or "")
+
+
+def _everyones(path: str, home: str) -> bool:
+    """``/`` or a home itself: a directory no mount replaces for one job."""
+    path = posixpath.normpath(path)
+    return path in ("/", posixpath.normpath(home)) or \
+        posixpath.dirname(path) == "/home"
 
 
 def _normalized(path: str) -> str:
@@ -103,10 +121,33 @@ class Scenario(BaseModel):
             raise ValueError(f"scenario {self.name}: inputs not validated (use load_scenario)")
         return self._workload_inputs
 
-    def mount_list(self, home: str) -> list[Mount]:
-        return [Mount(path=home + m.path[1:] if m.path.startswith("~") else m.path,
-                      scope=m.scope, mode=m.mode, base=m.base, consistency=m.consistency,
-                      delay_ms=m.delay_ms) for m in self.mounts]
+    def mount_list(self, home: str, roles: Roles | None = None) -> list[Mount]:
+        """The scenario's mounts, a role's at each directory ``roles`` resolved it to."""
+        out = []
+        for m in self.mounts:
+            paths = [m.path] if m.path is not None else \
+                [p for p in (roles or Roles()).paths(m.role or "") if not _everyones(p, home)]
+            out += [Mount(path=home + p[1:] if p.startswith("~") else p, scope=m.scope,
+                          mode=m.mode, base=m.base, consistency=m.consistency,
+                          delay_ms=m.delay_ms) for p in paths]
+        return out
+
+    @property
+    def uses_roles(self) -> bool:
+        return any(f.role is not None for f in self.faults) or \
+            any(m.role is not None for m in self.mounts)
+
+    @property
+    def needs_another_run(self) -> bool:
+        """Whether a fault places what another run of the target writes."""
+        return any(f.role is not None and "content" not in f.model_fields_set
+                   and "content" in type(f).model_fields for f in self.faults)
+
+    def unresolved_mounts(self, home: str, roles: Roles | None) -> list[str]:
+        """Why a mount aimed at a role mounts nothing for this target."""
+        return [f"mount on role {m.role} resolved to nothing: the target has no "
+                f"{MEANING[m.role]}" for m in self.mounts
+                if m.role is not None and not self.mount_list(home, roles)]
 
 
 def _node_at(node: yaml.Node | None, loc: tuple[Any, ...]) -> yaml.Node | None:
@@ -201,9 +242,11 @@ def _check_mounts(path: str, root: yaml.Node | None, scenario: Scenario) -> None
     """What one mount cannot tell alone: a path written twice, a delay with no delay."""
     seen: dict[str, int] = {}
     for index, mount in enumerate(scenario.mounts):
-        problem, field = None, "path"
-        if mount.normalized() in seen:
-            problem = f"mount path {mount.path!r} is already mounts.{seen[mount.normalized()]}"
+        problem, field = None, "path" if mount.path is not None else "role"
+        key = mount.normalized() if mount.path is not None else f"role {mount.role}"
+        if key in seen:
+            what = f"path {mount.path!r}" if mount.path is not None else f"role {mount.role}"
+            problem = f"mount {what} is already mounts.{seen[key]}"
         elif "delay_ms" in mount.model_fields_set and mount.consistency != "delayed":
             problem, field = (f"delay_ms applies to consistency 'delayed' only, not "
                               f"{mount.consistency!r}"), "delay_ms"
@@ -212,7 +255,7 @@ def _check_mounts(path: str, root: yaml.Node | None, scenario: Scenario) -> None
             node = _node_at(root, loc)
             raise ScenarioError(path, problem, line=node.start_mark.line + 1 if node else None,
                                 field=".".join(str(p) for p in loc))
-        seen[mount.normalized()] = index
+        seen[key] = index
 
 
 def _check_faults(path: str, root: yaml.Node, scenario: Scenario) -> None:

@@ -10,6 +10,13 @@ import pytest
 from support import REPO, Cli, run_cli
 
 
+@pytest.fixture(scope="session", autouse=True)
+def discovery_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """What targets showed in their fault-free runs, kept for this session only: the
+    suite learns once per target and leaves nothing in the checkout."""
+    os.environ["HARNESS_CACHE_DIR"] = str(tmp_path_factory.mktemp("harness-cache"))
+
+
 @pytest.fixture
 def cli() -> Cli:
     """Run the ``harness`` command line in a subprocess."""

@@ -9,14 +9,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from harness.runner.cells import KNOWN, OK, UNEXPECTED, Cell, Matrix
+from harness.runner.cells import KNOWN, NOT_EXERCISED, OK, UNEXERCISED, UNEXPECTED, Cell, Matrix
 
 PASS = "PASS"
-OUTCOMES = ("PASS", "FAIL", "ERROR", "HANG", "CRASH")
+OUTCOMES = ("PASS", "FAIL", "ERROR", "HANG", "CRASH", NOT_EXERCISED)
 
 #: One character per verdict, the same in every text report.
-MARKERS = {OK: "✓", KNOWN: "~", UNEXPECTED: "✗"}
-_VERDICT_ORDER = {UNEXPECTED: 0, KNOWN: 1, OK: 2}
+MARKERS = {OK: "✓", KNOWN: "~", UNEXPECTED: "✗", UNEXERCISED: "○"}
+_VERDICT_ORDER = {UNEXPECTED: 0, UNEXERCISED: 1, KNOWN: 2, OK: 3}
 
 
 def marker(verdict: str) -> str:
@@ -85,4 +85,4 @@ def summary_parts(matrix: Matrix) -> tuple[list[tuple[str, int]], list[tuple[str
     known_order = [o for o in OUTCOMES if o in outcomes] + sorted(o for o in outcomes if o not in OUTCOMES)
     verdicts = summary["verdicts"]
     return ([(o, outcomes[o]) for o in known_order],
-            [(v, verdicts[v]) for v in (OK, KNOWN, UNEXPECTED) if verdicts.get(v)])
+            [(v, verdicts[v]) for v in (OK, KNOWN, UNEXPECTED, UNEXERCISED) if verdicts.get(v)])

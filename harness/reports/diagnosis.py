@@ -105,6 +105,7 @@ class Diagnosis:
     verdict: str = ""  # a cell's; a bare world has none
     expected: str = ""
     finding: str = ""
+    roles: dict[str, str] = field(default_factory=dict)  # role -> what it resolved to
     groups: list[RankGroup] = field(default_factory=list)  # launchers first, then ranks
     faults: list[FaultRow] = field(default_factory=list)
     mismatches: list[str] = field(default_factory=list)
@@ -173,6 +174,7 @@ def diagnose(subject: Cell | WorldResult) -> Diagnosis:
                      topology=subject.topology, seed=subject.seed, duration_s=subject.duration_s,
                      detail=subject.detail, replay=subject.replay, verdict=subject.verdict,
                      expected=subject.expected, finding=subject.finding,
+                     roles=dict(subject.roles),
                      faults=list(subject.faults_fired), mismatches=list(subject.mismatches))
     return _assemble(head, list(subject.ranks), [])
 
@@ -193,6 +195,7 @@ def render_text(d: Diagnosis) -> str:
     lines = [d.headline, f"  {d.detail or '(no detail recorded)'}"]
     if d.finding:
         lines.append(f"  seed finding: {d.finding}")
+    lines += [f"  role {role} = {what}" for role, what in d.roles.items()]
     lines += [f"  {group_line(g)}" for g in d.groups]
     lines += [f"  {fault_line(f)}" for f in d.faults]
     lines += [f"  mismatch: {m}" for m in d.mismatches]

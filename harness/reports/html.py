@@ -27,12 +27,12 @@ from harness.reports._common import (
 )
 from harness.reports.diagnosis import Diagnosis, diagnose
 from harness.reports.html_assets import CSS, JS
-from harness.runner.cells import KNOWN, OK, SCHEMA, UNEXPECTED, Cell, Matrix
+from harness.runner.cells import KNOWN, OK, SCHEMA, UNEXERCISED, UNEXPECTED, Cell, Matrix
 
 #: Beyond this many events, the page shows the first ones and points to the JSON report.
 MAX_HISTORY_ROWS = 2000
 NUMERIC = ("t (ms)", "step")
-VERDICT_LABELS = {OK: "ok", KNOWN: "known", UNEXPECTED: "unexpected"}
+VERDICT_LABELS = {OK: "ok", KNOWN: "known", UNEXPECTED: "unexpected", UNEXERCISED: "unexercised"}
 
 
 def e(value: object) -> str:
@@ -98,6 +98,7 @@ def grid(matrix: Matrix) -> str:
         f"<span>{verdict_badge(OK)} meets its expectation</span>"
         f"<span>{verdict_badge(KNOWN)} a recorded known failure</span>"
         f"<span>{verdict_badge(UNEXPECTED)} a new failure, or a known one that now passes</span>"
+        f"<span>{verdict_badge(UNEXERCISED)} the scenario's fault could not happen to the target</span>"
         "<span>click a cell for its detail</span></div>"
     )
     return (f'<section><h2>Matrix</h2><div class="scroll"><table class="matrix"><thead><tr>'
@@ -188,6 +189,8 @@ def cell_detail(cell: Cell) -> str:
         body.append(f'<p class="detail">{e(d.detail or "(no detail recorded)")}</p>')
     if d.finding:
         body.append(f'<div class="finding"><b>Seed finding:</b> {e(d.finding)}</div>')
+    for role, what in d.roles.items():
+        body.append(f'<div class="finding"><b>Role {e(role)}:</b> {e(what)}</div>')
     items = "".join(f"<li><span>{e(k)}</span>{e(v)}</li>" for k, v in facts)
     body.append(f'<ul class="facts">{items}</ul>')
     body.append('<h4>Replay</h4><div class="replay"><pre><code>'

@@ -40,11 +40,13 @@ summary .badge { min-width: 96px; text-align: center; flex: none; }
 .o-HANG { color: var(--HANG); background: var(--HANG-bg); }
 .o-CRASH { color: var(--CRASH); background: var(--CRASH-bg); }
 .o-other { color: var(--other); background: var(--other-bg); }
+.o-NOT-EXERCISED { color: #7d4e00; background: #fff8c5; }
 .badge { display: inline-block; font-size: 11.5px; font-weight: 600; padding: 0 7px; border-radius: 999px;
   border: 1px solid transparent; white-space: nowrap; }
 .badge.v-ok { color: var(--PASS); border-color: #aceebb; }
 .badge.v-known { color: var(--muted); border: 1px dashed #9aa4ad; }
 .badge.v-unexpected { color: #fff; background: var(--bad); }
+.badge.v-unexercised { color: #7d4e00; border: 1px dashed #d4a72c; }
 .badge.v-other { color: var(--muted); border-color: var(--line); }
 .legend { color: var(--muted); font-size: 12.5px; margin: 8px 0 0; display: flex; flex-wrap: wrap;
   gap: 14px; }
@@ -71,6 +73,7 @@ a.gc.v-ok .badge { border-color: transparent; }
 .missing { color: #9aa4ad; padding: 4px 8px; }
 details.cell { border: 1px solid var(--line); border-radius: 8px; margin: 0 0 8px; background: #fff; }
 details.cell.v-unexpected { border-left: 5px solid var(--bad); }
+details.cell.v-unexercised { border-left: 5px dashed #d4a72c; }
 details.cell.v-known { border-left: 5px dashed #9aa4ad; }
 details.cell.v-ok { border-left: 5px solid var(--PASS); }
 details.cell > summary { display: flex; align-items: center; gap: 10px; padding: 8px 12px; cursor: pointer;

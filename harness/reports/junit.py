@@ -1,6 +1,7 @@
 """JUnit XML, for CI dashboards: one test case per cell.
 
-An ``unexpected`` cell fails the build, so it is a <failure>; a ``known`` cell
+An ``unexpected`` cell fails the build, so it is a <failure> (so is an ``unexercised``
+one, unless the run allowed it); a ``known`` cell
 is recorded but tolerated, as pytest reports a strict xfail, so it is
 <skipped>; an ``ok`` cell passes (even an ERROR that meets ``fail-loudly``).
 """
@@ -12,7 +13,7 @@ import xml.etree.ElementTree as ET
 
 from harness.reports._common import cell_name
 from harness.reports.diagnosis import describe
-from harness.runner.cells import KNOWN, OK, UNEXPECTED, Cell, Matrix
+from harness.runner.cells import KNOWN, OK, UNEXERCISED, UNEXPECTED, Cell, Matrix
 
 # Characters XML 1.0 cannot carry at all, even escaped (ANSI escapes in a rank's stderr, NULs...).
 _INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -29,7 +30,7 @@ def testcase(cell: Cell, parent: ET.Element) -> ET.Element:
         "classname": clean(f"harness.{cell.workload or 'matrix'}"),
         "time": f"{max(cell.duration_s, 0.0):.3f}",
     })
-    if cell.verdict == UNEXPECTED:
+    if cell.verdict in (UNEXPECTED, UNEXERCISED):  # both fail the run (see Matrix.failing)
         failure = ET.SubElement(case, "failure", {"message": clean(cell.detail), "type": clean(cell.outcome)})
         failure.text = clean(describe(cell) + "\n")
     elif cell.verdict == KNOWN:
@@ -37,7 +38,7 @@ def testcase(cell: Cell, parent: ET.Element) -> ET.Element:
     elif cell.verdict != OK:
         error = ET.SubElement(case, "error", {"message": clean(f"unknown verdict {cell.verdict!r}")})
         error.text = clean(describe(cell) + "\n")
-    if cell.verdict != UNEXPECTED and cell.outcome != "PASS":
+    if cell.verdict not in (UNEXPECTED, UNEXERCISED) and cell.outcome != "PASS":
         out = ET.SubElement(case, "system-out")
         out.text = clean(describe(cell) + "\n")
     return case
@@ -49,7 +50,7 @@ def to_junit(matrix: Matrix) -> str:
     suite = ET.Element("testsuite", {
         "name": "harness.matrix",
         "tests": str(len(cells)),
-        "failures": str(sum(c.verdict == UNEXPECTED for c in cells)),
+        "failures": str(sum(c.verdict in (UNEXPECTED, UNEXERCISED) for c in cells)),
         "errors": str(sum(c.verdict not in (OK, KNOWN, UNEXPECTED) for c in cells)),
         "skipped": str(sum(c.verdict == KNOWN for c in cells)),
         "time": f"{max(matrix.duration_s, 0.0):.3f}",

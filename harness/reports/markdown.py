@@ -11,9 +11,9 @@ import re
 
 from harness.reports._common import anchor, attention_cells, cell_name, seconds, summary_parts
 from harness.reports.diagnosis import diagnose
-from harness.runner.cells import KNOWN, OK, UNEXPECTED, Cell, Matrix
+from harness.runner.cells import KNOWN, OK, UNEXERCISED, UNEXPECTED, Cell, Matrix
 
-EMOJI = {OK: "✅", KNOWN: "⚠️", UNEXPECTED: "❌"}
+EMOJI = {OK: "✅", KNOWN: "⚠️", UNEXPECTED: "❌", UNEXERCISED: "⭕"}
 _MAX_CELL_TEXT = 200
 
 
@@ -84,6 +84,7 @@ def section(cell: Cell) -> list[str]:
     lines.append("- " + " · ".join(facts))
     if d.finding:
         lines.append(f"- seed finding: {text(d.finding)}")
+    lines += [f"- role {code(role)} = {text(what)}" for role, what in d.roles.items()]
     lines.append("")
     if d.groups:
         lines += ["| ranks | hosts | outcome | exit | error or result |", "|---|---|---|---|---|"]

@@ -15,9 +15,9 @@ from rich.text import Text
 
 from harness.reports._common import attention_cells, marker, seconds, summary_parts
 from harness.reports.diagnosis import diagnose
-from harness.runner.cells import KNOWN, OK, UNEXPECTED, Cell, Matrix
+from harness.runner.cells import KNOWN, OK, UNEXERCISED, UNEXPECTED, Cell, Matrix
 
-VERDICT_STYLES = {OK: "green", KNOWN: "yellow dim", UNEXPECTED: "bold red"}
+VERDICT_STYLES = {OK: "green", KNOWN: "yellow dim", UNEXPECTED: "bold red", UNEXERCISED: "bold yellow"}
 
 
 def verdict_style(verdict: str) -> str:
@@ -63,7 +63,7 @@ def grids(matrix: Matrix) -> list[Table]:
 def legend() -> Text:
     text = Text("  ")
     for verdict, words in ((OK, "meets its expectation"), (KNOWN, "known failure"),
-                           (UNEXPECTED, "unexpected")):
+                           (UNEXPECTED, "unexpected"), (UNEXERCISED, "fault could not happen")):
         text.append(marker(verdict), style=verdict_style(verdict))
         text.append(f" {words}   ", style="dim")
     return text.rstrip() or text
@@ -111,6 +111,9 @@ def summary_lines(matrix: Matrix) -> list[Text]:
     unexpected = len(matrix.unexpected)
     if unexpected:
         second.append(" · the run fails", style="bold red")
+    elif matrix.unexercised:
+        second.append(" · some faults could not happen to the target: the run fails "
+                      "unless --allow-unexercised", style="bold yellow")
     else:
         second.append(" · no unexpected cell: the run passes", style="bold green")
     return [first, second]

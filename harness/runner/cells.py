@@ -16,8 +16,10 @@ if TYPE_CHECKING:
 
 SCHEMA = "harness.matrix/1"
 
-OK, KNOWN, UNEXPECTED = "ok", "known", "unexpected"
-VERDICTS = (OK, KNOWN, UNEXPECTED)
+OK, KNOWN, UNEXPECTED, UNEXERCISED = "ok", "known", "unexpected", "unexercised"
+VERDICTS = (OK, KNOWN, UNEXPECTED, UNEXERCISED)
+#: A cell whose faults could not happen to this target: never a PASS (its own outcome).
+NOT_EXERCISED = "NOT-EXERCISED"
 
 
 @dataclass
@@ -84,6 +86,7 @@ class Cell:
     finding: str = ""  # the seed finding the scenario tests
     workload: str = ""
     met: bool = False  # the outcome meets the expectation
+    roles: dict[str, str] = field(default_factory=dict)  # role -> what it resolved to
 
     @property
     def key(self) -> tuple[str, str]:
@@ -132,6 +135,15 @@ class Matrix:
     @property
     def unexpected(self) -> list[Cell]:
         return [c for c in self.cells if c.verdict == UNEXPECTED]
+
+    @property
+    def unexercised(self) -> list[Cell]:
+        return [c for c in self.cells if c.verdict == UNEXERCISED]
+
+    def failing(self, allow_unexercised: bool = False) -> list[Cell]:
+        """The cells that make a run fail: unexpected ones, and unexercised ones unless
+        allowed (a health check, as Hypothesis has: the run did not test what it says)."""
+        return self.unexpected + ([] if allow_unexercised else self.unexercised)
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "harness_version": self.harness_version, "seed": self.seed,

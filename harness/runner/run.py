@@ -15,14 +15,28 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
+from typing import Any
 
 from harness import __version__
-from harness.faults.plan import PlanError, make_plan
-from harness.runner.cells import KNOWN, OK, UNEXPECTED, Cell, FaultRow, Matrix, RankRow
+from harness.faults.plan import FaultPlan, PlanError, make_plan
+from harness.history import Event
+from harness.runner.cells import (
+    KNOWN,
+    NOT_EXERCISED,
+    OK,
+    UNEXERCISED,
+    UNEXPECTED,
+    Cell,
+    FaultRow,
+    Matrix,
+    RankRow,
+)
+from harness.runner.discovery import Discovery, discover
 from harness.scenarios import Scenario, ScenarioError, catalog_dir, validate_inputs
 from harness.topology import get_topology
 from harness.workloads.base import Target
 from harness.workloads.registry import DEFAULT_WORKLOAD, WORKLOADS
+from harness.world import pool
 from harness.world.result import ERROR, PASS
 from harness.world.world import run_world
 
@@ -97,7 +111,52 @@ def replay_command(plan: CellPlan) -> str:
     return shlex.join(parts)
 
 
-def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset()) -> Cell:
+def discover_targets(plans: Iterable[CellPlan], use_cache: bool = True,
+                     jobs: int = 1) -> dict[str, Discovery]:
+    """One discovery per target whose scenarios aim at roles (at most two worlds each:
+    the fault-free run, and another run's when a scenario places what it leaves)."""
+    wanted: dict[str, tuple[Target, str, bool]] = {}
+    for p in plans:
+        if p.scenario.uses_roles:
+            _, _, previous = wanted.get(p.target.name, (p.target, "", False))
+            wanted[p.target.name] = (p.target, p.scenario.workload,
+                                     previous or p.scenario.needs_another_run)
+    with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="harness-discovery") as pool:
+        futures = {name: pool.submit(discover, target, WORKLOADS[workload], previous, use_cache)
+                   for name, (target, workload, previous) in wanted.items()}
+        return {name: f.result() for name, f in futures.items()}
+
+
+def not_exercised(plan: FaultPlan, history: Iterable[Event], unresolved: list[str]) -> str | None:
+    """Why a cell did not test what its scenario says (None: it did).
+
+    A fault aimed at a role the target does not have cannot fire; and when the
+    scenario plans faults, at least one must have fired (or placed its file):
+    faults meant as alternatives ("whichever comes first") need not all fire.
+    """
+    reasons = list(unresolved) + [f"{plan.faults[i].name}: {why}"
+                                  for i, why in sorted(plan.unresolved.items())]
+    if reasons:
+        return "; ".join(reasons)
+    if not plan.faults:
+        return None
+    fired = {e.detail.get("index") for e in history if e.kind == "fault"}
+    placed = any(f.spec.leftovers(f, plan.roles) for f in plan.faults)
+    if fired or placed:
+        return None
+    return "no planned fault fired: " + "; ".join(
+        f"{f.name} ({_aim(f)})" for f in plan.faults)
+
+
+def _aim(fault: Any) -> str:
+    t = fault.trigger
+    where = fault.spec.role and f"role {fault.spec.role}" or t.path or t.tag or "any"
+    ops = "/".join(t.op or fault.spec.ops)
+    return f"at {ops} of {where}"
+
+
+def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
+             discovery: Discovery | None = None) -> Cell:
     scenario, target = plan.scenario, plan.target
     workload = WORKLOADS[scenario.workload]  # the loader refused any other
     home = os.path.expanduser("~")
@@ -105,16 +164,29 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset()) ->
     topology = get_topology(plan.topology)
     files = workload.setup(inputs, topology, plan.seed) if workload.setup else []
     watch = workload.watch(inputs) if workload.watch else []
+    roles = discovery.roles if discovery is not None else None
+    faults = make_plan(scenario.faults, seed=plan.seed, world_size=topology.world_size,
+                       hosts=topology.hosts, home=home, roles=roles)
+    preload = target.preload
+    if discovery is not None and discovery.imported:
+        preload = tuple(dict.fromkeys((*(preload if preload is not None else
+                                         pool.preload_for(target.ref, None, os.getcwd())),
+                                       *discovery.imported)))
     result = run_world(target.ref, topology=topology, timeout=plan.timeout, seed=plan.seed,
                        profile=scenario.profile, args=(inputs.for_target(),),
-                       mounts=scenario.mount_list(home), faults=scenario.faults,
-                       preload=target.preload, files=files, watch=watch)
+                       mounts=scenario.mount_list(home, roles), faults=faults,
+                       preload=preload, files=files, watch=watch)
     judgement = workload.checker(result)
     met = judgement.outcome == PASS or (scenario.expect == "fail-loudly"
                                         and judgement.outcome == ERROR and judgement.loud)
     is_known = scenario.name in target.known_failures or plan.key in known
-    detail = judgement.detail
-    if met and is_known:
+    detail, outcome = judgement.detail, judgement.outcome
+    vacuous = not_exercised(faults, result.history, scenario.unresolved_mounts(home, roles)) \
+        if scenario.uses_roles or scenario.faults else None
+    if vacuous is not None and met:
+        outcome, verdict, met = NOT_EXERCISED, UNEXERCISED, False
+        detail = f"not exercised: {vacuous} (the world ended: {detail})"
+    elif met and is_known:
         verdict, detail = UNEXPECTED, f"known failure now passes: {detail}"
     elif met:
         verdict = OK
@@ -122,24 +194,38 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset()) ->
         verdict = KNOWN if is_known else UNEXPECTED
     return Cell(
         scenario=scenario.name, target=target.name, topology=plan.topology, seed=plan.seed,
-        outcome=judgement.outcome, expected=scenario.expect, verdict=verdict,
+        outcome=outcome, expected=scenario.expect, verdict=verdict,
         duration_s=result.duration_s, detail=detail, replay=replay_command(plan),
         ranks=[RankRow.of(r, output_limit=4000) for r in result.ranks],
         faults_fired=FaultRow.fired(result.history),
         history=[e.to_dict() for e in result.history], mismatches=list(result.mismatches),
-        finding=scenario.finding, workload=scenario.workload, met=met)
+        finding=scenario.finding, workload=scenario.workload, met=met,
+        roles=_roles_shown(scenario, discovery))
+
+
+def _roles_shown(scenario: Scenario, discovery: Discovery | None) -> dict[str, str]:
+    """What each role the scenario names resolved to, for the report (and, when the
+    target's fault-free run did not pass, that its roles come from a failing run)."""
+    named = [f.role for f in scenario.faults if f.role] + [m.role for m in scenario.mounts if m.role]
+    if discovery is None:
+        return {role: "unknown (no fault-free run recorded)" for role in dict.fromkeys(named)}
+    note = "" if discovery.outcome == PASS else \
+        f" (learned from a fault-free run that ended {discovery.outcome}: {discovery.detail})"
+    return {role: discovery.roles.describe(role) + note for role in dict.fromkeys(named)}
 
 
 def run_matrix(plans: list[CellPlan], jobs: int | None = None, seed: int = 0,
                known: frozenset[tuple[str, str]] = frozenset(),
-               on_cell: Callable[[Cell], None] | None = None) -> Matrix:
+               on_cell: Callable[[Cell], None] | None = None, use_cache: bool = True) -> Matrix:
     """Run every planned cell, ``jobs`` at a time; cells come back in plan order."""
     jobs = max(1, jobs or os.cpu_count() or 1)
     start = time.monotonic()
     created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     cells: dict[tuple[str, str], Cell] = {}
-    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="harness-cell") as pool:
-        futures = {pool.submit(run_cell, plan, known): plan for plan in plans}
+    found = discover_targets(plans, use_cache, jobs)
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="harness-cell") as workers:
+        futures = {workers.submit(run_cell, plan, known, found.get(plan.target.name)): plan
+                   for plan in plans}
         for future in as_completed(futures):
             cell = future.result()
             cells[futures[future].key] = cell

@@ -92,6 +92,9 @@ class Workload:
     watch: Callable[[Any], list[str]] | None = None
     #: this workload's catalog scenarios in the order reports list them
     catalog_order: tuple[str, ...] = ()
+    #: (inputs) -> the inputs of another run of the same job (another run name, another
+    #: learning rate): what it writes is what a stale leftover or another job's file holds
+    another_run: Callable[[Any], WorkloadInputs] | None = None
 
     def inputs(self, overrides: Mapping[str, Any] | None = None,
                topology: Topology | None = None) -> WorkloadInputs:

@@ -170,7 +170,8 @@ class WorldServer:
     def _fault(self, sock: socket.socket, conn: Conn, msg: protocol.Fault) -> None:
         rank = self._rank_of(conn)
         self.coordinator.record("fault", rank=rank, op=msg.fault,
-                                detail={"op": msg.op, "path": msg.path, **msg.detail})
+                                detail={"op": msg.op, "path": msg.path, "index": msg.index,
+                                        **msg.detail})
         self.life.fault(rank, msg)
 
     def _hold(self, sock: socket.socket, conn: Conn, msg: protocol.Hold) -> None:

@@ -51,6 +51,16 @@ def _validate_config(config: dict[str, Any]) -> str | None:
     return None
 
 
+def _another_run(inputs: ConfigSyncInputs) -> ConfigSyncInputs:
+    """Another run of the same job: another name, learning rate and seed."""
+    config = dict(inputs.config)
+    config["lr"] = float(config.get("lr") or 1e-4) * 10
+    config["seed"] = int(config.get("seed") or 0) + 1
+    if config.get("run_name") is not None:
+        config["run_name"] = f"{config['run_name']}-previous"
+    return inputs.model_copy(update={"config": config})
+
+
 def check(result: WorldResult) -> Judgement:
     return config_sync.check(result, validate=_validate_config)
 
@@ -71,4 +81,4 @@ _SEED_FIX_KNOWN = frozenset(CATALOG)
 WORKLOAD = Workload(
     "config-sync", ConfigSyncInputs, check, targets=TARGETS,
     known_failures={"naive-sync": _NAIVE_KNOWN, "seed-fix-sync": _SEED_FIX_KNOWN},
-    preload=PRELOAD, catalog_order=CATALOG)
+    preload=PRELOAD, catalog_order=CATALOG, another_run=_another_run)

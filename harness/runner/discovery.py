@@ -1,0 +1,144 @@
+"""Discovery: one fault-free world per target, to learn what its scenarios aim at.
+
+Before a target's cells run, the runner runs it once with no fault and every
+file operation recorded (``record_files``). From that history come its roles
+(``harness.roles``) and the modules it imported (preloaded by the fork server
+for its cells, so that a deadline measures the code, not its imports). When a
+scenario needs what another run of the same target leaves behind (a stale
+leftover, another job's write), a second world runs it with the workload's
+``another_run`` inputs and keeps the bytes it wrote at each handoff.
+
+Both are cached on disk per target, code and harness version (``HARNESS_CACHE_DIR``,
+default ``.harness_cache`` in the working directory, as pytest keeps its own).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness import __version__
+from harness.filesystem.snapshot import content_bytes
+from harness.roles import Roles, derive
+from harness.topology import get_topology
+from harness.workloads.base import Target, Workload
+from harness.world.result import PASS
+from harness.world.world import run_world
+
+log = logging.getLogger(__name__)
+
+#: A discovery world's deadline: it pays for the target's imports, a cell does not.
+DISCOVERY_TIMEOUT = 60.0
+TOPOLOGY = "single-host-8"
+_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """What one target's fault-free run showed."""
+
+    roles: Roles = field(default_factory=Roles)
+    imported: tuple[str, ...] = ()
+    outcome: str = PASS  # of the fault-free world: a target that fails it has no roles to trust
+    detail: str = ""
+    previous: bool = False  # another run's leftovers were collected
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": _FORMAT, "roles": self.roles.to_dict(), "imported": list(self.imported),
+                "outcome": self.outcome, "detail": self.detail, "previous": self.previous}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Discovery:
+        return cls(Roles.from_dict(data["roles"]), tuple(data["imported"]), data["outcome"],
+                   data["detail"], data["previous"])
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("HARNESS_CACHE_DIR") or ".harness_cache") / "discovery"
+
+
+def _source_of(target: Target) -> bytes:
+    """The target's own code, for the cache key (its file, or its module's file)."""
+    module = target.ref.rpartition(":")[0]
+    path = module if module.endswith(".py") else None
+    if path is None:
+        import importlib.util
+
+        try:
+            spec = importlib.util.find_spec(module)
+        except (ImportError, ValueError):
+            spec = None
+        path = spec.origin if spec is not None else None
+    try:
+        return Path(path).read_bytes() if path else b""
+    except OSError:
+        return b""
+
+
+def cache_key(target: Target, workload: Workload, previous: bool) -> str:
+    inputs = workload.inputs().model_dump(mode="json")
+    blob = json.dumps([_FORMAT, __version__, target.ref, workload.name, inputs, previous,
+                       os.path.abspath(os.getcwd())], sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob + hashlib.sha256(_source_of(target)).digest()).hexdigest()[:32]
+
+
+def discover(target: Target, workload: Workload, previous: bool = False,
+             use_cache: bool = True) -> Discovery:
+    """The target's roles and imports, from the cache or from its fault-free world(s)."""
+    key = cache_key(target, workload, previous)
+    path = cache_dir() / f"{key}.json"
+    if use_cache:
+        try:
+            return Discovery.from_dict(json.loads(path.read_text()))
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # absent or from another format: learn it again
+    found = _run(target, workload, previous)
+    if use_cache:
+        _store(path, found)
+    return found
+
+
+def _store(path: Path, found: Discovery) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "w") as f:
+            json.dump(found.to_dict(), f)
+        os.replace(tmp, path)
+    except OSError as exc:  # a read-only checkout: learn it again next time
+        log.warning("cannot cache what %s showed: %s", path, exc)
+
+
+def _world(target: Target, workload: Workload, inputs: Any, watch: list[str]) -> Any:
+    topology = get_topology(TOPOLOGY)
+    files = workload.setup(inputs, topology, 0) if workload.setup else []
+    return run_world(target.ref, topology=topology, timeout=DISCOVERY_TIMEOUT, seed=0,
+                     args=(inputs.for_target(),), preload=target.preload, files=files,
+                     watch=watch, record_files=True)
+
+
+def _run(target: Target, workload: Workload, previous: bool) -> Discovery:
+    inputs = workload.inputs()
+    result = _world(target, workload, inputs, [])
+    roles = derive(result.history)
+    judgement = workload.checker(result)
+    found = Discovery(roles, tuple(getattr(result, "imported", ()) or ()), judgement.outcome,
+                      judgement.detail)
+    handoffs = roles.paths("handoff")
+    if not previous or workload.another_run is None or not handoffs:
+        return found
+    other = _world(target, workload, workload.another_run(inputs), list(handoffs))
+    left: dict[str, bytes] = {}
+    for event in other.history:  # every rank's snapshot: the last one of a path wins
+        if event.kind == "snapshot":
+            for vpath, content in event.detail.get("files", {}).items():
+                data = content_bytes(content)
+                if data is not None and vpath in handoffs:
+                    left[vpath] = data
+    return Discovery(Roles(roles.uses, left), found.imported, found.outcome, found.detail, True)
