@@ -70,9 +70,11 @@ def _enter_world(ctx: RankContext, rank: int, life: int = 0) -> None:
     seed = engine.start(spec.seed)  # the faults' environment, timers and generators' seed
     if spec.mounts is not None:
         from harness.filesystem import patch
+        from harness.filesystem.recording import RecordingView
         from harness.filesystem.view import View
 
-        view = View(spec.mounts, spec.sandbox, rank, ctx.host, spec.cwd, spec.home,
+        kind = RecordingView if spec.record_files else View
+        view = kind(spec.mounts, spec.sandbox, rank, ctx.host, spec.cwd, spec.home,
                     hooks=engine, private=(spec.outdir,), notify=ctx.channel.notify)
         patch.install(view)
     seed_generators(seed)
