@@ -73,6 +73,7 @@ class Result:
     pickle_error: str | None = None
     exit_code: int | None = None
     error: dict[str, str] | None = None  # type, message, traceback
+    imported: list[str] | None = None  # record_files: modules the rank imported after its fork
     payload: bytes | bytearray = b""
 
 
@@ -216,7 +217,8 @@ _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
     "send": (Send, {"box": _S, "peer": _I, "site": _S0}),
     "recv": (Recv, {"box": _S, "peer": _I, "site": _S0, "guarded": _B}),
     "result": (Result, {"ok": _B, "value_repr": _S0, "pickle_error": _S0,
-                        "exit_code": _I0, "error": _opt(_error)}),
+                        "exit_code": _I0, "error": _opt(_error),
+                        "imported": _opt(_list(_str))}),
     "promote": (Promote, {"rank": _I}),
     "stacks": (Stacks, {"stacks": _S}),
     "rank-exit": (RankExit, {"rank": _I, "status": _I}),

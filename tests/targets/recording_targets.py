@@ -33,3 +33,9 @@ def handoff():
         except FileNotFoundError:
             pass
     return cfg
+
+
+def lazy_import():
+    import lazy_dep
+
+    return lazy_dep.VALUE
