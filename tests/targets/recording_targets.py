@@ -39,3 +39,9 @@ def lazy_import():
     import lazy_dep
 
     return lazy_dep.VALUE
+
+
+def slow_import():
+    import slow_import_dep  # noqa: F401 - its import is what takes the time
+
+    return "never"
