@@ -51,3 +51,12 @@ def test_nothing_is_recorded_when_record_files_is_off():
     result = run_world(HANDOFF, topology="v4-8", timeout=20)
     assert result.outcome == PASS, result.describe()
     assert file_events(result) == []
+
+
+def test_a_rank_records_at_most_ten_thousand_file_events_then_one_warning():
+    result = run_world(f"{TARGETS}:many_attempts", topology="v4-8", timeout=60, record_files=True,
+                       args=(10_050,))
+    assert result.outcome == PASS, result.describe()
+    assert len(file_events(result, rank=0)) == 10_000
+    warnings = [e for e in result.history if e.kind == "warning" and e.rank == 0]
+    assert len(warnings) == 1 and "dropped" in warnings[0].detail["message"]

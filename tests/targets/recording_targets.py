@@ -45,3 +45,15 @@ def slow_import():
     import slow_import_dep  # noqa: F401 - its import is what takes the time
 
     return "never"
+
+
+def many_attempts(n):
+    import torch_xla.core.xla_model as xm_
+
+    if xm_.get_ordinal() == 0:
+        for i in range(n):
+            try:
+                open(f"/tmp/missing-{i}")
+            except FileNotFoundError:
+                pass
+    return n
