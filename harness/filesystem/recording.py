@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno as errno_
 import os
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +35,7 @@ class RecordingView(View):
         self._told = 0
         self._last: tuple[Any, ...] | None = None  # the stat/listdir being repeated
         self._repeats = 0
+        self._inside = threading.local()  # depth: a told operation is under way in this thread
 
     # -- telling ----------------------------------------------------------------
     def _tell(self, op: str, path: str, exc: BaseException | None, **extra: Any) -> None:
@@ -81,13 +83,21 @@ class RecordingView(View):
 
     def _recorded(self, op: str, vpath: str | None, call: Callable[[], Any],
                   **extra: Any) -> Any:
-        if vpath is None:
+        """``call``, told as ``op`` on ``vpath``: done, or failed with an OSError's errno.
+        Only the target's own call is told, not the view's calls inside it (an
+        rmdir's listdir); anything but an OSError is not a file operation's outcome."""
+        inside = self._inside
+        if vpath is None or getattr(inside, "depth", 0):
             return call()
+        inside.depth = 1
         try:
             result = call()
-        except BaseException as exc:
-            self._tell(op, vpath, exc if isinstance(exc, OSError) else None, **extra)
+        except OSError as exc:
+            inside.depth = 0
+            self._tell(op, vpath, exc, **extra)
             raise
+        finally:
+            inside.depth = 0
         self._tell(op, vpath, None, **extra)
         return result
 
