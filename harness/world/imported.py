@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import sys
-import sysconfig
 
 #: at most this many module names per rank
 LIMIT = 2_000
@@ -46,6 +45,8 @@ def learned(exclude: tuple[str, ...] = ()) -> list[str]:
 
 
 def _own_roots() -> tuple[str, ...]:
+    import sysconfig  # only when recording: nothing more to import in every rank
+
     import harness
 
     paths = sysconfig.get_paths()
