@@ -20,7 +20,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from harness.world import runtime
+from harness.world import imported, runtime
 from harness.world.channel import Channel
 from harness.world.environment import enter_environment, seed_generators
 from harness.world.process import arm_fallback_stacks, die_with_parent, redirect_output
@@ -32,6 +32,8 @@ def become_rank(spec: WorldSpec, rank: int, life: int = 0) -> RankContext:
     """Turn this freshly forked process into ``rank`` of ``spec``'s world."""
     topology = spec.topology
     name = f"rank-{rank}"
+    if spec.record_files:
+        imported.mark()
     redirect_output(spec, name, life)
     enter_environment(spec, {**topology.rank_environment(rank, spec.profile),
                              "HARNESS_LIFE": str(life)})
@@ -49,6 +51,8 @@ def become_rank(spec: WorldSpec, rank: int, life: int = 0) -> RankContext:
 def become_host(spec: WorldSpec, host: int) -> RankContext:
     """Exec mode: this process is the per-host launcher that runs the script."""
     name = f"host-{host}"
+    if spec.record_files:
+        imported.mark()
     redirect_output(spec, name)
     enter_environment(spec, spec.topology.host_environment(host, spec.profile))
     channel = Channel(spec.address, "host", host)
@@ -70,11 +74,14 @@ def _enter_world(ctx: RankContext, rank: int, life: int = 0) -> None:
     seed = engine.start(spec.seed)  # the faults' environment, timers and generators' seed
     if spec.mounts is not None:
         from harness.filesystem import patch
+        from harness.filesystem.recording import RecordingView
         from harness.filesystem.view import View
 
-        view = View(spec.mounts, spec.sandbox, rank, ctx.host, spec.cwd, spec.home,
+        kind = RecordingView if spec.record_files else View
+        view = kind(spec.mounts, spec.sandbox, rank, ctx.host, spec.cwd, spec.home,
                     hooks=engine, private=(spec.outdir,), notify=ctx.channel.notify)
         patch.install(view)
+        ctx.view = view
     seed_generators(seed)
 
 
@@ -177,6 +184,8 @@ def _finish(ctx: RankContext, result: dict[str, Any], code: int) -> None:
             stream.flush()
         except (OSError, ValueError):
             pass
+    if ctx.spec.record_files:
+        _recorded(ctx, result)
     if ctx.channel is not None:
         try:
             ctx.channel.notify(*result_frame(result))
@@ -190,6 +199,29 @@ def _finish(ctx: RankContext, result: dict[str, Any], code: int) -> None:
             pass
     faulthandler.cancel_dump_traceback_later()
     os._exit(code)
+
+
+def _recorded(ctx: RankContext, result: dict[str, Any]) -> None:
+    """``record_files``: the repeats the view still holds, and what the rank imported."""
+    flush = getattr(ctx.view, "flush_repeats", None)
+    if flush is not None:
+        try:
+            flush()
+        except OSError:
+            pass
+    try:
+        names = imported.learned((ctx.spec.shim_root, ctx.spec.outdir))
+        own = _target_module(ctx.spec.target)  # never preloaded: it may import torch_xla
+        result["imported"] = [n for n in names if n != own]
+    except Exception:  # noqa: BLE001 - a diagnosis aid: never the rank's fate
+        traceback.print_exc()
+
+
+def _target_module(target: str | None) -> str | None:
+    module_part = (target or "").rpartition(":")[0]
+    if module_part.endswith(".py") or os.sep in module_part:
+        return os.path.splitext(os.path.basename(module_part))[0]
+    return module_part or None
 
 
 def result_frame(result: dict[str, Any]) -> tuple[dict[str, Any], bytes]:

@@ -45,6 +45,7 @@ class WorldConfig:
     watch: tuple[str, ...] = ()
     max_restarts: int = 20
     keep_output_dir: bool = False
+    record_files: bool = False
 
     def __post_init__(self) -> None:
         # Normalise what callers pass loosely (lists, None), then check it all.

@@ -48,7 +48,7 @@ def main() -> None:
     for name in sys.argv[2:]:
         try:
             __import__(name)
-        except Exception as exc:  # noqa: BLE001 - a preload is an optimisation only
+        except BaseException as exc:  # noqa: BLE001 - a preload is an optimisation only (even sys.exit)
             log.warning("harness fork server: could not preload %s: %s", name, exc)
     warm_up()
     wire.send_frame(sock, {"type": "ready"})

@@ -223,8 +223,12 @@ class Lifecycle:
         never = [r for r, u in live.items() if u.pid is None and r not in self.loop.call]
         for r in never:
             running.pop(r, None)
+        in_import = {r: m for r, u in live.items() if r in running
+                     and not str(running[r]).startswith("the fault plan")
+                     and (m := watchdog.importing(u.stack)) is not None}
         report = watchdog.hang_report(self.coordinator.blocked(), running,
-                                      dict(self.coordinator.exited), blocked_ranks)
+                                      dict(self.coordinator.exited), blocked_ranks,
+                                      importing=in_import, after=self.coordinator.now())
         if never:
             report += f"; rank{'s' if len(never) > 1 else ''} {format_ranks(never)} never started"
         if self.deadlock_at is not None:

@@ -73,6 +73,7 @@ class Result:
     pickle_error: str | None = None
     exit_code: int | None = None
     error: dict[str, str] | None = None  # type, message, traceback
+    imported: list[str] | None = None  # record_files: modules the rank imported after its fork
     payload: bytes | bytearray = b""
 
 
@@ -121,6 +122,19 @@ class FsAccess:
 
 
 @dataclass(slots=True)
+class FileOp:
+    """One file operation a rank made through the view (``record_files``)."""
+
+    op: str  # open-read | open-write | close | rename | remove | stat | listdir | mkdir | rmdir
+    path: str
+    ok: bool
+    errno: int | None = None  # when not ok
+    dst: str | None = None  # a rename's
+    size: int | None = None  # a writer's close: the bytes the file holds
+    count: int | None = None  # a stat or listdir repeated this many more times
+
+
+@dataclass(slots=True)
 class Started:
     units: list[list[Any]]  # [pid, role, ident] each
 
@@ -138,7 +152,7 @@ class Done:
 
 
 Message = (Hello | Collective | Send | Recv | Result | Promote | Stacks | RankExit | Fault | Hold
-           | FsAccess | Started | Exited | Done)
+           | FsAccess | FileOp | Started | Exited | Done)
 
 
 # -- field checks --------------------------------------------------------------------
@@ -203,7 +217,8 @@ _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
     "send": (Send, {"box": _S, "peer": _I, "site": _S0}),
     "recv": (Recv, {"box": _S, "peer": _I, "site": _S0, "guarded": _B}),
     "result": (Result, {"ok": _B, "value_repr": _S0, "pickle_error": _S0,
-                        "exit_code": _I0, "error": _opt(_error)}),
+                        "exit_code": _I0, "error": _opt(_error),
+                        "imported": _opt(_list(_str))}),
     "promote": (Promote, {"rank": _I}),
     "stacks": (Stacks, {"stacks": _S}),
     "rank-exit": (RankExit, {"rank": _I, "status": _I}),
@@ -211,6 +226,8 @@ _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
     "hold": (Hold, {"src": _S, "dst": _S, "path": _S, "until": _S, "writer": _I0,
                     "delay_ms": (int, float), "copy": _B, "fault": _S0}),
     "fs-access": (FsAccess, {"path": _S}),
+    "file-op": (FileOp, {"op": _S, "path": _S, "ok": _B, "errno": _I0, "dst": _S0,
+                         "size": _I0, "count": _I0}),
     "started": (Started, {"units": _list(_started_unit)}),
     "exited": (Exited, {"pid": _I, "status": _I, "unit": _opt(_unit)}),
     "done": (Done, {"leftovers": _I}),

@@ -78,6 +78,9 @@ class WorldResult:
     hosts: list[RankResult] = field(default_factory=list)  # exec mode launchers
     leftovers: int = 0  # processes the leader had to kill after the ranks ended
     files: dict[int, dict[str, str]] = field(default_factory=dict)  # watched, per rank, at the end
+    #: record_files: modules the ranks imported after the fork (sorted union): a later
+    #: world of the same target can pass them as ``preload=``
+    imported: list[str] = field(default_factory=list)
 
     @property
     def values(self) -> list[Any]:

@@ -35,6 +35,7 @@ class RankContext:
     host: int
     channel: Channel | None
     engine: Any = None  # the fault engine, when the world has a sandbox
+    view: Any = None  # the filesystem view, when the world has a sandbox
     runtime_used: bool = False
     result_fd: int | None = None  # exec mode: the launcher that forked us reads our fate here
 

@@ -20,6 +20,9 @@ from harness.world.spec import WorldSpec
 
 log = logging.getLogger(__name__)
 
+#: at most this many file events per rank per world (``record_files``)
+FILE_EVENTS_LIMIT = 10_000
+
 _WHY_VISIBLE = {"read": "every other rank had looked for it",
                 "done": "every other rank had finished",
                 "time": "its visibility delay passed"}
@@ -35,6 +38,7 @@ class WorldServer:
         self.loop = EventLoop(spec.address, self._on_frame, self._on_refused)
         self.life = Lifecycle(spec, self.loop, self.coordinator, self.publisher,
                               self._publish_due, watch, max_restarts)
+        self._file_ops: dict[int | None, int] = {}  # file events recorded per rank
         self._handlers = self._make_handlers()
 
     def serve(self, until: float, detect_deadlock: bool = False) -> bool:
@@ -185,6 +189,24 @@ class WorldServer:
         if rank is not None:
             self.publisher.accessed(rank, msg.path)
 
+    def _file_op(self, sock: socket.socket, conn: Conn, msg: protocol.FileOp) -> None:
+        rank = self._rank_of(conn)
+        told = self._file_ops[rank] = self._file_ops.get(rank, 0) + 1
+        if told > FILE_EVENTS_LIMIT:
+            if told == FILE_EVENTS_LIMIT + 1:
+                self.coordinator.record("warning", rank=rank, detail={
+                    "message": f"rank {rank} made more than {FILE_EVENTS_LIMIT} file operations: "
+                               f"the rest were dropped from the history"})
+            return
+        detail: dict[str, object] = {"path": msg.path, "ok": msg.ok}
+        if not msg.ok:
+            detail["errno"] = msg.errno if msg.errno is not None else 0
+        for name in ("dst", "size", "count"):
+            value = getattr(msg, name)
+            if value is not None:
+                detail[name] = value
+        self.coordinator.record("file", rank=rank, op=msg.op, detail=detail)
+
     def _reply(self, replies: list) -> None:
         encoded: dict[int, bytes] = {}  # a step answers its ranks with one header: encode it once
         for r, h, p in replies:
@@ -215,6 +237,6 @@ class WorldServer:
         unit = {p.Collective: self._collective, p.Send: self._send, p.Recv: self._recv,
                 p.Result: self._result, p.Promote: self._promote, p.Stacks: self._stacks,
                 p.RankExit: self._rank_exit, p.Fault: self._fault, p.Hold: self._hold,
-                p.FsAccess: self._fs_access}
+                p.FsAccess: self._fs_access, p.FileOp: self._file_op}
         return {"pending": {p.Hello: self._hello}, "rank": unit, "host": unit,
                 "leader": {p.Started: self._started, p.Exited: self._exited, p.Done: self._done}}

@@ -30,6 +30,7 @@ class WorldSpec:
     home: str = "/root"
     mounts: MountTable | None = None  # None: the target sees the machine's filesystem
     faults: FaultPlan = field(default_factory=FaultPlan)
+    record_files: bool = False  # every rank tells its file operations and imports
 
     @property
     def sandbox(self) -> str:

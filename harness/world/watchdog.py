@@ -58,12 +58,16 @@ def fallback_stack(outdir: str, name: str, wait: float) -> str | None:
         time.sleep(0.02)
 
 
+def _main_thread(stack: str) -> str:
+    return stack.split("\n\n")[-1] if "Thread MainThread" not in stack else \
+        stack[stack.index("Thread MainThread"):].split("\nThread ")[0]
+
+
 def top_frame(stack: str | None) -> str | None:
     """The innermost ``File ..., line N, in f`` of a rank's main thread."""
     if not stack:
         return None
-    main = stack.split("\n\n")[-1] if "Thread MainThread" not in stack else \
-        stack[stack.index("Thread MainThread"):].split("\nThread ")[0]
+    main = _main_thread(stack)
     frames = [ln.strip() for ln in main.splitlines() if ln.strip().startswith("File ")]
     if not frames:
         return None
@@ -71,13 +75,60 @@ def top_frame(stack: str | None) -> str | None:
     return f"{os.path.basename(m.group(1))}:{m.group(2)} in {m.group(3)}" if m else frames[-1]
 
 
+_FRAME = re.compile(r'File "(.*?)", line \d+,? in (.*)')
+_IMPORT = re.compile(r"(?:import|from)\s+([A-Za-z_][\w.]*)")
+
+
+def importing(stack: str | None) -> str | None:
+    """The module a rank's main thread is still importing, or None: the innermost
+    ``import X`` line that entered importlib, else the file of the innermost
+    module body that importlib runs (a faulthandler dump has no source lines)."""
+    if not stack or "importlib._bootstrap" not in stack:
+        return None
+    frames: list[tuple[str, str, str]] = []  # file, function, source line
+    for line in _main_thread(stack).splitlines():
+        m = _FRAME.search(line)
+        if m:
+            frames.append((m.group(1), m.group(2).strip(), ""))
+        elif frames and line.strip() and not frames[-1][2]:
+            frames[-1] = (*frames[-1][:2], line.strip())
+    if "most recent call first" in stack:  # a faulthandler dump: innermost first
+        frames.reverse()
+    name = None
+    for i, (file, _, _) in enumerate(frames):
+        if "importlib._bootstrap" not in file or i == 0:
+            continue
+        caller = frames[i - 1]
+        if "importlib" in caller[0]:
+            continue
+        m = _IMPORT.match(caller[2])
+        if m:
+            name = m.group(1)
+        else:  # import_module(), __import__, a faulthandler dump: the module body
+            body = [f for f in frames[i:] if f[1] == "<module>" and "importlib" not in f[0]]
+            if body:
+                name = os.path.splitext(os.path.basename(body[0][0]))[0]
+    return name
+
+
 def hang_report(blocked: list[str], running: dict[int, str | None], exited: dict[int, str],
-                blocked_ranks: set[int]) -> str:
-    """``ranks 1-7 blocked in rendezvous 'config_save'; rank 0 exited with SIGKILL``."""
+                blocked_ranks: set[int], importing: dict[int, str] | None = None,
+                after: float | None = None) -> str:
+    """``ranks 1-7 blocked in rendezvous 'config_save'; rank 0 exited with SIGKILL``;
+    a rank whose stack is inside an import is said to be still importing, not hung."""
     parts = list(blocked)
+    by_module: dict[str, list[int]] = {}
+    for rank, module in (importing or {}).items():
+        if rank not in blocked_ranks and rank in running:
+            by_module.setdefault(module, []).append(rank)
+    when = f" after {after:.0f} s" if after is not None else ""
+    for module, ranks in sorted(by_module.items(), key=lambda kv: min(kv[1])):
+        were = "were" if len(ranks) > 1 else "was"
+        parts.append(f"{ranks_phrase(ranks)} {were} still importing `{module}`{when}: "
+                     f"raise the deadline or preload it")
     by_place: dict[str, list[int]] = {}
     for rank, frame in running.items():
-        if rank not in blocked_ranks:
+        if rank not in blocked_ranks and rank not in (importing or {}):
             by_place.setdefault(frame or "an unknown place", []).append(rank)
     for place, ranks in sorted(by_place.items(), key=lambda kv: min(kv[1])):
         if place.startswith("the fault plan"):

@@ -85,7 +85,11 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
     ``WorldResult.files``. A rank pre-empted by the fault plan comes back with
     the same identity and disk, up to ``max_restarts`` times. With
     ``detect_deadlock`` the watchdog acts as soon as no rank can make progress
-    (see ``Lifecycle.deadlocked``), not only at the deadline.
+    (see ``Lifecycle.deadlocked``), not only at the deadline. With
+    ``record_files`` every rank tells the coordinator each file operation it
+    makes through the view, recorded as ``Event(kind="file", rank, op,
+    detail={"path", "ok", "errno"?, "dst"?, "size"?, "count"?})`` (see
+    ``harness/filesystem/recording.py``); nothing is sent without it.
     """
     if config is None:
         config = WorldConfig(**overrides)
@@ -112,7 +116,7 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
         profile=config.profile, deadline=start_wall + timeout - grace, outdir=outdir, cwd=cwd,
         base_env=base_env, shim_root=shim_root(), target=name, args=config.args,
         kwargs=config.kwargs, argv=config.argv, seed=seed, home=config.home, mounts=table,
-        faults=plan)
+        faults=plan, record_files=config.record_files)
     try:
         if table is not None:
             sandbox_layout.create(spec.sandbox, table, topo, plan.leftovers + config.files)
