@@ -219,7 +219,9 @@ def validate_host_inputs(scenario: Scenario, topology: str, path: str,
     out: dict[int, WorkloadInputs] = {}
     for host, override in scenario.host_inputs.items():
         if not 0 <= host < topo.hosts:
-            node = _node_at(root, ("host_inputs", host))
+            node = _node_at(root, ("host_inputs",))  # the host's own key, not its value
+            if isinstance(node, yaml.MappingNode):
+                node = next((k for k, _ in node.value if k.value in (host, str(host))), node)
             raise ScenarioError(path, f"{host} is not a host of {topo.name} "
                                 f"(hosts 0-{topo.hosts - 1})",
                                 line=node.start_mark.line + 1 if node else None,
