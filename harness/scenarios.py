@@ -91,6 +91,8 @@ class Scenario(BaseModel):
     mounts: list[MountSpec] = Field(default_factory=list)
     faults: list[FaultSpec] = Field(default_factory=list)  # typed at load, used as they are
     inputs: dict[str, Any] = Field(default_factory=dict)
+    #: host -> inputs merged over ``inputs`` for that host's ranks (mappings merged key by key)
+    host_inputs: dict[int, dict[str, Any]] = Field(default_factory=dict)
 
     @field_validator("workload")
     @classmethod
@@ -109,6 +111,7 @@ class Scenario(BaseModel):
     # Set by the loader, not by the file.
     _source: str | None = None
     _workload_inputs: WorkloadInputs | None = None
+    _host_inputs: dict[int, WorkloadInputs] | None = None
 
     @property
     def source(self) -> str | None:
@@ -120,6 +123,11 @@ class Scenario(BaseModel):
         if self._workload_inputs is None:
             raise ValueError(f"scenario {self.name}: inputs not validated (use load_scenario)")
         return self._workload_inputs
+
+    @property
+    def host_workload_inputs(self) -> dict[int, WorkloadInputs]:
+        """``host_inputs``: each host's merged inputs, validated at load (empty if none)."""
+        return self._host_inputs or {}
 
     def mount_list(self, home: str, roles: Roles | None = None) -> list[Mount]:
         """The scenario's mounts, a role's at each directory ``roles`` resolved it to."""
@@ -154,7 +162,7 @@ def _node_at(node: yaml.Node | None, loc: tuple[Any, ...]) -> yaml.Node | None:
     """The YAML node a pydantic error location points at (or its nearest parent)."""
     for key in loc:
         if isinstance(node, yaml.MappingNode):
-            pair = next(((k, v) for k, v in node.value if k.value == key), None)
+            pair = next(((k, v) for k, v in node.value if k.value in (key, str(key))), None)
             if pair is None:
                 return node
             # An alias's value was written earlier, at its anchor: point at the key.
@@ -205,6 +213,7 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
                             line=node.start_mark.line + 1 if node else None,
                             field="faults") from None
     scenario._workload_inputs = validate_inputs(scenario, scenario.topology, path, root)
+    scenario._host_inputs = validate_host_inputs(scenario, scenario.topology, path, root)
     scenario._source = path
     return scenario
 
@@ -228,6 +237,49 @@ def validate_inputs(scenario: Scenario, topology: str, path: str,
         node = _node_at(root, loc)
         raise ScenarioError(path, message, line=node.start_mark.line + 1 if node else None,
                             field=".".join(str(p) for p in loc)) from None
+
+
+def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def validate_host_inputs(scenario: Scenario, topology: str, path: str,
+                         root: yaml.Node | None = None) -> dict[int, WorkloadInputs]:
+    """``host_inputs``: each host one of ``topology``'s, its inputs merged over the
+    scenario's (mappings key by key, e.g. one key of ``config``) and validated.
+    """
+    workload = registry.WORKLOADS[scenario.workload]
+    topo = get_topology(topology)
+    base = validate_inputs(scenario, topology, path, root).for_target()
+    out: dict[int, WorkloadInputs] = {}
+    for host, override in scenario.host_inputs.items():
+        if not 0 <= host < topo.hosts:
+            node = _node_at(root, ("host_inputs",))  # the host's own key, not its value
+            if isinstance(node, yaml.MappingNode):
+                node = next((k for k, _ in node.value if k.value in (host, str(host))), node)
+            raise ScenarioError(path, f"{host} is not a host of {topo.name} "
+                                f"(hosts 0-{topo.hosts - 1})",
+                                line=node.start_mark.line + 1 if node else None,
+                                field=f"host_inputs.{host}")
+        try:
+            out[host] = workload.inputs(_deep_merge(base, override), topo)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ("host_inputs", host, *err["loc"])
+            message = err["msg"].removeprefix("Value error, ")
+            if err["type"] == "extra_forbidden":
+                message = (f"unknown input of workload {workload.name}; its inputs are "
+                           f"{', '.join(workload.inputs_model.model_fields)}")
+            node = _node_at(root, loc)
+            raise ScenarioError(path, message, line=node.start_mark.line + 1 if node else None,
+                                field=".".join(str(p) for p in loc)) from None
+    return out
 
 
 def _allowed(loc: tuple[Any, ...]) -> str:

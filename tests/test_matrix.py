@@ -32,7 +32,7 @@ def matrix_cells(request):
 GRID = """
 baseline            PASS    HANG  PASS
 missing-file        ERROR   HANG  PASS
-partial-write       FAIL    HANG  PASS
+partial-write       ERROR   HANG  PASS
 empty-file          ERROR   HANG  PASS
 corrupt-file        ERROR   HANG  PASS
 stale-leftover      FAIL    HANG  PASS

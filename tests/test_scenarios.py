@@ -88,5 +88,7 @@ def test_a_topology_override_that_a_scenario_cannot_fit_is_a_usage_error(tmp_pat
                            "--topology", "v4-8", "--report-dir", str(tmp_path)],
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 2, done.stderr
-    assert "does not fit topology v4-8: host 1 is outside a world of 1 hosts" in done.stderr
+    # divergent-input hands host 1 its own inputs: no host 1 on a one-host slice
+    assert "does not fit topology v4-8: 1 is not a host of v4-8" in done.stderr
+    assert "host_inputs.1" in done.stderr
     assert "Traceback" not in done.stderr

@@ -32,7 +32,7 @@ from harness.runner.cells import (
     RankRow,
 )
 from harness.runner.discovery import Discovery, discover
-from harness.scenarios import Scenario, ScenarioError, catalog_dir, validate_inputs
+from harness.scenarios import Scenario, ScenarioError, catalog_dir, validate_host_inputs, validate_inputs
 from harness.topology import get_topology
 from harness.workloads.base import Target
 from harness.workloads.registry import DEFAULT_WORKLOAD, WORKLOADS
@@ -91,6 +91,7 @@ def _check_against(scenario: Scenario, topology: str, seed: int) -> None:
                             field=".".join(str(p) for p in exc.loc)) from None
     try:  # the inputs naming hosts, against the new topology
         validate_inputs(scenario, topology, where)
+        validate_host_inputs(scenario, topology, where)
     except ScenarioError as exc:
         raise ScenarioError(where, f"does not fit topology {topology}: {exc.message}",
                             field=exc.field) from None
@@ -175,7 +176,9 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
     result = run_world(target.ref, topology=topology, timeout=plan.timeout, seed=plan.seed,
                        profile=scenario.profile, args=(inputs.for_target(),),
                        mounts=scenario.mount_list(home, roles), faults=faults,
-                       preload=preload, files=files, watch=watch)
+                       preload=preload, files=files, watch=watch,
+                       args_by_host={h: (i.for_target(),) for h, i in
+                                     scenario.host_workload_inputs.items()} or None)
     judgement = workload.checker(result)
     met = judgement.outcome == PASS or (scenario.expect == "fail-loudly"
                                         and judgement.outcome == ERROR and judgement.loud)

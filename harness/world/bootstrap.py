@@ -243,7 +243,8 @@ def run_unit(spec: WorldSpec, role: str, ident: int, life: int = 0) -> None:
             ctx = become_rank(spec, ident, life)
             target = spec.target
             assert target is not None
-            report_and_exit(ctx, lambda: resolve_target(target)(*spec.args, **spec.kwargs))
+            args = spec.args_of(ident)
+            report_and_exit(ctx, lambda: resolve_target(target)(*args, **spec.kwargs))
         else:
             ctx = become_host(spec, ident)
             report_and_exit(ctx, lambda: run_script(spec.argv or ()))

@@ -33,6 +33,8 @@ class WorldConfig:
     profile: str = "legacy"
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
+    #: host index -> the args its ranks receive instead of ``args`` (other hosts: ``args``)
+    args_by_host: dict[int, tuple] | None = None
     argv: tuple[str, ...] | None = None
     cwd: str | None = None
     env: dict[str, str] = field(default_factory=dict)
@@ -52,6 +54,8 @@ class WorldConfig:
         set_ = object.__setattr__
         set_(self, "args", tuple(self.args))
         set_(self, "kwargs", dict(self.kwargs or {}))
+        if self.args_by_host is not None:
+            set_(self, "args_by_host", {int(h): tuple(a) for h, a in self.args_by_host.items()})
         set_(self, "argv", tuple(self.argv) if self.argv is not None else None)
         set_(self, "cwd", os.path.abspath(self.cwd or os.getcwd()))
         set_(self, "env", dict(self.env or {}))
@@ -64,9 +68,14 @@ class WorldConfig:
         if not self.timeout > 0:
             raise ValueError(f"timeout must be positive, got {self.timeout}")
         try:
-            pickle.dumps((self.args, self.kwargs))
+            pickle.dumps((self.args, self.kwargs, self.args_by_host))
         except Exception as exc:  # noqa: BLE001 - any pickling failure is the caller's mistake
             raise ValueError(f"args and kwargs must be picklable to reach the ranks: {exc}") from None
+        hosts = self.topology.hosts  # type: ignore[union-attr]
+        for h in self.args_by_host or {}:
+            if not 0 <= h < hosts:
+                raise ValueError(f"args_by_host: {h} is not a host of the topology "
+                                 f"(hosts 0-{hosts - 1})")
         if not self.sandbox and self.mounts:
             raise ValueError("mounts need the sandbox: pass sandbox=True")
         plan, table = self.plan, self.table

@@ -25,12 +25,18 @@ class WorldSpec:
     target: str | None = None  # "module:function" or "path/file.py:function"
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
+    args_by_host: dict[int, tuple[Any, ...]] | None = None  # host -> args replacing ``args``
     argv: tuple[str, ...] | None = None  # exec mode: what follows "python"
     seed: int = 0
     home: str = "/root"
     mounts: MountTable | None = None  # None: the target sees the machine's filesystem
     faults: FaultPlan = field(default_factory=FaultPlan)
     record_files: bool = False  # every rank tells its file operations and imports
+
+    def args_of(self, rank: int) -> tuple[Any, ...]:
+        """The positional args ``rank`` calls the target with: its host's, else ``args``."""
+        by_host = self.args_by_host or {}
+        return by_host.get(self.topology.host_of(rank), self.args)
 
     @property
     def sandbox(self) -> str:

@@ -116,7 +116,7 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
         profile=config.profile, deadline=start_wall + timeout - grace, outdir=outdir, cwd=cwd,
         base_env=base_env, shim_root=shim_root(), target=name, args=config.args,
         kwargs=config.kwargs, argv=config.argv, seed=seed, home=config.home, mounts=table,
-        faults=plan, record_files=config.record_files)
+        faults=plan, record_files=config.record_files, args_by_host=config.args_by_host)
     try:
         if table is not None:
             sandbox_layout.create(spec.sandbox, table, topo, plan.leftovers + config.files)

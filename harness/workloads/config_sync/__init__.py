@@ -15,8 +15,9 @@ The calling convention (the same for a user's config-sync target)
 Every rank calls ``run(inputs: dict) -> dict``. ``inputs`` holds:
 
 - ``config``: the base config every rank composes, as Hydra would, e.g.
-  ``{"arch": {"name": "trm@tiny"}, "data_paths": [...], "global_batch_size": 768,
-  "epochs": 100, "lr": 1e-4, "seed": 0}``; ``model.default_config()`` when absent.
+  ``{"arch": {"name": "trm@tiny", "loss": {"name": ..., "loss_type": ...}},
+  "data_paths": [...], "global_batch_size": 768, "epochs": 100, "lr": 1e-4, ...}``
+  with every field ``model.PretrainConfig`` requires; ``model.default_config()`` when absent.
 - ``sync_timeout_s`` (optional float, default 300): robust-sync's deadline for
   each of its waits. Set it below the world's timeout in scenarios where a rank
   dies, so that the survivors can fail loudly before the harness calls it a hang.

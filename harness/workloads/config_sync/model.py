@@ -3,8 +3,11 @@
 ``PretrainConfig`` mirrors the seed's training script (seed 000/001: a TPU fork of
 TinyRecursiveModels' ``pretrain.py``): a pydantic model with a nested ``arch``
 model, the data paths, the hyperparameters and the names that rank 0 fills in
-(``project_name``, ``run_name``, ``checkpoint_path``). Hyperparameters the seeds
-never mention have defaults so that a scenario's inputs stay short.
+(``project_name``, ``run_name``, ``checkpoint_path``). The fields without a default
+are those of the real script: ``arch`` (``name`` and ``loss``, itself ``name`` and
+``loss_type``), the data paths and every hyperparameter; only the names (None)
+and ``seed`` (0) have defaults, so a config missing ``weight_decay`` is refused
+here as it is in the real code.
 
 ``compose`` plays Hydra's part: every rank composes its own ``hydra_config``
 from the base config and its host's overrides (``TRM_OVERRIDES``), which is how
@@ -32,12 +35,22 @@ OVERRIDES_ENV = "TRM_OVERRIDES"
 DATA_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+class LossConfig(pydantic.BaseModel):
+    """The loss head (``arch.loss``: ``name`` like ``losses@ACTLossHead``); extra keys are kept."""
+
+    model_config = pydantic.ConfigDict(extra="allow")
+
+    name: str
+    loss_type: str
+
+
 class ArchConfig(pydantic.BaseModel):
     """The model architecture (``arch.name`` like ``trm@tiny``); extra keys are kept."""
 
     model_config = pydantic.ConfigDict(extra="allow")
 
     name: str
+    loss: LossConfig
 
 
 class PretrainConfig(pydantic.BaseModel):
@@ -51,13 +64,13 @@ class PretrainConfig(pydantic.BaseModel):
     global_batch_size: int
     epochs: int
     lr: float
-    lr_min_ratio: float = 1.0
-    lr_warmup_steps: int = 0
-    weight_decay: float = 0.1
-    beta1: float = 0.9
-    beta2: float = 0.95
-    puzzle_emb_lr: float = 1e-2
-    puzzle_emb_weight_decay: float = 0.1
+    lr_min_ratio: float
+    lr_warmup_steps: int
+    weight_decay: float
+    beta1: float
+    beta2: float
+    puzzle_emb_lr: float
+    puzzle_emb_weight_decay: float
     # Names (rank 0 fills them in when they are None)
     project_name: Optional[str] = None
     run_name: Optional[str] = None
@@ -74,11 +87,19 @@ class PretrainConfig(pydantic.BaseModel):
 def default_config() -> dict[str, Any]:
     """The base config a scenario uses when its inputs give none."""
     return {
-        "arch": {"name": "trm@tiny"},
+        "arch": {"name": "trm@tiny",
+                 "loss": {"name": "losses@ACTLossHead", "loss_type": "stablemax_cross_entropy"}},
         "data_paths": [DATA_DIR],
         "global_batch_size": 768,
         "epochs": 100,
         "lr": 1e-4,
+        "lr_min_ratio": 1.0,
+        "lr_warmup_steps": 2000,
+        "weight_decay": 0.1,
+        "beta1": 0.9,
+        "beta2": 0.95,
+        "puzzle_emb_lr": 1e-2,
+        "puzzle_emb_weight_decay": 0.1,
         "seed": 0,
     }
 
