@@ -92,6 +92,9 @@ class Workload:
     watch: Callable[[Any], list[str]] | None = None
     #: this workload's catalog scenarios in the order reports list them
     catalog_order: tuple[str, ...] = ()
+    #: a user's target ref -> the ref its ranks run: a workload's adapter that calls the
+    #: user's code in the shape it has (e.g. a loader factory); None: the ref itself
+    user_ref: Callable[[str], str] | None = None
 
     def inputs(self, overrides: Mapping[str, Any] | None = None,
                topology: Topology | None = None) -> WorkloadInputs:

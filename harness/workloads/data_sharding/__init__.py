@@ -66,4 +66,14 @@ TARGETS = {
 #: target modules: they import torch_xla, which exists only in a rank).
 PRELOAD = ("numpy", "torch", "harness.workloads.data_sharding.dataset")
 
-__all__ = ["TARGETS", "PRELOAD"]
+#: The attribute of ``adapter`` that stands for a user's target (followed by its ref in hex).
+ADAPTER_PREFIX = "user_"
+
+
+def user_ref(spec: str) -> str:
+    """The ref a rank runs for the user's target ``spec``: the adapter, which calls it in its
+    shape (the workload's ``user_ref``; kept here, light, so that the CLI never imports torch)."""
+    return f"harness.workloads.data_sharding.adapter:{ADAPTER_PREFIX}{spec.encode().hex()}"
+
+
+__all__ = ["TARGETS", "PRELOAD", "ADAPTER_PREFIX", "user_ref"]
