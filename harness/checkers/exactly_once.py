@@ -263,7 +263,7 @@ def check(result: WorldResult, worker_of_rank: Mapping[int, int]) -> Judgement:
     if not a.objects and lost_by_worker:
         notes.append("no output object in the bucket at activations/tpu_N/*.jsonl (the layout "
                      "the checkpoint-resume contract asks for)")
-    if explained and not a.with_claims:
+    if explained and not a.with_claims and not a.unreadable:  # (a torn one says so below)
         notes.append(_NO_CLAIMS + ": whether the raising workers had claimed the missing samples "
                      "is not judged")
     if a.unreadable:  # not an outcome by itself: the bucket says whether anything was lost
@@ -286,7 +286,7 @@ def check(result: WorldResult, worker_of_rank: Mapping[int, int]) -> Judgement:
         assert ended is not None
         return Judgement(ERROR, ended.detail + what + tail, loud=clear)
     total = len(a.expected)
-    if not a.with_claims:
+    if a.checkpoints and not a.with_claims:  # a checkpoint of the worker's own schema
         tail += "; " + _NO_CLAIMS + ": its claims were not judged"
     return Judgement(PASS, f"all {_plural(total, 'sample')} of {_plural(len(a.streams), 'stream')} "
                            f"uploaded exactly once ({_plural(a.objects, 'object')}, "
