@@ -86,6 +86,15 @@ def test_a_users_loader_factory_hangs_on_uneven_shards(tmp_path):
     assert "rank 0 blocked in all_reduce" in hang["detail"]
 
 
+def test_a_run_function_returning_the_dict_still_works_through_the_adapter(tmp_path):
+    # The recommended loader named as a user names their own: module:function, not a built-in.
+    got = cells(tmp_path, "harness.workloads.data_sharding.robust:run", "data-sharding",
+                baseline(tmp_path, DATA_BASELINE), "divergent-dataset")
+    assert got["baseline"]["outcome"] == "PASS", got["baseline"]["detail"]
+    assert got["divergent-dataset"]["outcome"] == "ERROR", got["divergent-dataset"]["detail"]
+    assert got["divergent-dataset"]["verdict"] == "ok"  # fail-loudly: the same error everywhere
+
+
 VIOLATIONS = '''
 import numpy as np
 
