@@ -355,7 +355,10 @@ def test_checker_excuses_only_the_work_of_workers_that_raised():
     loud = judge(synthetic(streams, objects, outcomes={1: ERROR}))
     assert (loud.outcome, loud.loud) == (ERROR, True)
     assert loud.detail == ("rank 1 raised RuntimeError: worker 1 gave up; ranks 0,2 returned; "
-                           "2 samples of worker 1 not uploaded")
+                           "2 samples of worker 1 not uploaded; no checkpoint (checkpoints/*.json "
+                           "under the workdir) listed 'processed_sample_ids' (see the "
+                           "checkpoint-resume contract): whether the raising workers had claimed "
+                           "the missing samples is not judged")
     # The same loss, but the worker that should have done it returned: silent.
     silent = judge(synthetic(streams, objects))
     assert silent.outcome == FAIL and silent.detail.startswith("worker 1 (rank 1): 2 samples lost")

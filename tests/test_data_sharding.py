@@ -184,7 +184,8 @@ def test_a_different_order_from_a_fresh_loader_is_caught():
 def test_a_rank_that_returns_no_batches_fails():
     values = sharded(list(range(20)), 2, 4)
     values[1] = None
-    assert check_values(values, EPOCH).detail.startswith("rank 1 returned no 'batches'")
+    assert check_values(values, EPOCH).detail.startswith(
+        "rank 1 returned None, not the data-sharding contract's dict with 'batches'")
     values[1] = {"batches": [[1.5]]}
     assert check_values(values, EPOCH).outcome == FAIL
 

@@ -7,12 +7,19 @@ Pure: it reads only the ``WorldResult`` -- the watched files at the end
 pre-empted or not). The input streams, as the world's disks held them, are the
 ground truth of what had to be processed; nothing the targets say is trusted.
 
-Layout (seed 003): ``.../data/streams/stream_NNN.jsonl`` (one JSON sample with
-an ``"id"`` per line), ``.../activations/tpu_N/*.jsonl`` in the bucket (one
-output record with the sample's ``"id"`` per line), and
-``.../checkpoints/checkpoint_worker_N.json`` (a JSON object; its
-``processed_sample_ids`` are the samples it claims are uploaded, its ``total_*``
-integers are counters).
+What it reads is the written contract of ``harness.workloads.checkpoint_resume``
+and nothing a reference worker happens to do:
+
+- the input streams ``{workdir}/data/streams/stream_NNN.jsonl`` (the harness's
+  builder writes them: one JSON sample with an ``"id"`` per line);
+- the outputs in the bucket, ``{bucket}/activations/tpu_N/*.jsonl`` (any object
+  name; one JSON record with the sample's ``"id"`` per line);
+- optionally, the worker's checkpoints: any ``{workdir}/checkpoints/*.json``
+  holding a JSON object. Its ``processed_sample_ids`` (a list) are the samples
+  it claims are uploaded, and every integer ``total_*`` is a counter that must
+  never decrease. A worker may keep no such file, or other keys: then those
+  claims are not judged, and the detail says so where it would have mattered;
+- the ``worker_id`` a worker returns, if it returns one (optional).
 
 Outcomes:
 
@@ -47,7 +54,7 @@ from harness.world.result import CRASH, ERROR, FAIL, HANG, PASS, WorldResult
 
 STREAM = re.compile(r"/data/streams/stream_(\d+)\.jsonl$")
 OUTPUT = re.compile(r"/activations/tpu_(\d+)/([^/]+\.jsonl)$")
-CHECKPOINT = re.compile(r"/checkpoints/checkpoint_worker_(\d+)\.json$")
+CHECKPOINT = re.compile(r"/checkpoints/[^/]+\.json$")
 SHOWN = 4  # ids named in a detail line before "(+n more)"
 
 
@@ -75,6 +82,8 @@ class Audit:
     claimed: dict[str, set[int]] = field(default_factory=dict)  # sample id -> ranks claiming it
     backwards: list[str] = field(default_factory=list)
     unreadable: list[tuple[int, str]] = field(default_factory=list)  # (rank, after when)
+    checkpoints: int = 0  # checkpoint files seen (any rank, any time)
+    with_claims: int = 0  # of those, the ones that ever listed processed_sample_ids
 
 
 def audit(result: WorldResult) -> Audit:
@@ -127,8 +136,12 @@ def audit(result: WorldResult) -> Audit:
                 seq = states.setdefault((rank, path), [])
                 if not seq or seq[-1][1] != text:
                     seq.append(("the end", text))
+    a.checkpoints = len(states)
     for (rank, path), seq in sorted(states.items()):
         name = path.rsplit("/", 1)[-1]
+        if any(isinstance((_checkpoint(text) or {}).get("processed_sample_ids"), list)
+               for _, text in seq):
+            a.with_claims += 1
         previous: tuple[str, dict[str, Any]] | None = None
         for when, text in seq:
             state = _checkpoint(text)
@@ -247,6 +260,12 @@ def check(result: WorldResult, worker_of_rank: Mapping[int, int]) -> Judgement:
                       f"{', '.join(a.corrupt[:SHOWN])}")
     silent.extend(a.backwards)
 
+    if not a.objects and lost_by_worker:
+        notes.append("no output object in the bucket at activations/tpu_N/*.jsonl (the layout "
+                     "the checkpoint-resume contract asks for)")
+    if explained and not a.with_claims and not a.unreadable:  # (a torn one says so below)
+        notes.append(_NO_CLAIMS + ": whether the raising workers had claimed the missing samples "
+                     "is not judged")
     if a.unreadable:  # not an outcome by itself: the bucket says whether anything was lost
         when: dict[str, list[int]] = {}
         for rank, after in a.unreadable:
@@ -267,9 +286,15 @@ def check(result: WorldResult, worker_of_rank: Mapping[int, int]) -> Judgement:
         assert ended is not None
         return Judgement(ERROR, ended.detail + what + tail, loud=clear)
     total = len(a.expected)
+    if a.checkpoints and not a.with_claims:  # a checkpoint of the worker's own schema
+        tail += "; " + _NO_CLAIMS + ": its claims were not judged"
     return Judgement(PASS, f"all {_plural(total, 'sample')} of {_plural(len(a.streams), 'stream')} "
                            f"uploaded exactly once ({_plural(a.objects, 'object')}, "
                            f"{_plural(restarts, 'restart')}); no checkpoint moved backwards" + tail)
+
+
+_NO_CLAIMS = ("no checkpoint (checkpoints/*.json under the workdir) listed 'processed_sample_ids' "
+              "(see the checkpoint-resume contract)")
 
 
 def _chrono(item: tuple[str, Any]) -> tuple[int, int]:

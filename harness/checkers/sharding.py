@@ -78,15 +78,24 @@ def check_values(values: dict[int, Any], epoch: Epoch) -> Judgement:
     problems: list[str] = []
     first: dict[int, list[list[int]]] = {}
     malformed = []
+    violations: dict[str, list[int]] = {}
     for rank, value in sorted(values.items()):
+        if isinstance(value, dict) and isinstance(value.get("contract_violation"), str):
+            violations.setdefault(value["contract_violation"], []).append(rank)
+            continue
         batches = _batches(value, "batches")
         if batches is None:
             malformed.append(rank)
         else:
             first[rank] = batches
+    if violations:
+        return Judgement(FAIL, "; ".join(f"{ranks_phrase(rs)}: the target does not follow the "
+                                         f"contract: {why}" for why, rs in violations.items()))
     if malformed:
-        return Judgement(FAIL, f"{ranks_phrase(malformed)} returned no 'batches' (a list of lists "
-                               "of sample ids, see harness.workloads.data_sharding)")
+        got = _kind(values[malformed[0]])
+        return Judgement(FAIL, f"{ranks_phrase(malformed)} returned {got}, not the data-sharding "
+                               "contract's dict with 'batches' (a list of lists of sample ids; "
+                               "see harness.workloads.data_sharding)")
     if not first:
         return Judgement(FAIL, "no rank returned")
 
@@ -181,6 +190,14 @@ def check_values(values: dict[int, Any], epoch: Epoch) -> Judgement:
         covered = f"covering all {len(epoch.ids)} samples"
     return Judgement(PASS, f"{len(first)} ranks x {n_batches} batches: disjoint shards {covered}; "
                            "the same batches from a fresh loader with the same seed")
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return f"a dict with keys {sorted(map(str, value))[:6]}"
+    if value is None:
+        return "None"
+    return f"a {type(value).__name__}"
 
 
 def _short(batch: Any) -> str:

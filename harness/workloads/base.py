@@ -95,6 +95,9 @@ class Workload:
     #: (inputs) -> the inputs of another run of the same job (another run name, another
     #: learning rate): what it writes is what a stale leftover or another job's file holds
     another_run: Callable[[Any], WorkloadInputs] | None = None
+    #: a user's target ref -> the ref its ranks run: a workload's adapter that calls the
+    #: user's code in the shape it has (e.g. a loader factory); None: the ref itself
+    user_ref: Callable[[str], str] | None = None
 
     def inputs(self, overrides: Mapping[str, Any] | None = None,
                topology: Topology | None = None) -> WorkloadInputs:

@@ -115,7 +115,8 @@ def target(spec: str, workload: str = DEFAULT_WORKLOAD) -> Target:
                          "path/to/file.py:function")
     if module.endswith(".py") or os.sep in module:
         _check_file_target(spec, module, function.split(".")[0])
-    return Target(spec, spec, workload)
+    adapt = WORKLOADS[workload].user_ref
+    return Target(spec, adapt(spec) if adapt else spec, workload)
 
 
 def _check_file_target(spec: str, path: str, name: str) -> None:

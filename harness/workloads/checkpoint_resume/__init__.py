@@ -15,36 +15,61 @@ Two reference targets, each a module with a ``run`` function:
   identity, the bucket as the source of truth, content-named (idempotent)
   shards, verified uploads with retries, an atomic checkpoint.
 
-The calling convention (the same for a user's checkpoint/resume target)
-------------------------------------------------------------------------
-Every rank is one worker and calls ``run(inputs: dict) -> dict``. The worker
-id comes from the environment, as on a TPU VM: ``TPU_WORKER_ID`` (the harness
-sets it to the host's index; ``HOSTNAME`` and ``TPU_WORKER_HOSTNAMES`` are set
-as on a real slice, and ``HARNESS_LIFE`` counts the restarts). ``inputs`` holds:
+The contract a user's worker implements
+---------------------------------------
 
-- ``workdir``: the repository directory the launcher (``launch_worker.sh``)
-  starts the worker in; ``run`` first does ``os.chdir(workdir)``. Relative to
-  it: the input stream ``data/streams/stream_{id:03d}.jsonl`` (one JSON sample
-  per line, each with a unique ``"id"``) and the checkpoint
-  ``checkpoints/checkpoint_worker_{id}.json`` (host-local disk: it survives a
-  pre-emption, as the VM's disk does here).
-- ``bucket``: the mount point of the shared bucket (object semantics: an
-  object appears whole when its writer closes it, or not at all). Outputs go
-  to ``{bucket}/activations/tpu_{id}/`` as ``*.jsonl`` objects, one output
-  record per line, each carrying the ``"id"`` of the sample it came from
-  (``model.extract``).
-- ``shard_size``: samples per shard (the last shard may be smaller).
-- ``upload_attempts`` (robust only): attempts per upload before giving up.
-- ``total_samples`` and ``missing_streams`` are read by ``dataset.setup`` only
-  (the size of the dataset split into one stream per host; which streams are
-  absent), never by a worker.
+``harness run --target mypkg/worker.py:main --workload checkpoint-resume``
+runs ``main(inputs: dict)`` as every worker (one per host), as the VM's
+launcher would run the worker's main. A worker is a program: what it needs
+comes from its environment and its paths, so there is no other shape to adapt.
 
-The defaults and bounds of these keys are ``workload.CheckpointResumeInputs``.
+**Identity**: the environment, as on a TPU VM: ``TPU_WORKER_ID`` (the host's
+index), ``HOSTNAME`` and ``TPU_WORKER_HOSTNAMES`` as on a real slice;
+``HARNESS_LIFE`` counts the restarts (for logs; a worker should not need it).
 
-The checkpoint is a JSON object; the checker reads ``processed_sample_ids``
-(the samples it claims are safely uploaded) and every ``total_*`` counter
-(neither may move backwards across restarts). ``run`` returns a summary:
-``{"worker_id", "life", "samples_processed", "shards_uploaded", ...}``.
+**inputs** (defaults and bounds: ``workload.CheckpointResumeInputs``):
+
+- ``workdir``: the directory the launcher starts the worker in (the worker
+  usually changes to it; it is on the host's disk, which survives a
+  pre-emption). The input stream is ``{workdir}/data/streams/stream_{id:03d}.jsonl``:
+  one JSON sample per line, each with a unique ``"id"`` (a string) and the
+  sample's other fields;
+- ``bucket``: the mount point of the shared bucket, with object semantics (an
+  object appears whole when its writer closes it, or not at all);
+- ``shard_size``: samples per output object (a hint; the checker does not
+  count objects);
+- ``upload_attempts``: how many times an upload may be tried (a hint);
+- ``total_samples``, ``missing_streams``: the builder's; a worker must not
+  read them.
+
+**What it must write**: for every sample of its stream, one output record,
+a JSON object on its own line carrying the sample's ``"id"``, in an object
+``{bucket}/activations/tpu_{id}/<any name>.jsonl``. Object names are the
+worker's choice (idempotent names make a redone shard replace itself).
+
+**What it may write**: a checkpoint, any ``{workdir}/checkpoints/*.json``
+holding a JSON object. If it lists ``processed_sample_ids`` (the samples the
+worker claims are safely uploaded), the checker holds it to them: a sample a
+checkpoint claimed must be in the bucket, and a claim must never be withdrawn
+by a later state. Every integer ``total_*`` key is a counter that must never
+decrease across restarts. A checkpoint elsewhere, or of another schema, is
+fine; its claims are then not judged, and the detail says so where it would
+have mattered.
+
+**What it returns**: anything; a dict with ``"worker_id"`` lets the checker
+flag a rank that ran as another worker. A worker that cannot do its stream
+(no stream, an identity it cannot trust, an upload that keeps failing) must
+**raise** with a clear message: that is how it says so.
+
+**How it is judged** (``harness.checkers.exactly_once``, from the input
+streams, the bucket's objects and the checkpoints above only; never from what
+the worker returns about its own work): after the last restart, every sample
+of every stream is in the bucket exactly once; no record is for a sample in no
+stream or fails to parse; no checkpoint claims a sample the bucket lacks or
+moves backwards. FAIL when anything is silently wrong; ERROR when the only
+problem is that some workers raised (the samples missing are exactly theirs,
+and no checkpoint claimed them), loud when each raised with a message; PASS
+otherwise.
 
 ``PRELOAD`` lists the modules worth importing in the warm fork server.
 """

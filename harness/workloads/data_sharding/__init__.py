@@ -16,38 +16,86 @@ The builder (``dataset.py``) writes the dataset each scenario starts with, and
 its variants (a host without it, a host with another version, garbled bytes);
 the checker is ``harness.checkers.sharding``.
 
-The calling convention (the same for a user's data-sharding target)
---------------------------------------------------------------------
-Every rank calls ``run(inputs: dict) -> dict``. The loader's own keys:
+The contract a user's data-sharding target implements
+-----------------------------------------------------
 
-- ``data_dir``: the dataset's directory (default ``/mnt/data/puzzles``), holding
-  ``inputs.npy`` and ``labels.npy`` (int32, ``(N, 1 + seq_len)``, column 0 the
-  sample id), ``puzzle_indices.npy`` and the ``dataset.json`` manifest (see
-  ``dataset.py``);
-- ``global_batch_size``: samples per training step over all ranks;
-- ``seed``: the training config's seed;
-- ``sync_timeout_s`` (optional): a deadline for any wait the loader guards.
+``harness run --target mypkg/data.py:NAME --workload data-sharding`` runs
+``NAME`` on every rank of every data-sharding scenario. ``NAME`` has one of two
+shapes.
 
-The other keys (``num_samples``, ``missing_on_hosts``, ``corrupt_file``...)
-tell the builder what to put on disk; a loader must not read them: it has to
-find out from the disk, as on a pod. Their defaults and bounds are
-``workload.DataShardingInputs``.
+**1. A loader (your own code as it is).** A class or function that takes some
+of these parameters *by name* and returns this rank's loader:
 
-``run`` loads one epoch, runs one training step per batch (something that
-all-reduces, as a real step does: unequal batch counts then hang, as on a pod)
-and returns::
+- ``data_dir`` (or ``dataset_path``, ``data_path``, ``root``; ``dataset_paths``
+  or ``data_paths`` get ``[data_dir]``): the dataset's directory;
+- ``rank`` and ``num_replicas`` (or ``world_size``): this rank and the world
+  size, from ``torch_xla.runtime``;
+- ``seed``: the training config's seed (the same on every rank);
+- ``global_batch_size``: samples per training step over all ranks.
+
+A required parameter with another name is a contract violation (give it a
+default); ``*args``/``**kwargs`` receive nothing. The loader it returns is
+either
+
+- *iterable*: ``IterableDataset``, ``DataLoader``, a generator, a list: each
+  item is one training step's batch for this rank; or
+- *map-style* (``__len__`` and ``__getitem__``, no ``__iter__``, as a
+  ``torch.utils.data.Dataset``): this rank's samples. The harness reads items
+  ``0 .. len - 1`` in order, in batches of ``global_batch_size // num_replicas``,
+  keeping a last smaller batch, as ``DataLoader(ds, batch_size=...)`` does.
+
+The harness finds the sample ids in what the loader yields: an array or tensor
+whose rows have the sample id in column 0 (a 2-D batch, or one 1-D row for a
+map-style item); a dict's ``sample_ids`` or ``ids`` entry (``sample_id`` or
+``id`` for one item), else its ``inputs`` (``input``, ``x``, ``data``) entry
+read as an array; a tuple or list's first element (``(inputs, labels)``).
+A loader may list the samples it knowingly leaves out in a ``dropped_ids``
+attribute (optional).
+
+The harness's adapter (``adapter.py``, in the rank) builds the loader, runs one
+training step per batch (an ``xm.all_reduce``, as a real step does: ranks with
+unequal batch counts then hang, as on a pod), builds a fresh loader with the
+same arguments and iterates it again (a restart), and hands the checker the
+dict of shape 2.
+
+**2. A run function** ``run(inputs: dict) -> dict`` that does all of that
+itself (the reference targets' shape): ``inputs`` holds ``data_dir``,
+``global_batch_size``, ``seed``, ``sync_timeout_s`` (a deadline for any wait
+the loader guards) and the builder's keys (``num_samples``,
+``missing_on_hosts``, ``corrupt_file``...: a loader must not read them; it has
+to find out from the disk, as on a pod; defaults and bounds:
+``workload.DataShardingInputs``). It returns::
 
     {"batches": [[sample ids of batch 0], [... batch 1], ...],   # this rank's epoch
      "restart": [[...], ...],   # the same epoch from a fresh loader with the same seed
      "dropped": [sample ids]}   # optional: what the loader knowingly left out
 
 The sample ids are read from column 0 of the rows the rank trained on (never
-row numbers; padding rows, if any, are not samples and are left out). The
-checker then requires: no id outside the dataset, the same number of batches
-on every rank, no sample read twice (within a rank or across ranks), every
-sample read except at most one global batch's remainder (``N mod
+row numbers; padding rows, if any, are not samples and are left out).
+
+**Which shape.** A ``harness_contract`` attribute on the target (``"loader"`` or
+``"run"``) decides. Without one: a class is a loader; a function whose only
+parameter is none of the names above (``run(inputs)``) is a run function; a
+function taking any of those names is a loader factory; anything else is a
+contract violation. (The return type cannot decide: the call differs before
+anything is returned.)
+
+**The data.** ``data_dir`` (default ``/mnt/data/puzzles``) holds
+``inputs.npy`` and ``labels.npy`` (int32, ``(N, 1 + seq_len)``, column 0 the
+sample id, rows in no particular order), ``puzzle_indices.npy`` and the
+``dataset.json`` manifest (version, shapes, dtypes and sha256 of every file;
+see ``dataset.py``). It may be read-only.
+
+**How it is judged** (``harness.checkers.sharding``, from the returned ids and
+the builder's ground truth only): no id outside the dataset, the same number of
+batches on every rank, no sample read twice (within a rank or across ranks),
+every sample read except at most one global batch's remainder (``N mod
 global_batch_size``; if ``dropped`` is given, exactly those), and ``restart``
-equal to ``batches`` on every rank.
+equal to ``batches`` on every rank. A target that breaks the contract (a
+parameter the harness cannot give, a batch without sample ids, a return value
+that is not the dict) is a FAIL whose detail names the contract, never a
+``KeyError``; a rank that raises is an ERROR, loud when every rank raised
+clearly (what ``fail-loudly`` scenarios ask for).
 
 ``PRELOAD`` lists the modules these targets import: pass it as
 ``run_world(..., preload=PRELOAD)`` so that the warm fork server imports them
@@ -66,4 +114,14 @@ TARGETS = {
 #: target modules: they import torch_xla, which exists only in a rank).
 PRELOAD = ("numpy", "torch", "harness.workloads.data_sharding.dataset")
 
-__all__ = ["TARGETS", "PRELOAD"]
+#: The attribute of ``adapter`` that stands for a user's target (followed by its ref in hex).
+ADAPTER_PREFIX = "user_"
+
+
+def user_ref(spec: str) -> str:
+    """The ref a rank runs for the user's target ``spec``: the adapter, which calls it in its
+    shape (the workload's ``user_ref``; kept here, light, so that the CLI never imports torch)."""
+    return f"harness.workloads.data_sharding.adapter:{ADAPTER_PREFIX}{spec.encode().hex()}"
+
+
+__all__ = ["TARGETS", "PRELOAD", "ADAPTER_PREFIX", "user_ref"]

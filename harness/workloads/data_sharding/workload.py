@@ -11,7 +11,7 @@ from harness.checkers.common import Judgement
 from harness.filesystem.sandbox import Leftover
 from harness.topology import Topology
 from harness.workloads.base import AbsolutePath, HostList, Workload, WorkloadInputs
-from harness.workloads.data_sharding import PRELOAD, TARGETS
+from harness.workloads.data_sharding import PRELOAD, TARGETS, user_ref
 from harness.world.result import WorldResult
 
 #: The most int32 cells one array of a built dataset may hold (4 MiB): the builder
@@ -85,6 +85,6 @@ _SEED_LOADER_KNOWN = frozenset({"missing-data-on-host", "divergent-dataset", "co
 WORKLOAD = Workload(
     "data-sharding", DataShardingInputs, check, targets=TARGETS,
     known_failures={"seed-loader": _SEED_LOADER_KNOWN}, preload=PRELOAD,
-    setup=_setup, watch=_watch,
+    setup=_setup, watch=_watch, user_ref=user_ref,
     catalog_order=("uneven-shards", "missing-data-on-host", "divergent-dataset", "corrupt-npy",
                    "readonly-data-mount", "divergent-seed"))

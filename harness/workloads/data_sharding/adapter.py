@@ -1,0 +1,232 @@
+"""The harness's side of a user's data-sharding target: it runs in every rank.
+
+A user's target (``--target mypkg/data.py:make_loader --workload data-sharding``)
+comes in one of two shapes (see the package docstring for the contract):
+
+- a **loader factory**: a class or function taking some of ``data_dir``,
+  ``rank``, ``num_replicas`` (or ``world_size``), ``seed`` and
+  ``global_batch_size`` by name, and returning the rank's loader: an iterable
+  of batches (an ``IterableDataset``, a ``DataLoader``, a generator) or a
+  map-style dataset (``__len__`` and ``__getitem__``: this rank's samples).
+  The harness builds it twice (the epoch, then a restart: a fresh loader with
+  the same seed), runs one all-reducing training step per batch, reads the
+  sample ids and returns the dict the checker judges;
+- a **run function**, ``run(inputs: dict) -> dict``, which does all that
+  itself and returns the dict (the reference targets' shape).
+
+Which one: the target's ``harness_contract`` attribute (``"loader"`` or
+``"run"``) when it has one; otherwise a class is a loader, and a function is a
+run function when it takes exactly one parameter that is none of the names
+above (``run(inputs)``), a loader factory when its parameters are among them.
+Anything else is a contract violation, reported by name, never guessed.
+
+A contract violation (a parameter the harness cannot supply, a batch without
+sample ids, a loader that is not iterable) is returned to the checker as
+``{"contract_violation": "..."}``, which it reports as a FAIL naming the
+contract: it is not the loud error a fault scenario expects of a loader.
+
+How the rank gets here: the workload's ``user_ref`` gives the runner
+``harness.workloads.data_sharding.adapter:user_<hex of the user's ref>`` as the
+ref to run; this module's ``__getattr__`` turns that name back into a call of
+``run_user`` with the user's ref.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Iterable
+from numbers import Integral
+from typing import Any
+
+import numpy as np
+import torch  # imported at the top so that the warm fork server preloads it
+
+from harness.workloads.data_sharding import ADAPTER_PREFIX as PREFIX
+
+MODULE = __name__
+CONTRACT = "see the data-sharding contract (harness.workloads.data_sharding)"
+
+#: parameter names a loader factory may take, and the input each one gets
+ALIASES = {
+    "data_dir": "data_dir", "dataset_path": "data_dir", "data_path": "data_dir", "root": "data_dir",
+    "dataset_paths": "data_dirs", "data_paths": "data_dirs",
+    "rank": "rank", "num_replicas": "world_size", "world_size": "world_size",
+    "seed": "seed", "global_batch_size": "global_batch_size",
+}
+ID_KEYS = ("sample_ids", "ids", "sample_id", "id")
+
+
+class ContractError(Exception):
+    """The target does not follow the data-sharding contract: the message says how."""
+
+
+def __getattr__(name: str) -> Any:
+    if name.startswith(PREFIX):
+        try:
+            spec = bytes.fromhex(name[len(PREFIX):]).decode()
+        except ValueError:
+            raise AttributeError(name) from None
+        return functools.partial(run_user, spec)
+    raise AttributeError(f"module {MODULE!r} has no attribute {name!r}")
+
+
+def shape_of(target: Callable[..., Any]) -> str:
+    """``"loader"`` or ``"run"``; raises ``ContractError`` when neither fits."""
+    declared = getattr(target, "harness_contract", None)
+    if declared is not None:
+        if declared not in ("loader", "run"):
+            raise ContractError(f"harness_contract = {declared!r}: use 'loader' or 'run'")
+        return str(declared)
+    if inspect.isclass(target):
+        return "loader"
+    try:
+        params = list(inspect.signature(target).parameters.values())
+    except (TypeError, ValueError):
+        raise ContractError("its signature cannot be read: declare harness_contract = 'loader' "
+                            "or 'run' on it") from None
+    named = [p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    if len(named) == 1 and named[0].name not in ALIASES \
+            and named[0].default is inspect.Parameter.empty:
+        return "run"
+    if any(p.name in ALIASES for p in named):
+        return "loader"
+    raise ContractError(
+        f"its parameters ({', '.join(p.name for p in params) or 'none'}) are neither run(inputs) "
+        f"nor a loader factory's ({', '.join(sorted(set(ALIASES)))})")
+
+
+def build_loader(factory: Callable[..., Any], values: dict[str, Any]) -> Any:
+    """``factory(**the inputs it names)``; a required parameter the harness cannot give fails."""
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):
+        params = []
+    kwargs: dict[str, Any] = {}
+    for p in params:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if p.name in ALIASES:
+            kwargs[p.name] = values[ALIASES[p.name]]
+        elif p.default is p.empty:
+            raise ContractError(f"the loader factory requires {p.name!r}, which the harness does "
+                                f"not give (it gives {', '.join(sorted(set(ALIASES)))})")
+    return factory(**kwargs)
+
+
+def ids_of(batch: Any, item: bool = False) -> list[int]:
+    """The sample ids a batch (or, with ``item``, one sample) holds: column 0 of its rows,
+    or its ``sample_ids``/``ids`` entry; raises ``ContractError`` otherwise."""
+    if isinstance(batch, dict):
+        for key in ID_KEYS:
+            if key in batch:
+                return ids_of_values(batch[key])
+        for key in ("inputs", "input", "x", "data"):
+            if key in batch:
+                return ids_of(batch[key], item)
+        raise ContractError(f"a batch is a dict with keys {sorted(map(str, batch))}: none of "
+                            f"{', '.join(ID_KEYS)} or 'inputs' holds the sample ids")
+    if isinstance(batch, (tuple, list)) and batch and not _is_number(batch[0]):
+        return ids_of(batch[0], item)  # (inputs, labels): the inputs' rows
+    try:
+        array = np.asarray(batch)
+    except Exception as exc:  # noqa: BLE001 - anything not array-like is a violation
+        raise ContractError(f"a batch of type {type(batch).__name__} is not rows of sample ids "
+                            f"({exc})") from None
+    if array.ndim == 2:
+        return ids_of_values(array[:, 0])
+    if array.ndim == 1 and item:
+        return ids_of_values(array[:1])
+    if array.ndim == 0 and item:
+        return ids_of_values(array.reshape(1))
+    raise ContractError(f"a batch of shape {tuple(array.shape)} is not rows whose column 0 is "
+                        "the sample id")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, Integral) or (isinstance(value, np.ndarray) and value.ndim == 0)
+
+
+def ids_of_values(values: Any) -> list[int]:
+    array = np.asarray(values).reshape(-1)
+    if array.dtype.kind not in "iu":
+        raise ContractError(f"sample ids of dtype {array.dtype} are not integers")
+    return [int(i) for i in array]
+
+
+def batches_of(loader: Any, local_batch_size: int) -> Iterable[list[int]]:
+    """The sample ids of every batch the loader gives, in order."""
+    if hasattr(loader, "__iter__") and not _is_map_style(loader):
+        for batch in loader:
+            yield ids_of(batch)
+        return
+    if _is_map_style(loader):
+        # A map-style dataset built for this rank is its shard: read it in index order,
+        # local batches as DataLoader(dataset, batch_size=local, shuffle=False) would.
+        n = len(loader)
+        for start in range(0, n, local_batch_size):
+            ids: list[int] = []
+            for index in range(start, min(n, start + local_batch_size)):
+                ids += ids_of(loader[index], item=True)
+            yield ids
+        return
+    raise ContractError(f"the factory returned a {type(loader).__name__}, which is neither "
+                        "iterable (batches) nor a map-style dataset (__len__ and __getitem__)")
+
+
+def _is_map_style(loader: Any) -> bool:
+    """A map-style dataset (torch's ``Dataset``): ``__len__`` and ``__getitem__``, no ``__iter__``."""
+    return (not hasattr(type(loader), "__iter__") and hasattr(loader, "__getitem__")
+            and hasattr(loader, "__len__"))
+
+
+def train_step(ids: list[int]) -> None:
+    """A training step's collective: every rank all-reduces once per batch (unequal batch
+    counts hang, as on a pod)."""
+    import torch_xla.core.xla_model as xm
+
+    xm.all_reduce(xm.REDUCE_SUM, torch.tensor([float(len(ids))]))
+
+
+def run_loader(factory: Callable[..., Any], inputs: dict[str, Any]) -> dict[str, Any]:
+    """Two passes over fresh loaders (the epoch and a restart), one step per batch."""
+    import torch_xla.runtime as xr
+
+    from harness.workloads.data_sharding.dataset import data_dir
+
+    rank, world_size = xr.global_ordinal(), xr.world_size()
+    gbs = int(inputs["global_batch_size"])
+    values = {"data_dir": data_dir(inputs), "data_dirs": [data_dir(inputs)], "rank": rank,
+              "world_size": world_size, "seed": int(inputs.get("seed", 0)),
+              "global_batch_size": gbs}
+    local = max(1, gbs // world_size)
+    passes: list[list[list[int]]] = []
+    dropped = None
+    for _ in range(2):
+        loader = build_loader(factory, values)
+        batches = []
+        for ids in batches_of(loader, local):
+            batches.append(ids)
+            train_step(ids)
+        passes.append(batches)
+        reported = getattr(loader, "dropped_ids", None)
+        if reported is not None:
+            dropped = [int(i) for i in reported]
+    out: dict[str, Any] = {"batches": passes[0], "restart": passes[1]}
+    if dropped is not None:
+        out["dropped"] = dropped
+    return out
+
+
+def run_user(spec: str, inputs: dict[str, Any]) -> Any:
+    """Run the user's target ``spec`` in its shape; a contract violation is returned, not raised."""
+    from harness.world.bootstrap import resolve_target
+
+    target = resolve_target(spec)
+    try:
+        shape = shape_of(target)
+        if shape == "run":
+            return target(inputs)
+        return run_loader(target, inputs)
+    except ContractError as exc:
+        return {"contract_violation": f"{spec}: {exc}; {CONTRACT}"}

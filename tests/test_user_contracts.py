@@ -1,0 +1,208 @@
+"""Anyone's loader and worker: the data-sharding and checkpoint-resume contracts, driven from
+the command line with code written as a user would write it (tests/user_targets/), not ours.
+
+Each workload has no fault-free catalog scenario, so a ``baseline.yaml`` of that workload is
+written next to the test; the catalog's fault scenarios are used as they are.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from support import run_cli
+
+LOADER = "tests/user_targets/shard_loader.py"
+WORKER = "tests/user_targets/ckpt_worker.py:main"
+
+DATA_BASELINE = """\
+name: baseline
+workload: data-sharding
+description: no fault; one read-only data disk shared by every host
+finding: "seed 000, Finding 3"
+topology: 2x2
+expect: pass
+timeout: 10
+mounts:
+  - {path: /mnt/data, scope: shared, mode: ro}
+"""
+
+CKPT_BASELINE = """\
+name: baseline
+workload: checkpoint-resume
+description: no fault; four workers, one shared bucket
+finding: "seed 003"
+topology: 4x1
+expect: pass
+timeout: 10
+mounts:
+  - {path: /mnt/bucket, scope: shared, consistency: object}
+"""
+
+
+def cells(tmp_path: Path, target: str, workload: str, *scenarios: str) -> dict[str, dict]:
+    """``harness run`` of ``target`` on ``scenarios``; the JSON report's cells by scenario."""
+    args = [a for s in scenarios for a in ("--scenario", s)]
+    out = tmp_path / "out"
+    done = run_cli("run", "--target", target, "--workload", workload, *args,
+                   "--format", "json", "--report-dir", str(out))
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode in (0, 1), done.stderr
+    return {c["scenario"]: c for c in json.loads((out / "matrix.json").read_text())["cells"]}
+
+
+def baseline(tmp_path: Path, text: str) -> str:
+    (tmp_path / "scenarios").mkdir(exist_ok=True)
+    path = tmp_path / "scenarios" / "baseline.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+# -- data sharding ---------------------------------------------------------------------------
+
+def test_a_users_dataset_class_passes_baseline_and_is_caught_on_another_data_version(tmp_path):
+    got = cells(tmp_path, f"{LOADER}:ShardDataset", "data-sharding",
+                baseline(tmp_path, DATA_BASELINE), "divergent-dataset", "uneven-shards")
+    assert got["baseline"]["outcome"] == "PASS", got["baseline"]["detail"]
+    assert "disjoint shards covering all 96 samples" in got["baseline"]["detail"]
+    # Host 2's disk holds another version: the plain loader trains on it without a word.
+    bad = got["divergent-dataset"]
+    assert bad["outcome"] == "FAIL" and bad["verdict"] == "unexpected"
+    assert "rank 2 trained on 24 sample ids that are not in /mnt/data/puzzles" in bad["detail"]
+    # A strided shard of a shuffled order, read as a map-style dataset: every sample once.
+    assert got["uneven-shards"]["outcome"] == "PASS", got["uneven-shards"]["detail"]
+
+
+def test_a_users_loader_factory_hangs_on_uneven_shards(tmp_path):
+    got = cells(tmp_path, f"{LOADER}:make_loader", "data-sharding",
+                baseline(tmp_path, DATA_BASELINE), "uneven-shards")
+    assert got["baseline"]["outcome"] == "PASS", got["baseline"]["detail"]
+    # 101 samples strided over 4 ranks: rank 0 gets 26 (13 batches of 2), the others 25
+    # (12 with drop_last): rank 0's 13th step waits in its all-reduce forever.
+    hang = got["uneven-shards"]
+    assert hang["outcome"] == "HANG", hang["detail"]
+    assert "rank 0 blocked in all_reduce" in hang["detail"]
+
+
+def test_a_run_function_returning_the_dict_still_works_through_the_adapter(tmp_path):
+    # The recommended loader named as a user names their own: module:function, not a built-in.
+    got = cells(tmp_path, "harness.workloads.data_sharding.robust:run", "data-sharding",
+                baseline(tmp_path, DATA_BASELINE), "divergent-dataset")
+    assert got["baseline"]["outcome"] == "PASS", got["baseline"]["detail"]
+    assert got["divergent-dataset"]["outcome"] == "ERROR", got["divergent-dataset"]["detail"]
+    assert got["divergent-dataset"]["verdict"] == "ok"  # fail-loudly: the same error everywhere
+
+
+VIOLATIONS = '''
+import numpy as np
+
+def returns_a_number(data_dir, rank, num_replicas, seed, global_batch_size):
+    return 42
+
+def needs_a_tokenizer(data_dir, rank, num_replicas, tokenizer):
+    return []
+
+def batches_without_ids(data_dir, rank, num_replicas):
+    return [{"tokens": np.zeros((2, 4), dtype=np.int32)}]
+
+def returns_a_list(inputs):
+    return [[1, 2], [3, 4]]
+
+def two_unknown_parameters(path, size):
+    return []
+'''
+
+
+@pytest.mark.parametrize("name, words", [
+    ("returns_a_number", "the factory returned a int, which is neither iterable"),
+    ("needs_a_tokenizer", "the loader factory requires 'tokenizer', which the harness does not "
+                          "give"),
+    ("batches_without_ids", "a batch is a dict with keys ['tokens']: none of sample_ids, ids"),
+    ("returns_a_list", "returned a list, not the data-sharding contract's dict with 'batches'"),
+    ("two_unknown_parameters", "its parameters (path, size) are neither run(inputs) nor a "
+                               "loader factory's"),
+])
+def test_a_loader_that_breaks_the_contract_fails_naming_the_contract(tmp_path, name, words):
+    (tmp_path / "bad.py").write_text(VIOLATIONS)
+    got = cells(tmp_path, f"{tmp_path}/bad.py:{name}", "data-sharding",
+                baseline(tmp_path, DATA_BASELINE))["baseline"]
+    assert got["outcome"] == "FAIL", got["detail"]
+    assert words in got["detail"], got["detail"]
+    assert "data-sharding contract" in got["detail"]
+    assert "KeyError" not in got["detail"] and "Traceback" not in got["detail"]
+
+
+# -- checkpoint/resume -----------------------------------------------------------------------
+
+def test_a_users_worker_passes_baseline_and_preemption_and_is_caught_on_a_flaky_bucket(tmp_path):
+    got = cells(tmp_path, WORKER, "checkpoint-resume", baseline(tmp_path, CKPT_BASELINE),
+                "preempt-mid-shard", "upload-failure", "duplicate-worker-id")
+    # Its checkpoint is checkpoints/progress_N.json with its own keys: judged from the bucket.
+    ok = got["baseline"]
+    assert ok["outcome"] == "PASS", ok["detail"]
+    assert "all 50 samples of 4 streams uploaded exactly once" in ok["detail"]
+    assert "listed 'processed_sample_ids'" in ok["detail"]  # says what it could not judge
+    # Chunks named by their position in the stream: a redone chunk replaces itself.
+    assert got["preempt-mid-shard"]["outcome"] == "PASS", got["preempt-mid-shard"]["detail"]
+    # One EIO on the bucket kills it (no retry), every worker loudly: not what `pass` wants.
+    flaky = got["upload-failure"]
+    assert flaky["outcome"] == "ERROR" and flaky["verdict"] == "unexpected"
+    assert "Input/output error" in flaky["detail"]
+    # It trusts TPU_WORKER_ID: host 1 redoes stream 0 and stream 1 is never processed.
+    dup = got["duplicate-worker-id"]
+    assert dup["outcome"] == "FAIL", dup["detail"]
+    assert "worker 1 (rank 1): 13 samples lost" in dup["detail"]
+    assert "rank 1 (host of worker 1) ran as worker 0" in dup["detail"]
+
+
+ELSEWHERE = '''
+import json, os
+
+def main(inputs):
+    worker = int(os.environ["TPU_WORKER_ID"])
+    os.chdir(inputs["workdir"])
+    with open(f"data/streams/stream_{worker:03d}.jsonl") as f:
+        ids = [json.loads(line)["id"] for line in f if line.strip()]
+    out = os.path.join(inputs["bucket"], "results")  # not activations/tpu_N/
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, f"worker{worker}.json"), "w") as f:
+        json.dump(ids, f)
+    return {"worker_id": worker}
+'''
+
+
+def test_a_worker_writing_outside_the_contracts_layout_is_told_where_outputs_go(tmp_path):
+    (tmp_path / "elsewhere.py").write_text(ELSEWHERE)
+    got = cells(tmp_path, f"{tmp_path}/elsewhere.py:main", "checkpoint-resume",
+                baseline(tmp_path, CKPT_BASELINE))["baseline"]
+    assert got["outcome"] == "FAIL", got["detail"]
+    assert "50 samples lost" in got["detail"]
+    assert ("no output object in the bucket at activations/tpu_N/*.jsonl (the layout the "
+            "checkpoint-resume contract asks for)") in got["detail"]
+
+
+# -- the adapter's choice of shape, without a world --------------------------------------------
+
+def test_the_shape_of_a_target_is_read_from_its_signature_or_its_declaration():
+    from harness.workloads.data_sharding.adapter import ContractError, shape_of
+
+    class Dataset:
+        def __init__(self, root, rank, num_replicas):
+            pass
+
+    def run(inputs):
+        return inputs
+
+    def factory(data_dir, rank, world_size, seed=0):
+        return []
+
+    def declared(cfg):
+        return []
+
+    declared.harness_contract = "loader"
+    assert shape_of(Dataset) == shape_of(factory) == shape_of(declared) == "loader"
+    assert shape_of(run) == "run"
+    with pytest.raises(ContractError, match="neither run"):
+        shape_of(lambda a, b: None)
