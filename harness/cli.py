@@ -1,7 +1,8 @@
 """The ``harness`` command line: a thin face over the runner and the world.
 
 Exit codes (DESIGN.md): 0 nothing unexpected, 1 something failed that was not
-expected to, 2 a usage or scenario-file error, 3 an internal error.
+expected to (or a cell's fault could not happen to the target, with
+``--require-exercised``), 2 a usage or scenario-file error, 3 an internal error.
 """
 
 from __future__ import annotations
@@ -164,6 +165,9 @@ _run_options = [
     click.option("--seed", default=0, show_default=True, type=SEED, help="The seed of every cell."),
     click.option("--timeout", default=None, type=_Seconds(),
                  help="Override every scenario's deadline (seconds)."),
+    click.option("--require-exercised", is_flag=True, default=False,
+                 help="A cell whose fault could not happen to the target (NOT-EXERCISED) "
+                      "fails the run."),
 ]
 
 
@@ -187,7 +191,8 @@ def _apply(options: list[Any]) -> Any:
 @click.option("--baseline", type=click.Path(exists=True, dir_okay=False), default=None,
               help="A saved JSON report whose failing cells count as known.")
 def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: str,
-                topology: str | None, seed: int, timeout: float | None, jobs: int | None, report_dir: str,
+                topology: str | None, seed: int, timeout: float | None, require_exercised: bool,
+                jobs: int | None, report_dir: str,
                 formats: tuple[str, ...], baseline: str | None) -> None:
     """Run scenarios x targets and write the matrix's reports.
 
@@ -206,7 +211,7 @@ def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: 
     click.echo(render(matrix, "terminal"))
     for fmt, path in paths.items():
         click.echo(f"{fmt:>9}: {path}")
-    sys.exit(EXIT_FAILED if matrix.unexpected else EXIT_OK)
+    sys.exit(EXIT_FAILED if matrix.failing(require_exercised) else EXIT_OK)
 
 
 def _run_with_progress(plans: list[Any], jobs: int | None, seed: int, known: frozenset,
@@ -229,8 +234,8 @@ def _run_with_progress(plans: list[Any], jobs: int | None, seed: int, known: fro
 @click.argument("report", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("--cell", default=None, help="With REPORT: the cell to replay, as scenario[target].")
 def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: str,
-                   topology: str | None, seed: int, timeout: float | None, report: str | None,
-                   cell: str | None) -> None:
+                   topology: str | None, seed: int, timeout: float | None,
+                   require_exercised: bool, report: str | None, cell: str | None) -> None:
     """Rerun exactly one cell, from its replay command or from a saved report.
 
     \b
@@ -257,7 +262,8 @@ def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workloa
         raise click.UsageError("this target does not belong to the scenario's workload")
     result = run_cell(plans[0])
     click.echo(describe(result))
-    sys.exit(EXIT_FAILED if result.verdict == "unexpected" else EXIT_OK)
+    failing = ("unexpected", "unexercised") if require_exercised else ("unexpected",)
+    sys.exit(EXIT_FAILED if result.verdict in failing else EXIT_OK)
 
 
 @cli.command("report")

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from harness.reports.diagnosis import describe
-from harness.runner.cells import UNEXPECTED, Cell
+from harness.runner.cells import UNEXERCISED, UNEXPECTED, Cell
 from harness.runner.run import CellPlan, plan_cells, run_cell
 from harness.workloads.registry import DEFAULT_WORKLOAD
 from harness.world.result import PASS, WorldResult
@@ -71,8 +71,11 @@ def catalog_cases(target: str, scenarios: Iterable[str] | None = None,
 
 
 def check_cell(case: CellPlan | Cell) -> Cell:
-    """Run (or take) a cell and fail the test if its verdict is unexpected."""
+    """Run (or take) a cell and fail the test if its verdict is unexpected; a cell
+    whose fault could not happen to the target is skipped with the reason, never passed."""
     cell = case if isinstance(case, Cell) else run_cell(case)
     if cell.verdict == UNEXPECTED:
         raise CellFailed(describe(cell))
+    if cell.verdict == UNEXERCISED:
+        pytest.skip(cell.detail)
     return cell

@@ -329,17 +329,19 @@ def test_hold_write_until_read_readers_see_the_stale_leftover_every_time():
     assert all(r.value["first"] == ok(CONTENT.encode()) for r in control.ranks)
 
 
-def test_hold_write_until_done_is_visible_only_after_every_other_rank_finished():
+def test_hold_write_until_done_is_visible_to_others_only_after_they_finished():
     faults = [{"kind": "hold-write", "path": CONFIG, "rank": 0, "until": "done"}]
     result = run("writer_waits_for_own_write", topology="1x3", args=(CONFIG, CONTENT, 0.3),
                  faults=faults)
     assert result.outcome == PASS, result.describe()
     for r in result.ranks[1:]:
         assert r.value["errno"] == errno.ENOENT, "0.3 s after the write, still not there"
-    assert "visible_after_s" in result.ranks[0].value
+    # The writer reads its own write back at once, as on a real filesystem; the others
+    # see it only once they have all finished.
+    assert result.ranks[0].value["visible_after_s"] < 0.3
     exits = {e.rank: e.t for e in result.history if e.kind == "exit"}
     [publish] = [e for e in result.history if e.kind == "publish"]
-    assert max(exits[1], exits[2]) <= publish.t <= exits[0]
+    assert max(exits[1], exits[2]) <= publish.t
     assert "every other rank had finished" in publish.detail["message"]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from harness.faults.plan import make_plan
 from harness.history import Event
 from harness.roles import FileUse, Roles, derive
@@ -122,3 +124,22 @@ def test_a_mount_aimed_at_a_role_is_mounted_where_the_target_keeps_it(tmp_path):
     assert scenario.unresolved_mounts("/root", Roles()) == [
         "mount on role handoff-dir resolved to nothing: the target has no "
         "directory holding a file one rank writes and another rank reads"]
+
+
+COLLECTIVE_ONLY = "tests/user_targets/collective_only.py:sync"
+
+
+def test_a_cell_whose_fault_cannot_happen_is_shown_and_fails_only_a_run_that_requires_it(
+        cli, tmp_path):
+    args = ("run", "--scenario", "partial-write", "--target", COLLECTIVE_ONLY,
+            "--format", "json", "--report-dir", str(tmp_path / "out"))
+    shown = cli(*args)
+    assert shown.returncode == 0, shown.stderr
+    (cell,) = json.loads((tmp_path / "out" / "matrix.json").read_text())["cells"]
+    assert (cell["outcome"], cell["verdict"]) == ("NOT-EXERCISED", "unexercised")
+    assert "role handoff resolved to nothing" in cell["detail"]
+    assert cell["roles"] == {"handoff": "nothing (the target has no file one rank writes and "
+                                        "another rank reads)"}
+    assert "NOT-EXERCISED ○" in shown.stdout and "1 tested nothing" in shown.stdout
+    strict = cli(*args, "--require-exercised")
+    assert strict.returncode == 1, strict.stderr

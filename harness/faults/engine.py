@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from harness.filesystem import machine
 from harness.filesystem.sandbox import Leftover
 from harness.filesystem.view import NoHooks, Resolved, View, ViewFile, oserror
 
@@ -45,6 +46,7 @@ class FaultEngine(NoHooks):
                 if placed.owner_uid is not None:
                     self.owners[placed.path] = (placed, fault)
         self._holds = 0
+        self._own: dict[str, str] = {}  # vpath -> the staging file of a held write
 
     # -- bookkeeping ------------------------------------------------------------
     def fires(self, fault: Fault, op: str, path: str | None = None, tag: str | None = None) -> bool:
@@ -130,9 +132,18 @@ class FaultEngine(NoHooks):
         return False
 
     def hold(self, r: Resolved, fault: Fault, until: str) -> None:
-        """The coordinator publishes the staged write once ``until`` is met."""
+        """The coordinator publishes the staged write once ``until`` is met; until then
+        the writer alone reads it back (``own_copy``)."""
+        self._own[r.vpath] = r.staging
         self.notify({"type": "hold", "src": r.staging, "dst": r.upper, "path": r.vpath,
                      "until": until, "writer": self.rank, "fault": fault.kind})
+
+    def own_copy(self, vpath: str) -> str | None:
+        staged = self._own.get(vpath)
+        if staged is not None and machine.exists(staged):
+            return staged
+        self._own.pop(vpath, None)  # published (moved into place) or never written
+        return None
 
     def write_file(self, path: str, data: bytes) -> None:
         with open(path, "wb") as f:  # noqa: PTH123 - the harness's own I/O

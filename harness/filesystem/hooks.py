@@ -43,6 +43,11 @@ class NoHooks:
     def after_change(self, view: View, r: Resolved) -> None:
         pass
 
+    def own_copy(self, vpath: str) -> str | None:
+        """The real file of this rank's own write that the hooks keep from the others
+        (a held write): its writer reads it back, as on a real filesystem."""
+        return None
+
     def adjust_stat(self, view: View, r: Resolved, st: Any) -> Any:
         return st
 

@@ -150,6 +150,9 @@ class Resolution:
             return r.vpath
         if r.model.shows_staged(r):
             return r.staging  # staging holds files; its directories only contain them
+        own = self.hooks.own_copy(r.vpath)
+        if own is not None:
+            return own
         if machine.exists(r.upper):
             return r.upper
         if r.lower is not None and not machine.is_plain(r.whiteout) and not self._whited_out_above(r):

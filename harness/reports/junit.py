@@ -1,7 +1,7 @@
 """JUnit XML, for CI dashboards: one test case per cell.
 
-An ``unexpected`` cell fails the build, so it is a <failure> (so is an ``unexercised``
-one, unless the run allowed it); a ``known`` cell
+An ``unexpected`` cell fails the build, so it is a <failure>; an ``unexercised`` one
+(its fault could not happen to the target) is <skipped> with the reason; a ``known`` cell
 is recorded but tolerated, as pytest reports a strict xfail, so it is
 <skipped>; an ``ok`` cell passes (even an ERROR that meets ``fail-loudly``).
 """
@@ -30,15 +30,17 @@ def testcase(cell: Cell, parent: ET.Element) -> ET.Element:
         "classname": clean(f"harness.{cell.workload or 'matrix'}"),
         "time": f"{max(cell.duration_s, 0.0):.3f}",
     })
-    if cell.verdict in (UNEXPECTED, UNEXERCISED):  # both fail the run (see Matrix.failing)
+    if cell.verdict == UNEXPECTED:
         failure = ET.SubElement(case, "failure", {"message": clean(cell.detail), "type": clean(cell.outcome)})
         failure.text = clean(describe(cell) + "\n")
+    elif cell.verdict == UNEXERCISED:  # as pytest shows it: skipped, with the reason
+        ET.SubElement(case, "skipped", {"message": clean(cell.detail)})
     elif cell.verdict == KNOWN:
         ET.SubElement(case, "skipped", {"message": clean(f"known failure: {cell.outcome}: {cell.detail}")})
     elif cell.verdict != OK:
         error = ET.SubElement(case, "error", {"message": clean(f"unknown verdict {cell.verdict!r}")})
         error.text = clean(describe(cell) + "\n")
-    if cell.verdict not in (UNEXPECTED, UNEXERCISED) and cell.outcome != "PASS":
+    if cell.verdict != UNEXPECTED and cell.outcome != "PASS":
         out = ET.SubElement(case, "system-out")
         out.text = clean(describe(cell) + "\n")
     return case
@@ -50,9 +52,9 @@ def to_junit(matrix: Matrix) -> str:
     suite = ET.Element("testsuite", {
         "name": "harness.matrix",
         "tests": str(len(cells)),
-        "failures": str(sum(c.verdict in (UNEXPECTED, UNEXERCISED) for c in cells)),
+        "failures": str(sum(c.verdict == UNEXPECTED for c in cells)),
         "errors": str(sum(c.verdict not in (OK, KNOWN, UNEXPECTED) for c in cells)),
-        "skipped": str(sum(c.verdict == KNOWN for c in cells)),
+        "skipped": str(sum(c.verdict in (KNOWN, UNEXERCISED) for c in cells)),
         "time": f"{max(matrix.duration_s, 0.0):.3f}",
         "timestamp": clean(matrix.created),
     })

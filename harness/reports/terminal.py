@@ -112,8 +112,8 @@ def summary_lines(matrix: Matrix) -> list[Text]:
     if unexpected:
         second.append(" · the run fails", style="bold red")
     elif matrix.unexercised:
-        second.append(" · some faults could not happen to the target: the run fails "
-                      "unless --allow-unexercised", style="bold yellow")
+        second.append(f" · no unexpected cell; {len(matrix.unexercised)} tested nothing "
+                      "(--require-exercised fails them)", style="bold yellow")
     else:
         second.append(" · no unexpected cell: the run passes", style="bold green")
     return [first, second]

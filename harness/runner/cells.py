@@ -140,10 +140,10 @@ class Matrix:
     def unexercised(self) -> list[Cell]:
         return [c for c in self.cells if c.verdict == UNEXERCISED]
 
-    def failing(self, allow_unexercised: bool = False) -> list[Cell]:
-        """The cells that make a run fail: unexpected ones, and unexercised ones unless
-        allowed (a health check, as Hypothesis has: the run did not test what it says)."""
-        return self.unexpected + ([] if allow_unexercised else self.unexercised)
+    def failing(self, require_exercised: bool = False) -> list[Cell]:
+        """The cells that make a run fail: unexpected ones, and unexercised ones when the
+        run requires every fault to happen (as pytest skips, they are shown, not failed)."""
+        return self.unexpected + (self.unexercised if require_exercised else [])
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "harness_version": self.harness_version, "seed": self.seed,

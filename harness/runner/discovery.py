@@ -127,7 +127,7 @@ def _run(target: Target, workload: Workload, previous: bool) -> Discovery:
     inputs = workload.inputs()
     result = _world(target, workload, inputs, [])
     roles = derive(result.history)
-    judgement = workload.checker(result)
+    judgement = workload.checker_for(target)(result)
     found = Discovery(roles, tuple(getattr(result, "imported", ()) or ()), judgement.outcome,
                       judgement.detail)
     handoffs = roles.paths("handoff")

@@ -165,6 +165,8 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
     topology = get_topology(plan.topology)
     files = workload.setup(inputs, topology, plan.seed) if workload.setup else []
     watch = workload.watch(inputs) if workload.watch else []
+    if discovery is None and scenario.uses_roles:  # a cell run on its own (pytest, replay)
+        discovery = discover(target, workload, scenario.needs_another_run)
     roles = discovery.roles if discovery is not None else None
     faults = make_plan(scenario.faults, seed=plan.seed, world_size=topology.world_size,
                        hosts=topology.hosts, home=home, roles=roles)
@@ -179,7 +181,7 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
                        preload=preload, files=files, watch=watch,
                        args_by_host={h: (i.for_target(),) for h, i in
                                      scenario.host_workload_inputs.items()} or None)
-    judgement = workload.checker(result)
+    judgement = workload.checker_for(target)(result)
     met = judgement.outcome == PASS or (scenario.expect == "fail-loudly"
                                         and judgement.outcome == ERROR and judgement.loud)
     is_known = scenario.name in target.known_failures or plan.key in known

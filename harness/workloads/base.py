@@ -98,6 +98,13 @@ class Workload:
     #: a user's target ref -> the ref its ranks run: a workload's adapter that calls the
     #: user's code in the shape it has (e.g. a loader factory); None: the ref itself
     user_ref: Callable[[str], str] | None = None
+    #: the checker of a user's target, when the reference targets' checks what only they
+    #: promise (the seed's config schema); None: ``checker``
+    user_checker: Callable[[WorldResult], Judgement] | None = None
+
+    def checker_for(self, target: Target) -> Callable[[WorldResult], Judgement]:
+        """A built-in target's checker, or the one a user's target is judged by."""
+        return self.checker if target.builtin or self.user_checker is None else self.user_checker
 
     def inputs(self, overrides: Mapping[str, Any] | None = None,
                topology: Topology | None = None) -> WorkloadInputs:
