@@ -113,6 +113,10 @@ def test_a_fault_that_never_fired_leaves_the_cell_unexercised_until_one_fires():
     assert "no planned fault fired" in (not_exercised(planned, [], []) or "")
     fired = [Event(0.1, "fault", 0, "kill", detail={"index": 1})]
     assert not_exercised(planned, fired, []) is None  # alternatives: one of them is enough
+    no_file = plan([{"kind": "kill", "rank": 0, "op": "write", "role": "handoff"},
+                    {"kind": "kill", "rank": 0, "op": "collective"}], Roles())
+    assert not_exercised(no_file, fired, []) is None  # a target that shares no file: killed anyway
+    assert "resolved to nothing" in (not_exercised(no_file, [], []) or "")
 
 
 def test_a_mount_aimed_at_a_role_is_mounted_where_the_target_keeps_it(tmp_path):

@@ -131,21 +131,25 @@ def discover_targets(plans: Iterable[CellPlan], use_cache: bool = True,
 def not_exercised(plan: FaultPlan, history: Iterable[Event], unresolved: list[str]) -> str | None:
     """Why a cell did not test what its scenario says (None: it did).
 
-    A fault aimed at a role the target does not have cannot fire; and when the
-    scenario plans faults, at least one must have fired (or placed its file):
-    faults meant as alternatives ("whichever comes first") need not all fire.
+    A fault aimed at a role the target does not have cannot fire; so a cell is not
+    exercised when nothing the scenario plans happened (no fault fired or placed its
+    file, no role it mounts at resolved). Faults meant as alternatives ("at its first
+    handoff write, or at its first collective") need only one to happen; but a file a
+    fault must place and cannot (another run of the target leaves nothing there) always
+    leaves the cell unexercised.
     """
-    reasons = list(unresolved) + [f"{plan.faults[i].name}: {why}"
-                                  for i, why in sorted(plan.unresolved.items())]
-    if reasons:
-        return "; ".join(reasons)
-    if not plan.faults:
-        return None
+    named = {i: f"{plan.faults[i].name}: {why}" for i, why in sorted(plan.unresolved.items())}
+    hard = [text for i, text in named.items() if not plan.unresolved[i].startswith("role ")]
+    if hard:
+        return "; ".join(hard)
     fired = {e.detail.get("index") for e in history if e.kind == "fault"}
     placed = any(f.spec.leftovers(f, plan.roles) for f in plan.faults)
     if fired or placed:
         return None
-    return "no planned fault fired: " + "; ".join(
+    soft = list(unresolved) + list(named.values())
+    if not plan.faults:
+        return "; ".join(soft) or None
+    return "; ".join(soft) if soft else "no planned fault fired: " + "; ".join(
         f"{f.name} ({_aim(f)})" for f in plan.faults)
 
 
