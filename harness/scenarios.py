@@ -228,15 +228,21 @@ def validate_inputs(scenario: Scenario, topology: str, path: str,
     try:
         return workload.inputs(scenario.inputs, get_topology(topology))
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ("inputs", *err["loc"])
-        message = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            message = (f"unknown input of workload {workload.name}; its inputs are "
-                       f"{', '.join(workload.inputs_model.model_fields)}")
-        node = _node_at(root, loc)
-        raise ScenarioError(path, message, line=node.start_mark.line + 1 if node else None,
-                            field=".".join(str(p) for p in loc)) from None
+        raise _inputs_error(exc, ("inputs",), workload, path, root) from None
+
+
+def _inputs_error(exc: ValidationError, where: tuple[Any, ...], workload: Any, path: str,
+                  root: yaml.Node | None) -> ScenarioError:
+    """A workload's inputs refused: the first error, at its key under ``where``."""
+    err = exc.errors()[0]
+    loc = (*where, *err["loc"])
+    message = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        message = (f"unknown input of workload {workload.name}; its inputs are "
+                   f"{', '.join(workload.inputs_model.model_fields)}")
+    node = _node_at(root, loc)
+    return ScenarioError(path, message, line=node.start_mark.line + 1 if node else None,
+                         field=".".join(str(p) for p in loc))
 
 
 def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -270,15 +276,7 @@ def validate_host_inputs(scenario: Scenario, topology: str, path: str,
         try:
             out[host] = workload.inputs(_deep_merge(base, override), topo)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            loc = ("host_inputs", host, *err["loc"])
-            message = err["msg"].removeprefix("Value error, ")
-            if err["type"] == "extra_forbidden":
-                message = (f"unknown input of workload {workload.name}; its inputs are "
-                           f"{', '.join(workload.inputs_model.model_fields)}")
-            node = _node_at(root, loc)
-            raise ScenarioError(path, message, line=node.start_mark.line + 1 if node else None,
-                                field=".".join(str(p) for p in loc)) from None
+            raise _inputs_error(exc, ("host_inputs", host), workload, path, root) from None
     return out
 
 

@@ -122,8 +122,8 @@ def discover_targets(plans: Iterable[CellPlan], use_cache: bool = True,
             _, _, previous = wanted.get(p.target.name, (p.target, "", False))
             wanted[p.target.name] = (p.target, p.scenario.workload,
                                      previous or p.scenario.needs_another_run)
-    with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="harness-discovery") as pool:
-        futures = {name: pool.submit(discover, target, WORKLOADS[workload], previous, use_cache)
+    with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="harness-discovery") as workers:
+        futures = {name: workers.submit(discover, target, WORKLOADS[workload], previous, use_cache)
                    for name, (target, workload, previous) in wanted.items()}
         return {name: f.result() for name, f in futures.items()}
 
@@ -139,7 +139,9 @@ def not_exercised(plan: FaultPlan, history: Iterable[Event], unresolved: list[st
     leaves the cell unexercised.
     """
     named = {i: f"{plan.faults[i].name}: {why}" for i, why in sorted(plan.unresolved.items())}
-    hard = [text for i, text in named.items() if not plan.unresolved[i].startswith("role ")]
+    # a role that resolved to nothing is an alternative that could not be taken; any other
+    # reason (the file another run would leave is not there) is a fault that could not happen
+    hard = [text for i, text in named.items() if plan.faults[i].trigger.paths]
     if hard:
         return "; ".join(hard)
     fired = {e.detail.get("index") for e in history if e.kind == "fault"}

@@ -10,26 +10,17 @@ from harness.checkers import config_sync
 from harness.checkers.common import Judgement
 from harness.workloads.base import Workload, WorkloadInputs
 from harness.workloads.config_sync import PRELOAD, TARGETS
+from harness.workloads.config_sync.model import default_config
 from harness.world.result import WorldResult
 
 
 def _default_config() -> dict[str, Any]:
-    return {
-        "arch": {"name": "trm@tiny", "hidden_size": 512, "num_layers": 2,
-                 "loss": {"name": "losses@ACTLossHead", "loss_type": "stablemax_cross_entropy"}},
-        "data_paths": ["harness"],
-        "global_batch_size": 768,
-        "epochs": 100,
-        "lr": 1e-4,
-        "lr_min_ratio": 1.0,
-        "lr_warmup_steps": 2000,
-        "weight_decay": 0.1,
-        "beta1": 0.9,
-        "beta2": 0.95,
-        "puzzle_emb_lr": 1e-2,
-        "puzzle_emb_weight_decay": 0.1,
-        "seed": 0,
-    }
+    """The model's base config, as the harness's scenarios name their data and arch."""
+    config = default_config()
+    arch = config["arch"]  # key order kept: a target's bytes (and a torn write's cut) follow it
+    config["arch"] = {"name": arch["name"], "hidden_size": 512, "num_layers": 2, "loss": arch["loss"]}
+    config["data_paths"] = ["harness"]
+    return config
 
 
 class ConfigSyncInputs(WorkloadInputs):
