@@ -119,13 +119,22 @@ def _scenarios(names: tuple[str, ...]) -> list[Any]:
     return [find(n) for n in names] if names else catalog()
 
 
-def _targets(specs: tuple[str, ...], workload: str) -> list[Any]:
+def _targets(specs: tuple[str, ...], workload: str, checker: str | None = None) -> list[Any]:
+    from harness.checkers.validator import validator
     from harness.workloads.registry import BUILTIN_TARGETS, WORKLOADS, target
     if workload not in WORKLOADS:
         raise click.BadParameter(f"unknown workload {workload!r}: use one of "
                                  f"{', '.join(WORKLOADS)}", param_hint="--workload")
+    if checker is not None:
+        if not specs:
+            raise click.UsageError("--checker judges your own target: give it with --target")
+        try:  # read once, at the edge: every target shares it
+            checker = validator(checker)  # type: ignore[assignment]
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--checker") from None
     try:
-        return [target(t, workload) for t in specs] if specs else list(BUILTIN_TARGETS.values())
+        return [target(t, workload, checker) for t in specs] if specs else \
+            list(BUILTIN_TARGETS.values())
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--target") from None
 
@@ -160,6 +169,10 @@ _run_options = [
                       "(repeatable). Default: the built-in targets."),
     click.option("--workload", "-w", default="config-sync", show_default=True,
                  help="The workload your own targets implement: they run only its scenarios."),
+    click.option("--checker", "-c", default=None, metavar="REF",
+                 help="Judges each rank's value of your own targets, inside the rank: a pydantic "
+                      "model or a function check(value) -> None | str (file.py:Name or "
+                      "module:Name), or a JSON schema file (schema.json)."),
     click.option("--topology", "-t", default=None, callback=lambda c, p, v: v and _topology(c, p, v),
                  help="Override every scenario's topology."),
     click.option("--seed", default=0, show_default=True, type=SEED, help="The seed of every cell."),
@@ -191,8 +204,8 @@ def _apply(options: list[Any]) -> Any:
 @click.option("--baseline", type=click.Path(exists=True, dir_okay=False), default=None,
               help="A saved JSON report whose failing cells count as known.")
 def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: str,
-                topology: str | None, seed: int, timeout: float | None, require_exercised: bool,
-                jobs: int | None, report_dir: str,
+                checker: str | None, topology: str | None, seed: int, timeout: float | None,
+                require_exercised: bool, jobs: int | None, report_dir: str,
                 formats: tuple[str, ...], baseline: str | None) -> None:
     """Run scenarios x targets and write the matrix's reports.
 
@@ -202,7 +215,8 @@ def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: 
     from harness.runner.run import known_from_baseline, plan_cells
 
     known = known_from_baseline(_load(baseline)) if baseline else frozenset()
-    plans = plan_cells(_scenarios(scenarios), _targets(targets, workload), seed, topology, timeout)
+    plans = plan_cells(_scenarios(scenarios), _targets(targets, workload, checker), seed, topology,
+                       timeout)
     if not plans:
         raise click.UsageError("no cell to run: no target belongs to these scenarios' workloads")
     console = Console(stderr=True)
@@ -234,7 +248,7 @@ def _run_with_progress(plans: list[Any], jobs: int | None, seed: int, known: fro
 @click.argument("report", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("--cell", default=None, help="With REPORT: the cell to replay, as scenario[target].")
 def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: str,
-                   topology: str | None, seed: int, timeout: float | None,
+                   checker: str | None, topology: str | None, seed: int, timeout: float | None,
                    require_exercised: bool, report: str | None, cell: str | None) -> None:
     """Rerun exactly one cell, from its replay command or from a saved report.
 
@@ -257,7 +271,8 @@ def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workloa
         return replay_command.main(args, standalone_mode=False)
     if len(scenarios) != 1 or len(targets) != 1:
         raise click.UsageError("replay runs one cell: give one --scenario and one --target")
-    plans = plan_cells(_scenarios(scenarios), _targets(targets, workload), seed, topology, timeout)
+    plans = plan_cells(_scenarios(scenarios), _targets(targets, workload, checker), seed, topology,
+                       timeout)
     if not plans:
         raise click.UsageError("this target does not belong to the scenario's workload")
     result = run_cell(plans[0])

@@ -57,15 +57,17 @@ def harness_world() -> Callable[..., WorldResult]:
 
 
 def catalog_cases(target: str, scenarios: Iterable[str] | None = None,
-                  workload: str = DEFAULT_WORKLOAD, seed: int = 0) -> list[Any]:
+                  workload: str = DEFAULT_WORKLOAD, seed: int = 0, checker: Any = None) -> list[Any]:
     """``pytest.param`` per catalog scenario of ``workload`` for your ``target``,
-    with readable ids (``isolated-tmp``)."""
+    with readable ids (``isolated-tmp``). ``checker`` judges each rank's value inside
+    the rank: a module-level pydantic model or ``check(value) -> None | str``, a JSON
+    schema (a dict or a ``.json`` path), or a ``file.py:Name`` / ``module:Name``."""
     from harness.scenarios import catalog, find
     from harness.workloads.registry import target as named_target
 
     chosen = [find(s) for s in scenarios] if scenarios else \
         [s for s in catalog() if s.workload == workload]
-    resolved = named_target(target, workload)
+    resolved = named_target(target, workload, checker)
     return [pytest.param(plan, id=plan.scenario.name)
             for plan in plan_cells(chosen, [resolved], seed)]
 

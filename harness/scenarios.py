@@ -13,6 +13,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from harness.checkers.validator import Validator
+from harness.checkers.validator import validator as read_checker
 from harness.faults.kinds import FaultSpec, explain
 from harness.faults.plan import PlanError, make_plan
 from harness.filesystem.mounts import KERNEL_TREES, MAX_DELAY_MS, MAX_MOUNT_PATH, Mount, is_under
@@ -93,6 +95,9 @@ class Scenario(BaseModel):
     inputs: dict[str, Any] = Field(default_factory=dict)
     #: host -> inputs merged over ``inputs`` for that host's ranks (mappings merged key by key)
     host_inputs: dict[int, dict[str, Any]] = Field(default_factory=dict)
+    #: judges each rank's value of a user's target (``harness.checkers.validator``): a
+    #: ``file.py:Model`` (relative to this file), ``module:check`` or ``schema.json``
+    checker: str | None = Field(default=None, min_length=1, max_length=4096)
 
     @field_validator("workload")
     @classmethod
@@ -112,6 +117,12 @@ class Scenario(BaseModel):
     _source: str | None = None
     _workload_inputs: WorkloadInputs | None = None
     _host_inputs: dict[int, WorkloadInputs] | None = None
+    _validator: Validator | None = None
+
+    @property
+    def validator(self) -> Validator | None:
+        """``checker``, read and checked at load."""
+        return self._validator
 
     @property
     def source(self) -> str | None:
@@ -214,6 +225,13 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
                             field="faults") from None
     scenario._workload_inputs = validate_inputs(scenario, scenario.topology, path, root)
     scenario._host_inputs = validate_host_inputs(scenario, scenario.topology, path, root)
+    if scenario.checker is not None:
+        try:
+            scenario._validator = read_checker(scenario.checker, base=os.path.dirname(os.path.abspath(path)))
+        except ValueError as exc:
+            node = _node_at(root, ("checker",))
+            raise ScenarioError(path, str(exc), line=node.start_mark.line + 1 if node else None,
+                                field="checker") from None
     scenario._source = path
     return scenario
 

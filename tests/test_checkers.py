@@ -7,6 +7,7 @@ order in which the world lists its ranks.
 from __future__ import annotations
 
 import json
+import pickle
 import signal
 from typing import Any
 
@@ -14,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.checkers import config_sync, exactly_once, sharding
-from harness.checkers.common import end_of_world
+from harness.checkers.common import Baseline, end_of_world
 from harness.history import Event
 from harness.world.result import CRASH, ERROR, FAIL, HANG, PASS, RankResult, WorldResult
 
@@ -81,14 +82,10 @@ def test_a_world_the_fault_plan_killed_entirely_has_nothing_to_judge():
 CONFIG = {"run_name": "brave-otter", "lr": 0.0001, "arch": {"name": "trm@tiny"}}
 
 
-def too_fast(config: dict[str, Any]) -> str | None:
-    return "lr: must be at most 1" if config.get("lr", 0) > 1 else None
-
-
-def test_the_same_valid_config_everywhere_passes():
-    judged = config_sync.check(world([rank(r, value=dict(CONFIG)) for r in range(4)]), too_fast)
+def test_the_same_config_everywhere_passes():
+    judged = config_sync.check(world([rank(r, value=dict(CONFIG)) for r in range(4)]))
     assert judged.outcome == PASS
-    assert judged.detail.startswith("all 4 ranks hold the same valid config (sha256 ")
+    assert judged.detail.startswith("all 4 ranks hold the same config (sha256 ")
 
 
 def test_differing_configs_name_the_ranks_and_keys_against_the_lowest_rank():
@@ -99,12 +96,47 @@ def test_differing_configs_name_the_ranks_and_keys_against_the_lowest_rank():
     assert judged.detail == "ranks 1-2 differ from rank 0: run_name 'brave-otter' != 'calm-heron'"
 
 
-def test_an_invalid_or_missing_config_fails_before_any_comparison():
-    ranks = [rank(0, value={**CONFIG, "lr": 5}), rank(1, value=None), rank(2, value=CONFIG)]
-    judged = config_sync.check(world(ranks), too_fast)
+def refused(r: int, value: Any, why: str) -> RankResult:
+    """A rank whose value the world's checker refused (in the rank)."""
+    return support.rank(r, FAIL, value, returned=True, exit_code=0, value_pickle=pickle.dumps(value),
+                        value_repr=repr(value), invalid=why)
+
+
+def test_a_value_the_checker_refused_fails_before_any_comparison():
+    ranks = [refused(0, {**CONFIG, "lr": 5}, "lr: must be at most 1"), rank(1, value=CONFIG),
+             refused(2, {}, "lr: must be at most 1")]
+    judged = config_sync.check(world(ranks))
     assert judged.outcome == FAIL
-    assert judged.detail == ("rank 0 returned an invalid config: lr: must be at most 1; "
-                             "rank 1 returned an invalid config: returned no config")
+    assert judged.detail == "ranks 0,2 returned an invalid value: lr: must be at most 1"
+
+
+def test_a_rank_that_returned_no_dict_returned_no_config():
+    ranks = [rank(0, value=CONFIG), rank(1, value=None), rank(2, value=[1])]
+    judged = config_sync.check(world(ranks))
+    assert judged.outcome == FAIL
+    assert judged.detail == "ranks 1-2 returned no config: NoneType / list instead of a dict"
+
+
+ANOTHER = {**CONFIG, "lr": 0.001, "seed": 1}
+
+
+def test_every_rank_holding_another_runs_config_fails_even_though_they_agree():
+    baseline = Baseline({**CONFIG, "seed": 0}, ANOTHER)
+    judged = config_sync.check(world([rank(r, value=ANOTHER) for r in range(4)]), baseline)
+    assert judged.outcome == FAIL
+    assert judged.detail == ("all 4 ranks hold another run's config: lr 0.001 (this run's: 0.0001), "
+                             "seed 1 (this run's: 0)")
+
+
+def test_a_key_each_run_draws_anew_is_not_mistaken_for_another_runs():
+    # run_name differs in every run (a timestamp, a random name): neither run's value
+    baseline = Baseline({**CONFIG, "run_name": "a"}, {**CONFIG, "run_name": "b"})
+    agreed = {**CONFIG, "run_name": "c"}
+    assert config_sync.check(world([rank(r, value=agreed) for r in range(4)]), baseline).outcome \
+        == PASS
+    # without another run's value (it did not run, or returned nothing JSON holds): agreement only
+    assert config_sync.check(world([rank(r, value=ANOTHER) for r in range(2)]),
+                             Baseline(CONFIG, None)).outcome == PASS
 
 
 def test_killed_ranks_are_not_judged_by_config_sync():
@@ -243,8 +275,14 @@ def test_config_sync_judges_the_same_whatever_the_rank_order(data):
     n = data.draw(st.integers(1, 6))
     specs = [(r, data.draw(FATES), data.draw(st.sampled_from(configs))) for r in range(n)]
     order = data.draw(st.permutations(range(n)))
+
+    def fate(r: int, f: str, v: Any) -> RankResult:  # a config with lr > 1: its checker refused it
+        too_fast = f == PASS and isinstance(v, dict) and v["lr"] > 1
+        return refused(r, v, "lr: must be at most 1") if too_fast else rank(r, f, v)
+
     _same_judgement_in_any_order(
-        lambda listed: config_sync.check(world([rank(r, f, v) for r, f, v in listed]), too_fast),
+        lambda listed: config_sync.check(world([fate(r, f, v) for r, f, v in listed]),
+                                         Baseline(CONFIG, ANOTHER)),
         specs, order)
 
 

@@ -1,12 +1,15 @@
 """What every workload's checker decides first: did the world end, and how.
 
 A rank the fault plan killed is not judged; its survivors are. Only when every
-judged rank returned does a workload's own oracle look at the values.
+judged rank returned a value its checker (if any: ``harness.checkers.validator``)
+accepts does a workload's own oracle look at the values.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from typing import Any
 
 from harness.history import ranks_phrase
 from harness.world.result import CRASH, ERROR, FAIL, HANG, PASS, RankResult, WorldResult, fates_phrase
@@ -17,6 +20,24 @@ class Judgement:
     outcome: str
     detail: str
     loud: bool = False  # every judged rank raised a clear error before the deadline
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """What rank 0 of the target returned in its fault-free runs (discovery), as JSON:
+    with this cell's inputs, and with another run's (``Workload.another_run``). None
+    where that run did not happen or returned nothing JSON can hold."""
+
+    this_run: Any = None
+    another_run: Any = None
+
+
+def as_json(value: Any) -> Any:
+    """``value`` as JSON holds it (tuples as lists), or None if JSON cannot."""
+    try:
+        return json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 def judged(result: WorldResult) -> list[RankResult]:
@@ -45,4 +66,7 @@ def end_of_world(result: WorldResult) -> Judgement | None:
         return Judgement(ERROR, fates_phrase(errors) + note + _killed_note(result), loud=loud)
     if not ranks:
         return Judgement(FAIL, "the fault plan killed every rank: nothing to judge")
+    refused = [r for r in ranks if r.invalid]
+    if refused:  # the world's checker (run in each rank) said what is wrong
+        return Judgement(FAIL, fates_phrase(refused) + _killed_note(result))
     return None

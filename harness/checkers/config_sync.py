@@ -1,4 +1,4 @@
-"""Config sync: every rank must end with the same, valid config: rank 0's."""
+"""Config sync: every rank must end with the same config, rank 0's, of this run."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import hashlib
 import json
 from typing import Any
 
-from harness.checkers.common import Judgement, end_of_world, judged, ranks_phrase
+from harness.checkers.common import Baseline, Judgement, as_json, end_of_world, judged, ranks_phrase
 from harness.world.result import FAIL, PASS, WorldResult
 
 
@@ -14,30 +14,47 @@ def digest(config: Any) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def check(result: WorldResult, validate: Any = None) -> Judgement:
-    """``validate(config) -> str | None`` names what is invalid (None: valid)."""
+def check(result: WorldResult, baseline: Baseline | None = None) -> Judgement:
+    """Every judged rank returned a config (its validity, if a checker was given, was
+    judged in the rank: ``common.end_of_world``), the same on every rank, and not the
+    one another run of the job makes (``baseline``: what the fault-free runs returned)."""
     ended = end_of_world(result)
     if ended is not None:
         return ended
     ranks = judged(result)
     values = {r.rank: r.value for r in ranks}
-    invalid = {}
-    for rank, config in values.items():
-        problem = "returned no config" if not isinstance(config, dict) else \
-            (validate(config) if validate else None)
-        if problem:
-            invalid.setdefault(problem, []).append(rank)
-    if invalid:
-        parts = [f"{ranks_phrase(rs)} returned an invalid config: {what}"  # lowest rank first
-                 for what, rs in sorted(invalid.items(), key=lambda kv: min(kv[1]))]
-        return Judgement(FAIL, "; ".join(parts))
+    shapeless = [r for r, config in values.items() if not isinstance(config, dict)]
+    if shapeless:
+        kinds = sorted({type(values[r]).__name__ for r in shapeless})
+        return Judgement(FAIL, f"{ranks_phrase(shapeless)} returned no config: "
+                               f"{' / '.join(kinds)} instead of a dict")
     reference_rank = min(values)
     reference = values[reference_rank]
     differing = {r: c for r, c in values.items() if digest(c) != digest(reference)}
     if differing:
         return Judgement(FAIL, diff_line(reference_rank, reference, differing))
-    return Judgement(PASS, f"all {len(ranks)} ranks hold the same valid config "
+    foreign = another_runs(reference, baseline)
+    if foreign:
+        shown = ", ".join(f"{k} {theirs!r} (this run's: {mine!r})" for k, theirs, mine in foreign[:3])
+        more = f" (+{len(foreign) - 3} more)" if len(foreign) > 3 else ""
+        return Judgement(FAIL, f"all {len(ranks)} ranks hold another run's config: {shown}{more}")
+    return Judgement(PASS, f"all {len(ranks)} ranks hold the same config "
                            f"(sha256 {digest(reference)[:12]})")
+
+
+def another_runs(config: dict, baseline: Baseline | None) -> list[tuple[str, Any, Any]]:
+    """``(key, another run's value, this run's)`` for each key where ``config`` holds what
+    only another run of the job makes: the keys its inputs change (a learning rate, a
+    seed, a run name), not those a target draws anew each run (a timestamp matches neither)."""
+    if baseline is None or not isinstance(baseline.this_run, dict) \
+            or not isinstance(baseline.another_run, dict):
+        return []
+    held = as_json(config)
+    if not isinstance(held, dict):
+        return []
+    theirs = {k: b for k, _, b in key_diff(baseline.this_run, baseline.another_run)}
+    return [(k, got, mine) for k, mine, got in key_diff(baseline.this_run, held)
+            if k in theirs and got == theirs[k]]
 
 
 def diff_line(ref_rank: int, reference: dict, others: dict[int, dict]) -> str:

@@ -47,6 +47,8 @@ def result_text(row: RankRow) -> str:
     """The rank's error, or what it returned, or nothing."""
     if row.error:
         return row.error
+    if row.value is not None and row.invalid:
+        return f"returned {row.value}, which the checker refuses: {row.invalid}"
     if row.value is not None:
         return f"returned {row.value}"
     return ""
@@ -106,6 +108,7 @@ class Diagnosis:
     expected: str = ""
     finding: str = ""
     roles: dict[str, str] = field(default_factory=dict)  # role -> what it resolved to
+    checker: str = ""  # what judged each rank's value
     groups: list[RankGroup] = field(default_factory=list)  # launchers first, then ranks
     faults: list[FaultRow] = field(default_factory=list)
     mismatches: list[str] = field(default_factory=list)
@@ -174,7 +177,7 @@ def diagnose(subject: Cell | WorldResult) -> Diagnosis:
                      topology=subject.topology, seed=subject.seed, duration_s=subject.duration_s,
                      detail=subject.detail, replay=subject.replay, verdict=subject.verdict,
                      expected=subject.expected, finding=subject.finding,
-                     roles=dict(subject.roles),
+                     roles=dict(subject.roles), checker=subject.checker,
                      faults=list(subject.faults_fired), mismatches=list(subject.mismatches))
     return _assemble(head, list(subject.ranks), [])
 
@@ -196,6 +199,8 @@ def render_text(d: Diagnosis) -> str:
     if d.finding:
         lines.append(f"  seed finding: {d.finding}")
     lines += [f"  role {role} = {what}" for role, what in d.roles.items()]
+    if d.checker:
+        lines.append(f"  checker: {d.checker}")
     lines += [f"  {group_line(g)}" for g in d.groups]
     lines += [f"  {fault_line(f)}" for f in d.faults]
     lines += [f"  mismatch: {m}" for m in d.mismatches]

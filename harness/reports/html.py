@@ -184,6 +184,8 @@ def cell_detail(cell: Cell) -> str:
              ("outcome", f"{d.outcome} ({d.verdict})"), ("duration", seconds(d.duration_s))]
     if cell.workload:
         facts.append(("workload", cell.workload))
+    if d.checker:
+        facts.append(("checker", d.checker))
     body = []
     if d.detail or d.outcome != "PASS":
         body.append(f'<p class="detail">{e(d.detail or "(no detail recorded)")}</p>')

@@ -81,6 +81,8 @@ def section(cell: Cell) -> list[str]:
     facts = [f"topology {code(d.topology)}", f"seed {d.seed}", seconds(d.duration_s)]
     if cell.workload:
         facts.append(f"workload {code(cell.workload)}")
+    if d.checker:
+        facts.append(f"checker {code(d.checker)}")
     lines.append("- " + " · ".join(facts))
     if d.finding:
         lines.append(f"- seed finding: {text(d.finding)}")

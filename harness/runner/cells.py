@@ -34,6 +34,7 @@ class RankRow:
     traceback: str | None = None
     stack: str | None = None
     value: str | None = None  # repr of what the rank returned
+    invalid: str | None = None  # what the cell's checker refused in it
     stdout: str = ""
     stderr: str = ""
 
@@ -45,7 +46,7 @@ class RankRow:
                    error=f"{r.error['type']}: {r.error['message']}" if r.error else None,
                    signal=r.signal, killed_by_fault=r.killed_by_fault,
                    traceback=r.error.get("traceback") if r.error else None, stack=r.stack,
-                   value=r.value_repr, stdout=r.stdout[tail], stderr=r.stderr[tail])
+                   value=r.value_repr, invalid=r.invalid, stdout=r.stdout[tail], stderr=r.stderr[tail])
 
 
 @dataclass
@@ -87,6 +88,7 @@ class Cell:
     workload: str = ""
     met: bool = False  # the outcome meets the expectation
     roles: dict[str, str] = field(default_factory=dict)  # role -> what it resolved to
+    checker: str = ""  # what judged each rank's value ("": nothing but the workload's checks)
 
     @property
     def key(self) -> tuple[str, str]:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
+from harness.checkers.common import Baseline, as_json
 from harness.filesystem.snapshot import content_bytes
 from harness.roles import Roles, derive
 from harness.topology import get_topology
@@ -36,7 +37,7 @@ log = logging.getLogger(__name__)
 #: A discovery world's deadline: it pays for the target's imports, a cell does not.
 DISCOVERY_TIMEOUT = 60.0
 TOPOLOGY = "single-host-8"
-_FORMAT = 1
+_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -48,15 +49,19 @@ class Discovery:
     outcome: str = PASS  # of the fault-free world: a target that fails it has no roles to trust
     detail: str = ""
     previous: bool = False  # another run's leftovers were collected
+    #: what rank 0 returned in each run (as JSON), for the checker: see ``common.Baseline``
+    baseline: Baseline = field(default_factory=Baseline)
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": _FORMAT, "roles": self.roles.to_dict(), "imported": list(self.imported),
-                "outcome": self.outcome, "detail": self.detail, "previous": self.previous}
+                "outcome": self.outcome, "detail": self.detail, "previous": self.previous,
+                "baseline": [self.baseline.this_run, self.baseline.another_run]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Discovery:
+        this_run, another_run = data["baseline"]
         return cls(Roles.from_dict(data["roles"]), tuple(data["imported"]), data["outcome"],
-                   data["detail"], data["previous"])
+                   data["detail"], data["previous"], Baseline(this_run, another_run))
 
 
 def cache_dir() -> Path:
@@ -83,7 +88,8 @@ def _source_of(target: Target) -> bytes:
 
 def cache_key(target: Target, workload: Workload, previous: bool) -> str:
     inputs = workload.inputs().model_dump(mode="json")
-    blob = json.dumps([_FORMAT, __version__, target.ref, workload.name, inputs, previous,
+    checker = target.checker.ref if target.checker else None
+    blob = json.dumps([_FORMAT, __version__, target.ref, workload.name, inputs, previous, checker,
                        os.path.abspath(os.getcwd())], sort_keys=True, default=str).encode()
     return hashlib.sha256(blob + hashlib.sha256(_source_of(target)).digest()).hexdigest()[:32]
 
@@ -120,16 +126,22 @@ def _world(target: Target, workload: Workload, inputs: Any, watch: list[str]) ->
     files = workload.setup(inputs, topology, 0) if workload.setup else []
     return run_world(target.ref, topology=topology, timeout=DISCOVERY_TIMEOUT, seed=0,
                      args=(inputs.for_target(),), preload=target.preload, files=files,
-                     watch=watch, record_files=True)
+                     watch=watch, record_files=True, checker=workload.validator_for(target))
+
+
+def _returned(result: Any) -> Any:
+    """Rank 0's value as JSON, if it returned one JSON can hold."""
+    rank0 = result.ranks[0] if result.ranks else None
+    return as_json(rank0.value) if rank0 is not None and rank0.outcome == PASS else None
 
 
 def _run(target: Target, workload: Workload, previous: bool) -> Discovery:
     inputs = workload.inputs()
     result = _world(target, workload, inputs, [])
     roles = derive(result.history)
-    judgement = workload.checker_for(target)(result)
-    found = Discovery(roles, tuple(getattr(result, "imported", ()) or ()), judgement.outcome,
-                      judgement.detail)
+    judgement = workload.judge(result)
+    found = Discovery(roles, tuple(result.imported), judgement.outcome, judgement.detail,
+                      baseline=Baseline(_returned(result)))
     handoffs = roles.paths("handoff")
     if not previous or workload.another_run is None or not handoffs:
         return found
@@ -141,4 +153,5 @@ def _run(target: Target, workload: Workload, previous: bool) -> Discovery:
                 data = content_bytes(content)
                 if data is not None and vpath in handoffs:
                     left[vpath] = data
-    return Discovery(Roles(roles.uses, left), found.imported, found.outcome, found.detail, True)
+    return Discovery(Roles(roles.uses, left), found.imported, found.outcome, found.detail, True,
+                     Baseline(found.baseline.this_run, _returned(other)))

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness import __version__
+from harness.checkers.common import Baseline
+from harness.checkers.validator import Validator
 from harness.faults.plan import FaultPlan, PlanError, make_plan
 from harness.history import Event
 from harness.runner.cells import (
@@ -105,6 +107,8 @@ def replay_command(plan: CellPlan) -> str:
              str(scenario.source), "--target", plan.target.name, "--seed", str(plan.seed)]
     if not plan.target.builtin and plan.target.workload != DEFAULT_WORKLOAD:
         parts += ["--workload", str(plan.target.workload)]
+    if plan.target.checker is not None:
+        parts += ["--checker", plan.target.checker.ref]
     if plan.topology_overridden:
         parts += ["--topology", plan.topology]
     if plan.timeout_overridden:
@@ -181,13 +185,14 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
         preload = tuple(dict.fromkeys((*(preload if preload is not None else
                                          pool.preload_for(target.ref, None, os.getcwd())),
                                        *discovery.imported)))
+    checker = checker_of(scenario, target)
     result = run_world(target.ref, topology=topology, timeout=plan.timeout, seed=plan.seed,
-                       profile=scenario.profile, args=(inputs.for_target(),),
+                       profile=scenario.profile, args=(inputs.for_target(),), checker=checker,
                        mounts=scenario.mount_list(home, roles), faults=faults,
                        preload=preload, files=files, watch=watch,
                        args_by_host={h: (i.for_target(),) for h, i in
                                      scenario.host_workload_inputs.items()} or None)
-    judgement = workload.checker_for(target)(result)
+    judgement = workload.judge(result, _baseline(scenario, discovery))
     met = judgement.outcome == PASS or (scenario.expect == "fail-loudly"
                                         and judgement.outcome == ERROR and judgement.loud)
     is_known = scenario.name in target.known_failures or plan.key in known
@@ -211,7 +216,24 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
         faults_fired=FaultRow.fired(result.history),
         history=[e.to_dict() for e in result.history], mismatches=list(result.mismatches),
         finding=scenario.finding, workload=scenario.workload, met=met,
-        roles=_roles_shown(scenario, discovery))
+        roles=_roles_shown(scenario, discovery), checker=checker.ref if checker else "")
+
+
+def checker_of(scenario: Scenario, target: Target) -> Validator | None:
+    """What judges each rank's value: the target's own checker (``--checker``), else the
+    scenario's (for a user's target: the built-ins keep the workload's), else the workload's."""
+    workload = WORKLOADS[scenario.workload]
+    if target.checker is None and not target.builtin and scenario.validator is not None:
+        return scenario.validator
+    return workload.validator_for(target)
+
+
+def _baseline(scenario: Scenario, discovery: Discovery | None) -> Baseline | None:
+    """What the fault-free runs returned, when this cell's rank 0 got the same inputs."""
+    if discovery is None or 0 in scenario.host_workload_inputs or \
+            scenario.workload_inputs != WORKLOADS[scenario.workload].inputs():
+        return None
+    return discovery.baseline
 
 
 def _roles_shown(scenario: Scenario, discovery: Discovery | None) -> dict[str, str]:

@@ -8,13 +8,15 @@ new workload is one package and one entry-point line, not an edit of the harness
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo
 
-from harness.checkers.common import Judgement
+from harness.checkers.common import Baseline, Judgement
+from harness.checkers.validator import Validator, validator
 from harness.filesystem.sandbox import Leftover
 from harness.topology import Topology
 from harness.world.result import WorldResult
@@ -71,6 +73,17 @@ class Target:
     known_failures: frozenset[str] = field(default_factory=frozenset)
     builtin: bool = False
     preload: tuple[str, ...] | None = None  # None: read from the target's imports
+    checker: Validator | None = None  # the user's own, judging each rank's value
+
+
+def _positional_arity(fn: Callable[..., Any]) -> int:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return 1
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return 2
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
 
 
 @dataclass(frozen=True)
@@ -79,7 +92,9 @@ class Workload:
 
     name: str
     inputs_model: type[WorkloadInputs]
-    checker: Callable[[WorldResult], Judgement]
+    #: (result) -> the cell's judgement; a checker that takes a second argument also gets
+    #: what the target returned in its fault-free runs (``common.Baseline``; see ``judge``)
+    checker: Callable[..., Judgement]
     #: reference target name -> ``module:function``
     targets: Mapping[str, str] = field(default_factory=dict)
     #: reference target name -> the catalog scenarios it is known to fail (strict xfails)
@@ -98,13 +113,23 @@ class Workload:
     #: a user's target ref -> the ref its ranks run: a workload's adapter that calls the
     #: user's code in the shape it has (e.g. a loader factory); None: the ref itself
     user_ref: Callable[[str], str] | None = None
-    #: the checker of a user's target, when the reference targets' checks what only they
-    #: promise (the seed's config schema); None: ``checker``
-    user_checker: Callable[[WorldResult], Judgement] | None = None
+    #: the reference targets' validator of a rank's value (``module:Model``), run in the
+    #: ranks; a user's target has its own (``--checker``) or none: the seed's schema is
+    #: not the user's
+    validator: str | None = None
 
-    def checker_for(self, target: Target) -> Callable[[WorldResult], Judgement]:
-        """A built-in target's checker, or the one a user's target is judged by."""
-        return self.checker if target.builtin or self.user_checker is None else self.user_checker
+    def judge(self, result: WorldResult, baseline: Baseline | None = None) -> Judgement:
+        """The checker's judgement of ``result``, given ``baseline`` if it takes one."""
+        if _positional_arity(self.checker) >= 2:
+            return self.checker(result, baseline)
+        return self.checker(result)
+
+    def validator_for(self, target: Target) -> Validator | None:
+        """What judges each rank's value of ``target``: its own checker, else (a built-in)
+        the workload's validator."""
+        if target.checker is not None:
+            return target.checker
+        return validator(self.validator) if target.builtin and self.validator else None
 
     def inputs(self, overrides: Mapping[str, Any] | None = None,
                topology: Topology | None = None) -> WorkloadInputs:

@@ -23,7 +23,9 @@ import logging
 import os
 import stat
 from importlib import metadata
+from typing import Any
 
+from harness.checkers.validator import validator
 from harness.workloads.base import Target, Workload
 
 log = logging.getLogger(__name__)
@@ -98,10 +100,14 @@ def catalog_order() -> tuple[str, ...]:
 DEFAULT_WORKLOAD = "config-sync"
 
 
-def target(spec: str, workload: str = DEFAULT_WORKLOAD) -> Target:
+def target(spec: str, workload: str = DEFAULT_WORKLOAD, checker: Any = None) -> Target:
     """A built-in name, or a user's ``module:function`` / ``file.py:function``, which
-    runs only the scenarios of ``workload`` (a built-in keeps its own)."""
+    runs only the scenarios of ``workload`` (a built-in keeps its own); ``checker``
+    (anything ``harness.checkers.validator.validator`` reads) judges each rank's value."""
     if spec in BUILTIN_TARGETS:
+        if checker is not None:
+            raise ValueError(f"{spec} is a built-in target, judged by its workload's checker: "
+                             "a checker of your own judges your own target")
         return BUILTIN_TARGETS[spec]
     if workload not in WORKLOADS:
         raise ValueError(f"unknown workload {workload!r}: use one of {', '.join(WORKLOADS)}")
@@ -114,23 +120,25 @@ def target(spec: str, workload: str = DEFAULT_WORKLOAD) -> Target:
         raise ValueError(f"target {spec!r}: expected module.path:function or "
                          "path/to/file.py:function")
     if module.endswith(".py") or os.sep in module:
-        _check_file_target(spec, module, function.split(".")[0])
+        check_file_defines(f"target {spec!r}", module, function.split(".")[0])
     adapt = WORKLOADS[workload].user_ref
-    return Target(spec, adapt(spec) if adapt else spec, workload)
+    return Target(spec, adapt(spec) if adapt else spec, workload,
+                  checker=validator(checker) if checker is not None else None)
 
 
-def _check_file_target(spec: str, path: str, name: str) -> None:
+def check_file_defines(what: str, path: str, name: str) -> None:
     """The file exists and defines ``name``: read from its source, never run here,
-    so that a typo is a usage error before any world starts, not eight ERROR ranks."""
+    so that a typo is a usage error before any world starts, not eight ERROR ranks.
+    ``what`` names the reference in the error (``target 'sync.py:fn'``)."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or a device would block the CLI
-            raise ValueError(f"target {spec!r}: {path} is not a regular file")
+            raise ValueError(f"{what}: {path} is not a regular file")
         with open(path, "rb") as f:
             tree = ast.parse(f.read(), filename=path)
     except OSError as exc:
-        raise ValueError(f"target {spec!r}: cannot read {path}: {exc.strerror}") from None
+        raise ValueError(f"{what}: cannot read {path}: {exc.strerror}") from None
     except (SyntaxError, ValueError) as exc:
-        raise ValueError(f"target {spec!r}: {path} is not Python source: {exc}") from None
+        raise ValueError(f"{what}: {path} is not Python source: {exc}") from None
     defined: set[str] = set()
     for node in ast.walk(tree):  # top level or under if/try: any binding may be the one
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -142,4 +150,4 @@ def _check_file_target(spec: str, path: str, name: str) -> None:
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             defined.add(node.id)
     if name not in defined and "__getattr__" not in defined:
-        raise ValueError(f"target {spec!r}: {path} defines no {name!r}")
+        raise ValueError(f"{what}: {path} defines no {name!r}")

@@ -10,6 +10,7 @@ from harness.world.lifecycle import Lifecycle, Unit
 from harness.world.result import (
     CRASH,
     ERROR,
+    FAIL,
     HANG,
     PASS,
     RankResult,
@@ -61,9 +62,9 @@ def unit_result(outdir: str, ident: int, host: int, unit: Unit, name: str) -> Ra
     if unit.alive_at_deadline:
         out.outcome = HANG
     elif res is not None and res.ok:
-        out.outcome, out.returned = PASS, True
+        out.outcome, out.returned = (FAIL if res.invalid else PASS), True
         out.value_pickle = bytes(res.payload) if res.payload else None
-        out.value_repr = res.value_repr
+        out.value_repr, out.invalid = res.value_repr, res.invalid
     elif res is not None:
         out.outcome, out.error = ERROR, dict(res.error or _NO_ERROR)
         if res.payload:

@@ -87,22 +87,28 @@ def _enter_world(ctx: RankContext, rank: int, life: int = 0) -> None:
 
 # -- running a target ---------------------------------------------------------
 
-def resolve_target(target: str) -> Callable[..., Any]:
-    """``pkg.module:function`` or ``path/to/file.py:function`` -> the function."""
+def resolve_target(target: str, kind: str = "target") -> Callable[..., Any]:
+    """``pkg.module:function`` or ``path/to/file.py:function`` -> the function (or class).
+
+    A file already loaded (a checker living beside the target) is not run twice:
+    its classes must be the ones the target used.
+    """
     module_part, sep, attr = target.rpartition(":")
     if not sep or not module_part or not attr:
-        raise ValueError(f"target {target!r}: expected 'module.path:function' or 'file.py:function'")
+        raise ValueError(f"{kind} {target!r}: expected 'module.path:function' or 'file.py:function'")
     if module_part.endswith(".py") or os.sep in module_part:
         path = os.path.abspath(module_part)
-        if not _code_exists(path):
-            raise FileNotFoundError(f"target {target!r}: no such file {path}")
         mod_name = os.path.splitext(os.path.basename(path))[0]
-        sys.path.insert(0, os.path.dirname(path))
-        spec = importlib.util.spec_from_file_location(mod_name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[mod_name] = module
-        spec.loader.exec_module(module)
+        module = sys.modules.get(mod_name)
+        if module is None or os.path.abspath(getattr(module, "__file__", None) or "") != path:
+            if not _code_exists(path):
+                raise FileNotFoundError(f"{kind} {target!r}: no such file {path}")
+            sys.path.insert(0, os.path.dirname(path))
+            spec = importlib.util.spec_from_file_location(mod_name, path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[mod_name] = module
+            spec.loader.exec_module(module)
     else:
         module = importlib.import_module(module_part)
     obj: Any = module
@@ -110,9 +116,9 @@ def resolve_target(target: str) -> Callable[..., Any]:
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            raise AttributeError(f"target {target!r}: {module_part} has no attribute {attr!r}") from None
+            raise AttributeError(f"{kind} {target!r}: {module_part} has no attribute {attr!r}") from None
     if not callable(obj):
-        raise TypeError(f"target {target!r} is not callable")
+        raise TypeError(f"{kind} {target!r} is not callable")
     return obj
 
 
@@ -146,6 +152,10 @@ def report_and_exit(ctx: RankContext, fn: Callable[[], Any]) -> None:
     try:
         value = fn()
         result: dict[str, Any] = {"type": "result", "ok": True, "value_repr": _short_repr(value)}
+        if ctx.spec.checker is not None:  # the user's checker runs here, never in the harness
+            from harness.checkers.validator import problem
+
+            result["invalid"] = problem(ctx.spec.checker, value)
         try:
             result["value"] = pickle.dumps(value)
         except Exception as exc:  # noqa: BLE001

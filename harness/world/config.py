@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from harness.checkers.validator import validator
 from harness.faults.plan import FaultPlan, make_plan
 from harness.filesystem.mounts import Mount, MountTable, default_table
 from harness.filesystem.sandbox import Leftover
@@ -48,6 +49,8 @@ class WorldConfig:
     max_restarts: int = 20
     keep_output_dir: bool = False
     record_files: bool = False
+    #: a ``Validator`` or anything ``harness.checkers.validator.validator`` reads
+    checker: Any = None
 
     def __post_init__(self) -> None:
         # Normalise what callers pass loosely (lists, None), then check it all.
@@ -63,6 +66,8 @@ class WorldConfig:
         set_(self, "files", tuple(self.files or ()))
         set_(self, "watch", tuple(self.watch or ()))
         set_(self, "topology", get_topology(self.topology))
+        if self.checker is not None:
+            set_(self, "checker", validator(self.checker))
         if self.profile not in PROFILES:
             raise ValueError(f"unknown profile {self.profile!r}: use one of {', '.join(PROFILES)}")
         if not self.timeout > 0:

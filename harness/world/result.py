@@ -26,6 +26,7 @@ class RankResult:
     returned: bool = False
     value_pickle: bytes | None = field(default=None, repr=False)
     value_repr: str | None = None
+    invalid: str | None = None  # what the world's checker refused in the value it returned
     error: dict[str, Any] | None = None  # type, message, traceback
     exit_code: int | None = None
     signal: int | None = None
@@ -54,6 +55,8 @@ class RankResult:
     def summary(self) -> str:
         if self.outcome == PASS:
             return "returned " + (self.value_repr or "None")
+        if self.invalid:
+            return "returned an invalid value: " + one_line(self.invalid)
         if self.outcome == ERROR and self.error:
             return f"raised {self.error['type']}: {one_line(self.error['message'])}"
         if self.outcome == CRASH:

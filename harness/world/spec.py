@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.checkers.validator import Validator
 from harness.faults.plan import FaultPlan
 from harness.filesystem.mounts import MountTable
 from harness.topology import Topology
@@ -32,6 +33,7 @@ class WorldSpec:
     mounts: MountTable | None = None  # None: the target sees the machine's filesystem
     faults: FaultPlan = field(default_factory=FaultPlan)
     record_files: bool = False  # every rank tells its file operations and imports
+    checker: Validator | None = None  # run by every rank on the value its target returned
 
     def args_of(self, rank: int) -> tuple[Any, ...]:
         """The positional args ``rank`` calls the target with: its host's, else ``args``."""

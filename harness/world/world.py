@@ -90,6 +90,10 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
     makes through the view, recorded as ``Event(kind="file", rank, op,
     detail={"path", "ok", "errno"?, "dst"?, "size"?, "count"?})`` (see
     ``harness/filesystem/recording.py``); nothing is sent without it.
+    ``checker`` (a pydantic model, a function ``check(value) -> None | str``, a
+    JSON schema, or a reference to one: see ``harness.checkers.validator``)
+    judges every rank's value inside the rank: a value it refuses makes that
+    rank FAIL, with what it said in ``RankResult.invalid``.
     """
     if config is None:
         config = WorldConfig(**overrides)
@@ -116,7 +120,8 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
         profile=config.profile, deadline=start_wall + timeout - grace, outdir=outdir, cwd=cwd,
         base_env=base_env, shim_root=shim_root(), target=name, args=config.args,
         kwargs=config.kwargs, argv=config.argv, seed=seed, home=config.home, mounts=table,
-        faults=plan, record_files=config.record_files, args_by_host=config.args_by_host)
+        faults=plan, record_files=config.record_files, args_by_host=config.args_by_host,
+        checker=config.checker)
     try:
         if table is not None:
             sandbox_layout.create(spec.sandbox, table, topo, plan.leftovers + config.files)

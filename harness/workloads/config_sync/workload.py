@@ -7,11 +7,9 @@ from typing import Any
 from pydantic import Field
 
 from harness.checkers import config_sync
-from harness.checkers.common import Judgement
 from harness.workloads.base import Workload, WorkloadInputs
 from harness.workloads.config_sync import PRELOAD, TARGETS
 from harness.workloads.config_sync.model import default_config
-from harness.world.result import WorldResult
 
 
 def _default_config() -> dict[str, Any]:
@@ -36,19 +34,6 @@ class ConfigSyncInputs(WorkloadInputs):
     sync_dir: str | None = Field(default=None, max_length=4096)
 
 
-def _validate_config(config: dict[str, Any]) -> str | None:
-    from pydantic import ValidationError
-
-    from harness.workloads.config_sync.model import PretrainConfig
-
-    try:
-        PretrainConfig.model_validate(config)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        return f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}"
-    return None
-
-
 def _another_run(inputs: ConfigSyncInputs) -> ConfigSyncInputs:
     """Another run of the same job: another name, learning rate and seed."""
     config = dict(inputs.config)
@@ -57,15 +42,6 @@ def _another_run(inputs: ConfigSyncInputs) -> ConfigSyncInputs:
     if config.get("run_name") is not None:
         config["run_name"] = f"{config['run_name']}-previous"
     return inputs.model_copy(update={"config": config})
-
-
-def check(result: WorldResult) -> Judgement:
-    return config_sync.check(result, validate=_validate_config)
-
-
-def check_users(result: WorldResult) -> Judgement:
-    """A user's config need not be the seed's: every rank ends with the same one."""
-    return config_sync.check(result)
 
 
 # Which catalog cells the seed's code fails: recorded as the strict xfails of
@@ -82,7 +58,7 @@ _NAIVE_KNOWN = frozenset(CATALOG) - {"baseline", "divergent-slugs", "divergent-i
 _SEED_FIX_KNOWN = frozenset(CATALOG)
 
 WORKLOAD = Workload(
-    "config-sync", ConfigSyncInputs, check, targets=TARGETS,
+    "config-sync", ConfigSyncInputs, config_sync.check, targets=TARGETS,
     known_failures={"naive-sync": _NAIVE_KNOWN, "seed-fix-sync": _SEED_FIX_KNOWN},
     preload=PRELOAD, catalog_order=CATALOG, another_run=_another_run,
-    user_checker=check_users)
+    validator="harness.workloads.config_sync.model:PretrainConfig")
