@@ -81,7 +81,7 @@ def matrix():
             return _matrix(target, FILE_SCENARIOS)
         if target == "own_schema":
             return _matrix(user_target(target), ("baseline", *FILE_SCENARIOS))
-        if target == "collective_only":
+        if target in ("collective_only", "guarded_broadcast"):
             return _matrix(user_target(target), (*PROCESS_SCENARIOS, *FILE_SCENARIOS))
         return _matrix(user_target(target), FILE_SCENARIOS)
 
@@ -149,6 +149,25 @@ def test_collective_only_writer_killed_is_exercised(matrix):
     cell = matrix("collective_only")["writer-killed"]
     assert cell.faults_fired and not not_exercised(cell), _summary(cell)
     assert cell.outcome != PASS, _summary(cell)
+
+
+@pytest.mark.parametrize("scenario", [*PROCESS_SCENARIOS, "isolated-tmp", "writer-killed"])
+def test_a_correct_target_sharing_no_file_meets_every_scenario_that_can_reach_it(matrix, scenario):
+    """guarded_broadcast: the config in a rendezvous payload, every wait with a deadline.
+    It passes what it can pass and fails loudly (every survivor raises, in time) where the
+    scenario says no code can succeed: rank 0 raising, or killed, at its collective."""
+    cell = matrix("guarded_broadcast")[scenario]
+    assert not not_exercised(cell), _summary(cell)
+    assert cell.met and cell.verdict == "ok", _summary(cell)
+    assert cell.outcome == (PASS if cell.expected == "pass" else "ERROR"), _summary(cell)
+
+
+@pytest.mark.parametrize("scenario", _collective_file_cases())
+def test_a_correct_target_sharing_no_file_is_not_exercised_by_file_scenarios(matrix, scenario):
+    cell = matrix("guarded_broadcast")[scenario]
+    assert not_exercised(cell) and cell.outcome != PASS, _summary(cell)
+    assert "role handoff resolved to nothing" in cell.detail or \
+        "mount on role handoff-dir resolved to nothing" in cell.detail, _summary(cell)
 
 
 def test_own_schema_passes_baseline_judged_by_its_own_model(matrix):
