@@ -2,11 +2,13 @@
 modules a later world of the same target can preload (``record_files``).
 
 The fork server preloads the target file's own top-level imports; a module
-imported inside the function, or transitively (hydra, the model code), is
+imported inside the function, or transitively (hydra, torch, transformers), is
 imported again by every rank after the fork. A discovery world learns those
 names here, and the runner passes them as ``preload=`` to later worlds.
-Only modules loaded from files outside the harness, its shim and the
-standard library are named; at most ``LIMIT`` of them.
+Only installed packages (site-packages) are named, at most ``LIMIT`` of them:
+the user's own modules (the model code, a helper beside the target) are never
+preloaded, because the fork server imports outside any world's sandbox and
+their import-time code (a ``makedirs``, a log file) must run inside it.
 """
 
 from __future__ import annotations
@@ -27,9 +29,12 @@ def mark() -> None:
 
 
 def learned(exclude: tuple[str, ...] = ()) -> list[str]:
-    """The modules imported since ``mark``, from files outside the harness, the
-    directories in ``exclude`` and the standard library, sorted, bounded."""
-    skip = tuple(os.path.join(os.path.abspath(p), "") for p in (*exclude, *_own_roots()))
+    """The installed modules imported since ``mark``, outside the harness and the
+    directories in ``exclude``, sorted, bounded."""
+    import harness
+
+    skip = tuple(os.path.join(os.path.abspath(p), "")
+                 for p in (*exclude, os.path.dirname(harness.__file__)))
     names = []
     for name, module in list(sys.modules.items()):
         if name in _at_fork or name == "__main__" or module is None:
@@ -38,22 +43,13 @@ def learned(exclude: tuple[str, ...] = ()) -> list[str]:
         if not isinstance(path, str):
             continue
         real = os.path.abspath(path)  # a string operation: no stat through the view
-        if real.startswith(skip) and not _installed(real):
+        if not _installed(real) or real.startswith(skip):
             continue
         names.append(name)
     return sorted(names)[:LIMIT]
 
 
-def _own_roots() -> tuple[str, ...]:
-    import sysconfig  # only when recording: nothing more to import in every rank
-
-    import harness
-
-    paths = sysconfig.get_paths()
-    return (os.path.dirname(harness.__file__), paths["stdlib"], paths["platstdlib"])
-
-
 def _installed(real: str) -> bool:
-    """Inside the stdlib's directory but installed (site-packages): interesting."""
+    """An installed package's file (site-packages, dist-packages), wherever those live."""
     parts = real.split(os.sep)
     return "site-packages" in parts or "dist-packages" in parts
