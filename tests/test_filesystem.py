@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import shutil
 import stat
 import uuid
 from pathlib import Path
@@ -456,3 +457,19 @@ def test_hole_real_symlinks_are_followed_on_the_machine(holes):
     _, value, _ = holes
     assert value["real_link"] == "the machine's file"
     assert value["link_target_in_view"] is False
+
+
+def test_libraries_that_bound_open_before_the_view_write_inside_it():
+    """tempfile (its ``unlink=_os.unlink`` default), bz2, tarfile and numpy hold the real
+    functions from before the fork: rebound in each rank, they act on the view, and
+    nothing they wrote reaches the machine's /tmp."""
+    token = f"earlybound-{uuid.uuid4().hex[:10]}"
+    result = run_world(target("early_bound_writers"), topology="1x1", timeout=20, args=(token,),
+                       preload=("numpy", "bz2", "tarfile", "tempfile"))
+    leaked = [p for p in os.listdir("/tmp") if p.startswith(token)]
+    for p in leaked:  # only if containment failed
+        path = os.path.join("/tmp", p)
+        shutil.rmtree(path) if os.path.isdir(path) else os.unlink(path)
+    assert leaked == []
+    (value,) = passed(result)
+    assert value == {name: True for name in value} and len(value) == 6, value

@@ -175,3 +175,21 @@ def test_own_schema_passes_baseline_judged_by_its_own_model(matrix):
     assert cell.outcome == PASS, _summary(cell)
     assert cell.checker == CHECKERS["own_schema"]
     assert "--checker" in cell.replay
+
+
+#: The content scenarios: each changes what the handoff holds
+_CONTENT = ("partial-write", "corrupt-file", "concurrent-jobs")
+
+
+@pytest.mark.parametrize("scenario", _CONTENT)
+def test_a_handoff_staged_under_a_random_tempfile_name_is_still_hit(scenario):
+    """tempfile_rename writes ``tmpXXXXXXXX.tmp`` and renames it onto config.yaml: the
+    staging name shares nothing with the final one, so only because tempfile draws the same
+    names in every run (seeded by rank and life) is the file the fault-free run staged
+    under the one the cell stages under too."""
+    cell = _matrix(user_target("tempfile_rename"), _CONTENT)[scenario]
+    assert cell.faults_fired and not not_exercised(cell), _summary(cell)
+    for fault in cell.faults_fired:  # at the staging file the fault-free run learned
+        assert fault.path.endswith(".tmp") and f"through {fault.path}" in cell.roles["handoff"], \
+            _summary(cell)
+    assert cell.outcome != PASS, _summary(cell)

@@ -372,3 +372,12 @@ def test_a_rank_preempted_inside_a_collective_does_not_leave_its_arrival_behind(
     assert result.outcome == PASS, result.describe()
     assert result.ranks[1].restarts == 1
     assert [r.value for r in result.ranks] == [[b"zero", b"life 1"]] * 2
+
+
+def test_tempfile_names_are_the_same_in_every_run_and_differ_between_ranks():
+    """Reproducible to its paths: a staging name learned from one run is the next run's."""
+    first = run_world(f"{TARGETS}:temp_names", topology="v4-8", timeout=20)
+    again = run_world(f"{TARGETS}:temp_names", topology="v4-8", timeout=20, seed=7)
+    assert first.outcome == PASS, first.describe()
+    assert first.values == again.values
+    assert len({tuple(v) for v in first.values}) == len(first.ranks)

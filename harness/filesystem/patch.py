@@ -13,6 +13,7 @@ import builtins
 import io
 import os
 import sys
+import types
 from typing import Any
 
 from harness.filesystem.view import View
@@ -22,9 +23,21 @@ _installed: View | None = None
 _saved: list[tuple[Any, str, Any]] = []
 
 
-def _set(owner: Any, name: str, value: Any) -> None:
-    _saved.append((owner, name, getattr(owner, name)))
-    setattr(owner, name, value)
+def _get(owner: Any, key: Any) -> Any:
+    return owner.get(key) if type(owner) is dict else getattr(owner, key, None)
+
+
+def _set(owner: Any, key: Any, value: Any) -> None:
+    """``owner.key = value`` (an item when ``owner`` is a dict), undone by ``uninstall``."""
+    _saved.append((owner, key, _get(owner, key)))
+    _put(owner, key, value)
+
+
+def _put(owner: Any, key: Any, value: Any) -> None:
+    if type(owner) is dict:
+        owner[key] = value
+    else:
+        setattr(owner, key, value)
 
 
 def install(view: View) -> None:
@@ -32,6 +45,7 @@ def install(view: View) -> None:
     global _installed
     if _installed is not None:
         uninstall()
+    early = find_early_bindings() if _early is None else _early
     _installed = view
     v = view
     _set(builtins, "open", v.open)
@@ -81,6 +95,7 @@ def install(view: View) -> None:
                 _set(accessor, name, getattr(os, name))
     import tempfile
     tempfile.tempdir = None  # recomputed through the view on next use
+    _rebind_early(early)
     when_imported("torch", _patch_torch)
     when_imported("numpy", _patch_numpy)
 
@@ -88,9 +103,97 @@ def install(view: View) -> None:
 def uninstall() -> None:
     global _installed
     while _saved:
-        owner, name, value = _saved.pop()
-        setattr(owner, name, value)
+        owner, key, value = _saved.pop()
+        _put(owner, key, value)
     _installed = None
+
+
+# -- references bound before the view existed ------------------------------------
+
+#: What a module imported before the rank's fork holds of the real functions: a
+#: global (``tarfile.bltn_open``, ``bz2._builtin_open``) or a default argument
+#: (``tempfile``'s ``unlink=_os.unlink``, which deletes the file ``NamedTemporaryFile``
+#: made through the view). Found once, in the fork server (``find_early_bindings``),
+#: and rebound in each rank at ``install``: a handful of sites, not a scan per rank.
+_early: list[tuple[Any, Any, Any]] | None = None
+#: The real functions ``install`` replaces, by where it replaces them.
+_REAL = [(builtins, "open"), (io, "open"), *((os, n) for n in (
+    "open", "stat", "lstat", "access", "listdir", "scandir", "mkdir", "remove", "unlink", "rmdir",
+    "rename", "replace", "chmod", "utime", "truncate", "readlink", "symlink", "link", "fsync",
+    "chdir", "getcwd", "chown", "statvfs", "mkfifo", "mknod"))]
+#: Modules whose own references stay real: the view is built on them, and source code
+#: (read for tracebacks) is loaded from the machine, as imports are, never through faults.
+_KEEP = ("harness", "torch_xla", "os", "posix", "io", "_io", "builtins", "pathlib", "posixpath",
+         "tokenize", "linecache")
+
+
+def find_early_bindings() -> list[tuple[Any, Any, Any]]:
+    """``(owner, key, what it holds)`` for every reference to one of the real functions
+    ``install`` replaces that a module imported before the fork holds: a module global
+    (owner: the module), a value of a module-level dict or of the attributes of a
+    module-level instance of the module's own class (owner: that dict), and a function
+    default of its functions and its classes' methods (owner: the function, key
+    ``__defaults__`` or ``__kwdefaults__``). Run before ``install`` (the fork server runs
+    it once, for every rank it forks)."""
+    global _early
+    real = {id(getattr(owner, name)) for owner, name in _REAL if hasattr(owner, name)}
+    found: list[tuple[Any, Any, Any]] = []
+
+    def values_of(owner: Any, items: Any) -> None:
+        for key, value in list(items):
+            if id(value) in real:
+                found.append((owner, key, value))
+
+    def defaults(fn: Any) -> None:
+        fn = getattr(fn, "__func__", fn)  # a classmethod's or staticmethod's function
+        if type(fn) is not types.FunctionType:
+            return
+        for attr in ("__defaults__", "__kwdefaults__"):
+            values = getattr(fn, attr)
+            items = values.values() if isinstance(values, dict) else values or ()
+            if any(id(v) in real for v in items):
+                found.append((fn, attr, values))
+
+    namespaces = {id(vars(builtins))} | {id(getattr(m, "__dict__", None)) for m in list(sys.modules.values())}
+    for module_name, module in list(sys.modules.items()):
+        if module is None or module_name.split(".")[0] in _KEEP:
+            continue
+        try:
+            values_of(module, vars(module).items())
+            for value in list(vars(module).values()):
+                kind = type(value)  # type(), not isinstance: a lazy proxy's __class__ may warn
+                if kind is dict and id(value) in namespaces:
+                    continue  # __builtins__, or another module's globals: not this module's
+                if kind is dict:
+                    values_of(value, value.items())
+                elif kind is types.FunctionType and value.__module__ == module_name:
+                    defaults(value)
+                elif issubclass(kind, type) and value.__module__ == module_name:
+                    for member in list(vars(value).values()):
+                        defaults(member)
+                elif kind.__module__ == module_name and type(getattr(value, "__dict__", None)) is dict:
+                    attrs = value.__dict__  # numpy's _file_openers holds {None: open}
+                    values_of(attrs, attrs.items())
+                    for held in list(attrs.values()):
+                        if type(held) is dict and id(held) not in namespaces:
+                            values_of(held, held.items())
+        except Exception:  # noqa: BLE001 - an odd module (a lazy proxy) keeps its references
+            continue
+    _early = found
+    return found
+
+
+def _rebind_early(sites: list[tuple[Any, Any, Any]]) -> None:
+    """Point each early reference at what ``install`` put in the real function's place."""
+    replaced = {id(old): getattr(owner, name) for owner, name, old in _saved
+                if owner in (builtins, io, os)}
+    for owner, key, old in sites:
+        if key in ("__defaults__", "__kwdefaults__") and type(owner) is types.FunctionType:
+            new = {k: replaced.get(id(v), v) for k, v in old.items()} if isinstance(old, dict) \
+                else tuple(replaced.get(id(v), v) for v in old)
+            _set(owner, key, new)
+        elif id(old) in replaced and _get(owner, key) is old:
+            _set(owner, key, replaced[id(old)])
 
 
 # -- libraries that hand a path to C ---------------------------------------------

@@ -22,7 +22,7 @@ from typing import Any
 
 from harness.world import imported, runtime
 from harness.world.channel import Channel
-from harness.world.environment import enter_environment, seed_generators
+from harness.world.environment import enter_environment, seed_generators, seed_temp_names
 from harness.world.process import arm_fallback_stacks, die_with_parent, redirect_output
 from harness.world.runtime import RankContext
 from harness.world.spec import WorldSpec
@@ -83,6 +83,7 @@ def _enter_world(ctx: RankContext, rank: int, life: int = 0) -> None:
         patch.install(view)
         ctx.view = view
     seed_generators(seed)
+    seed_temp_names(rank, life)
 
 
 # -- running a target ---------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 from harness.world.spec import WorldSpec
 
@@ -21,6 +22,25 @@ def enter_environment(spec: WorldSpec, env: dict[str, str]) -> None:
     # A target's earlier import of torch_xla (never expected, but cheap to rule out).
     for name in [m for m in sys.modules if m == "torch_xla" or m.startswith("torch_xla.")]:
         del sys.modules[name]
+
+
+def seed_temp_names(rank: int, life: int) -> None:
+    """``tempfile``'s names drawn from a generator seeded by the rank and its life.
+
+    Real names are random per process; here they are the same in every run of a
+    world, so that a run is reproducible to its paths (a report names the same
+    ``tmpk3j9x2ab.tmp`` every time) and a staging file learned from the target's
+    fault-free run (written, then renamed onto the handoff) is the one its cells
+    write too. Ranks and lives draw distinct names, as distinct processes do.
+    """
+    from harness.imports import when_imported
+
+    def seed(tempfile: Any) -> None:
+        names = getattr(tempfile, "_get_candidate_names", None)
+        if names is not None:  # private since Python 2, still there: else left random
+            names().rng.seed(f"harness-tempfile:{rank}:{life}")
+
+    when_imported("tempfile", seed)
 
 
 def seed_generators(seed: int) -> None:

@@ -101,6 +101,8 @@ def warm_up() -> None:
         compileall.compile_dir(shim_root(), quiet=2, force=False)
     except Exception:  # noqa: BLE001 - bytecode is an optimisation only (read-only installs)
         pass
+    from harness.filesystem.patch import find_early_bindings
+    find_early_bindings()  # after every preload: what they hold of the real os, once
     gc.collect()
     gc.freeze()
 

@@ -663,3 +663,37 @@ def holes(outside, realdir):
     out["link_target_in_view"] = os.path.exists(real("target.txt"))
     return out
 
+
+
+def early_bound_writers(token):
+    """Libraries that bound ``open`` or ``os.unlink`` before the view was installed
+    (imported in the fork server): each writes under /tmp and reads back; the harness's
+    test then checks that nothing named ``token`` exists on the machine."""
+    import bz2
+    import shutil
+    import tarfile
+    import tempfile
+
+    import numpy as np
+
+    done = {}
+    with tempfile.NamedTemporaryFile("w", dir="/tmp", prefix=token) as f:  # delete=True
+        f.write("x")
+        f.flush()
+        done["named_temporary_file"] = os.path.exists(f.name)
+    done["named_temporary_file_deleted"] = not os.path.exists(f.name)
+    with bz2.open(f"/tmp/{token}.bz2", "wb") as f:
+        f.write(b"compressed")
+    done["bz2"] = bz2.open(f"/tmp/{token}.bz2").read() == b"compressed"
+    np.savetxt(f"/tmp/{token}.txt", np.arange(3))
+    done["numpy_savetxt"] = np.loadtxt(f"/tmp/{token}.txt").tolist() == [0.0, 1.0, 2.0]
+    os.makedirs(f"/tmp/{token}-dir")
+    with open(f"/tmp/{token}-dir/a.txt", "w") as f:
+        f.write("a")
+    with tarfile.open(f"/tmp/{token}.tar", "w") as tar:
+        tar.add(f"/tmp/{token}-dir/a.txt", arcname="a.txt")
+    with tarfile.open(f"/tmp/{token}.tar") as tar:
+        done["tarfile"] = tar.getnames() == ["a.txt"]
+    archive = shutil.make_archive(f"/tmp/{token}-arch", "gztar", root_dir=f"/tmp/{token}-dir")
+    done["make_archive"] = os.path.exists(archive)
+    return done

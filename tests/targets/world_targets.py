@@ -111,3 +111,14 @@ def unpicklable_result():
 def sleeps_in_python(seconds):
     time.sleep(seconds)
     return "woke"
+
+
+def temp_names():
+    """Three names tempfile draws in this rank (files created in the rank's sandboxed /tmp)."""
+    import tempfile
+
+    names = []
+    for _ in range(3):
+        with tempfile.NamedTemporaryFile(dir="/tmp", delete=True) as f:
+            names.append(f.name)
+    return names
