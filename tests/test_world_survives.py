@@ -1,0 +1,127 @@
+"""The harness survives its targets (issue 10): what a target leaves behind or
+keeps open may make a cell fail, never stop or mislead the harness itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from harness import PASS, get_topology, run_world
+from harness.filesystem import sandbox as sandbox_layout
+from harness.filesystem.mounts import default_table, real_root
+from harness.filesystem.snapshot import SIZE_CAP, content_bytes, snapshot
+
+from support import REPO
+
+HERE = Path(__file__).parent
+TARGETS = HERE / "targets" / "survival_targets.py"
+WATCHED = "/tmp/out"
+
+
+def target(name: str) -> str:
+    return f"{TARGETS}:{name}"
+
+
+# -- snapshots of watched files ----------------------------------------------------
+
+def test_a_fifo_at_a_watched_path_is_recorded_as_a_fifo_not_read():
+    """Reading a FIFO nobody writes blocks forever: the world runs in a subprocess so
+    that a harness stuck in it fails this test (by the guard) instead of hanging it."""
+    script = textwrap.dedent(f"""
+        import json
+        from harness import run_world
+        result = run_world({target("leaves_a_fifo")!r}, topology="1x1", timeout=20,
+                           args=({WATCHED!r},), watch=[{WATCHED + "/*"!r}])
+        exits = [e.detail["files"] for e in result.history if e.kind == "snapshot"]
+        print(json.dumps({{"outcome": result.outcome, "files": result.files[0],
+                          "at_exit": exits}}))
+    """)
+    try:
+        done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True,
+                              text=True, timeout=120)
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError("the harness blocked on the FIFO and never ended the world") from exc
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report["outcome"] == PASS
+    expected = {f"{WATCHED}/note.txt": "written", f"{WATCHED}/pipe": "not read: fifo"}
+    assert report["files"] == expected
+    assert report["at_exit"] == [expected]
+
+
+def test_a_huge_sparse_file_is_recorded_by_its_size_never_read():
+    size = 600 * 1024 * 1024
+    result = run_world(target("leaves_a_sparse_file"), topology="1x1", timeout=20,
+                       args=(WATCHED, size), watch=[WATCHED + "/*"])
+    assert result.outcome == PASS, result.describe()
+    content = result.files[0][f"{WATCHED}/huge.bin"]
+    assert content == f"not read: {size} bytes, larger than the {SIZE_CAP} bytes read at most"
+    assert content_bytes(content) is None
+
+
+def test_a_symlink_at_a_watched_path_is_recorded_as_a_link_not_followed():
+    """The target's links hold virtual paths: followed on the machine, they lead out."""
+    result = run_world(target("leaves_a_symlink"), topology="1x1", timeout=20,
+                       args=(WATCHED,), watch=[WATCHED + "/*"])
+    assert result.outcome == PASS, result.describe()
+    assert result.files[0] == {f"{WATCHED}/latest": "not read: symlink -> /nonexistent/elsewhere"}
+
+
+def _sandbox(tmp_path: Path) -> tuple[str, object, object, str]:
+    topology = get_topology("1x1")
+    table = default_table(topology, str(tmp_path / "home"), str(tmp_path / "cwd"))
+    sandbox = str(tmp_path / "sandbox")
+    sandbox_layout.create(sandbox, table, topology)
+    tmp = table.match("/tmp")
+    return sandbox, table, topology, real_root(sandbox, tmp, tmp.scope_key(0, 0))
+
+
+def test_snapshot_records_what_each_file_is_and_reads_at_most_the_cap(tmp_path):
+    sandbox, table, topology, root = _sandbox(tmp_path)
+    out = Path(root) / "out"
+    out.mkdir()
+    (out / "small.txt").write_text("hello")
+    (out / "binary.bin").write_bytes(b"\xff\x00")
+    with open(out / "at_cap.bin", "wb") as f:
+        f.truncate(SIZE_CAP)
+    with open(out / "over_cap.bin", "wb") as f:
+        f.truncate(SIZE_CAP + 1)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(str(out / "sock"))
+        files = snapshot(sandbox, table, topology, 0, ["/tmp/out/*"], str(tmp_path), str(tmp_path))
+    finally:
+        listener.close()
+    assert files["/tmp/out/small.txt"] == "hello"
+    assert content_bytes(files["/tmp/out/binary.bin"]) == b"\xff\x00"
+    at_cap = files["/tmp/out/at_cap.bin"]
+    assert at_cap.startswith("sha256:") and at_cap.endswith(f"({SIZE_CAP} bytes)")
+    assert files["/tmp/out/over_cap.bin"] == \
+        f"not read: {SIZE_CAP + 1} bytes, larger than the {SIZE_CAP} bytes read at most"
+    assert files["/tmp/out/sock"] == "not read: socket"
+    assert all(content_bytes(files[f"/tmp/out/{n}"]) is None
+               for n in ("at_cap.bin", "over_cap.bin", "sock"))
+
+
+def test_a_file_removed_while_the_snapshot_runs_is_left_out(tmp_path, monkeypatch):
+    """Ranks still running may delete a watched file between the walk and the read."""
+    sandbox, table, topology, root = _sandbox(tmp_path)
+    out = Path(root) / "out"
+    out.mkdir()
+    (out / "kept.txt").write_text("kept")
+    (out / "gone.txt").write_text("gone")
+    real_walk = os.walk
+
+    def walk_then_delete(top, *args, **kwargs):
+        for entry in real_walk(top, *args, **kwargs):
+            (out / "gone.txt").unlink(missing_ok=True)
+            yield entry
+
+    monkeypatch.setattr(os, "walk", walk_then_delete)
+    files = snapshot(sandbox, table, topology, 0, ["/tmp/out/*"], str(tmp_path), str(tmp_path))
+    assert files == {"/tmp/out/kept.txt": "kept"}
