@@ -16,7 +16,7 @@ from harness.filesystem import sandbox as sandbox_layout
 from harness.filesystem.mounts import default_table, real_root
 from harness.filesystem.snapshot import SIZE_CAP, content_bytes, snapshot
 
-from support import REPO
+from support import REPO, processes_of_world
 
 HERE = Path(__file__).parent
 TARGETS = HERE / "targets" / "survival_targets.py"
@@ -125,3 +125,17 @@ def test_a_file_removed_while_the_snapshot_runs_is_left_out(tmp_path, monkeypatc
     monkeypatch.setattr(os, "walk", walk_then_delete)
     files = snapshot(sandbox, table, topology, 0, ["/tmp/out/*"], str(tmp_path), str(tmp_path))
     assert files == {"/tmp/out/kept.txt": "kept"}
+
+
+# -- a rank's socket held by a child it forked ---------------------------------------
+
+def test_ranks_whose_forked_children_hold_their_sockets_pass_and_the_children_die():
+    """32 ranks return at once, each leaving a child that holds the rank's socket open:
+    the exit of each must not cost the single-threaded loop a wait for an EOF that only
+    the world's end brings (0.5 s each used to turn this world into a HANG)."""
+    result = run_world(target("forks_a_child_that_keeps_the_socket"), topology="v4-64-pjrt",
+                       timeout=8, args=(30,))
+    assert result.outcome == PASS, result.describe()
+    assert [r.value for r in result.ranks] == list(range(32))
+    assert result.leftovers == 32, "every child was still alive at the end, and killed"
+    assert processes_of_world(result.world_id) == []
