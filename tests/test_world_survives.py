@@ -11,12 +11,12 @@ import sys
 import textwrap
 from pathlib import Path
 
-from harness import PASS, get_topology, run_world
+from harness import HANG, PASS, get_topology, run_world
 from harness.filesystem import sandbox as sandbox_layout
 from harness.filesystem.mounts import default_table, real_root
 from harness.filesystem.snapshot import SIZE_CAP, content_bytes, snapshot
 
-from support import REPO, processes_of_world
+from support import REPO, processes_of_world, run_cli
 
 HERE = Path(__file__).parent
 TARGETS = HERE / "targets" / "survival_targets.py"
@@ -139,3 +139,43 @@ def test_ranks_whose_forked_children_hold_their_sockets_pass_and_the_children_di
     assert [r.value for r in result.ranks] == list(range(32))
     assert result.leftovers == 32, "every child was still alive at the end, and killed"
     assert processes_of_world(result.world_id) == []
+
+
+# -- exec mode: a script that starts no rank -------------------------------------------
+
+def test_exec_of_a_script_that_starts_no_rank_passes_and_says_so(tmp_path):
+    """The script ran on every host and exited 0: on a pod that is a run that passed.
+    No rank was started, so none crashed; the report says that it started none."""
+    script = tmp_path / "hello.py"
+    script.write_text('print("hello from the launcher")\n')
+    done = run_cli("exec", "--", "python", str(script))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert ("PASS: no rank started: launchers 0-7 ran the script to its end (exit 0) "
+            "without xmp.spawn or the XLA runtime") in " ".join(done.stdout.split())
+    assert "CRASH" not in done.stdout and "still running" not in done.stdout
+    shown = run_cli("exec", "-t", "2x2", "--output", "--", "python", str(script))
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    assert "hello from the launcher" in shown.stdout
+
+
+def test_exec_a_launcher_that_starts_no_rank_while_others_do_is_named(tmp_path):
+    """Host 1 skips xmp.spawn: host 0's ranks wait for its ranks forever, and the report
+    says that they never started, and why, rather than that they are still running."""
+    script = tmp_path / "skips.py"
+    script.write_text(textwrap.dedent("""
+        import os
+        import torch_xla.core.xla_model as xm
+        import torch_xla.distributed.xla_multiprocessing as xmp
+
+        def _mp_fn(index):
+            xm.rendezvous("sync")
+
+        if __name__ == "__main__" and os.environ["TPU_WORKER_ID"] != "1":
+            xmp.spawn(_mp_fn)
+    """))
+    result = run_world(argv=(str(script),), topology="2x2", timeout=3)
+    assert result.outcome == HANG
+    assert [h.outcome for h in result.hosts] == [HANG, PASS]
+    never = result.ranks[2:]
+    assert [r.summary() for r in never] == \
+        ["never started: launcher 1 exited 0 without starting it"] * 2
