@@ -106,11 +106,6 @@ class EventLoop:
                 return sock
         return None
 
-    def drain(self, sock: socket.socket, timeout: float) -> None:
-        """Read what a dead process left in its socket, up to its EOF."""
-        while sock in self.conns and self._read(sock, timeout):
-            pass
-
     def read_last(self, sock: socket.socket, timeout: float) -> None:
         """Read the frames a process that is gone left in its socket, then forget it.
 
@@ -139,8 +134,9 @@ class EventLoop:
             self._read(pending[fd], timeout)
 
     def drain_all(self, timeout: float) -> None:
+        """At the world's end: read what every unit left in its socket (see ``read_last``)."""
         for sock in list(self.conns):
-            self.drain(sock, timeout)
+            self.read_last(sock, timeout)
 
     def close(self) -> None:
         for sock in list(self.conns):
