@@ -13,6 +13,7 @@ from pathlib import Path
 
 from harness import HANG, PASS, get_topology, run_world
 from harness.filesystem import sandbox as sandbox_layout
+from harness.filesystem import snapshot as snapshot_module
 from harness.filesystem.mounts import default_table, real_root
 from harness.filesystem.snapshot import SIZE_CAP, content_bytes, snapshot
 
@@ -125,6 +126,22 @@ def test_a_file_removed_while_the_snapshot_runs_is_left_out(tmp_path, monkeypatc
     monkeypatch.setattr(os, "walk", walk_then_delete)
     files = snapshot(sandbox, table, topology, 0, ["/tmp/out/*"], str(tmp_path), str(tmp_path))
     assert files == {"/tmp/out/kept.txt": "kept"}
+
+
+def test_one_snapshot_reads_at_most_its_budget_the_same_files_every_time(tmp_path, monkeypatch):
+    """A glob may match many files under the cap: what one snapshot reads is bounded too,
+    and its walk is sorted, so the same files are read on every run."""
+    sandbox, table, topology, root = _sandbox(tmp_path)
+    out = Path(root) / "out"
+    (out / "b").mkdir(parents=True)
+    for name in ("b/3.txt", "a.txt", "c.txt"):
+        (out / name).write_text("123456")
+    monkeypatch.setattr(snapshot_module, "SNAPSHOT_BUDGET", 13)
+    files = snapshot(sandbox, table, topology, 0, ["/tmp/out/*", "/tmp/out/**"],
+                     str(tmp_path), str(tmp_path))
+    assert files == {"/tmp/out/a.txt": "123456", "/tmp/out/c.txt": "123456",
+                     "/tmp/out/b/3.txt": "not read: 6 bytes, past the 13 bytes one snapshot "
+                                         "reads at most"}
 
 
 # -- a rank's socket held by a child it forked ---------------------------------------

@@ -19,6 +19,9 @@ _TEXT_LIMIT = 256 * 1024
 #: A watched file larger than this is recorded by its size: a snapshot is taken in the
 #: harness's event loop, so what it reads is bounded (a 600 MB sparse file cost 13 s).
 SIZE_CAP = 16 * 1024 * 1024
+#: And what one snapshot reads in all (a glob may match many files): past it, files are
+#: recorded by their size. The walk is sorted, so the same files are read every run.
+SNAPSHOT_BUDGET = 64 * 1024 * 1024
 _CHUNK = 1024 * 1024
 BINARY = "base64:"
 #: Content that was not read: a FIFO, a socket, a symlink, a file over the cap.
@@ -45,14 +48,16 @@ def snapshot(sandbox: str, table: MountTable, topology: Topology, rank: int,
 
     Content is the text of a small UTF-8 file, ``base64:<data>`` of another small file
     (a pickle, a ``torch.save``), ``sha256:<hex> (<n> bytes)`` of a large one, and
-    ``not read: ...`` of what is not read: a file over ``SIZE_CAP`` (its size), a
-    FIFO, socket or device (what it is), a symlink (its text: the target's links
-    hold virtual paths, which lead out of the sandbox on the machine).
+    ``not read: ...`` of what is not read: a file over ``SIZE_CAP`` or past the
+    ``SNAPSHOT_BUDGET`` (its size), a FIFO, socket or device (what it is), a
+    symlink (its text: the target's links hold virtual paths, which lead out of
+    the sandbox on the machine).
     Only files the world created or changed are seen, never the machine's own; a
     file that vanishes while it is read (a live rank removed it) is left out.
     """
     host = topology.host_of(rank)
     found: dict[str, str] = {}
+    budget = [SNAPSHOT_BUDGET]  # bytes this snapshot may still read
     for pattern in globs:
         vglob = normalize(pattern, cwd, home)
         static = vglob.split("*")[0].split("?")[0].split("[")[0]
@@ -63,14 +68,17 @@ def snapshot(sandbox: str, table: MountTable, topology: Topology, rank: int,
         key = mount.scope_key(rank, host)
         root = real_root(sandbox, mount, key)
         start = os.path.join(root, mount.relative(static_dir.rstrip("/") or "/"))
-        for dirpath, _dirs, files in os.walk(start):
-            for name in files:
+        for dirpath, dirs, files in os.walk(start):
+            dirs.sort()
+            for name in sorted(files):
                 real = os.path.join(dirpath, name)
                 rel = os.path.relpath(real, root)
                 vpath = ("/" if mount.path == "/" else mount.path + "/") + rel
                 vpath = vpath.replace("//", "/")
-                if fnmatch.fnmatchcase(vpath, vglob) and not _whited_out(sandbox, mount, key, rel):
-                    content = _content(real)
+                if vpath in found or not fnmatch.fnmatchcase(vpath, vglob):
+                    continue
+                if not _whited_out(sandbox, mount, key, rel):
+                    content = _content(real, budget)
                     if content is not None:
                         found[vpath] = content
     return dict(sorted(found.items()))
@@ -80,7 +88,7 @@ def _whited_out(sandbox: str, mount, key: str, rel: str) -> bool:  # noqa: ANN00
     return os.path.isfile(os.path.join(whiteout_root(sandbox, mount, key), rel))
 
 
-def _content(path: str) -> str | None:
+def _content(path: str, budget: list[int]) -> str | None:
     """What a snapshot records of ``path``; None if it is gone.
 
     Never blocks and never reads more than ``SIZE_CAP`` bytes: only a regular file
@@ -101,7 +109,7 @@ def _content(path: str) -> str | None:
             return f"{NOT_READ}symlink"
         return f"{NOT_READ}{os.strerror(exc.errno or 0) or type(exc).__name__}"
     try:
-        return _read_regular(fd)
+        return _read_regular(fd, budget)
     except OSError as exc:
         return f"{NOT_READ}{os.strerror(exc.errno or 0) or type(exc).__name__}"
     finally:
@@ -112,12 +120,15 @@ def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), f"file of mode {mode:o}")
 
 
-def _read_regular(fd: int) -> str:
+def _read_regular(fd: int, budget: list[int]) -> str:
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         return NOT_READ + _kind(info.st_mode)
     if info.st_size > SIZE_CAP:
         return _over_cap(info.st_size)
+    if info.st_size > budget[0]:
+        return (f"{NOT_READ}{info.st_size} bytes, past the {SNAPSHOT_BUDGET} bytes "
+                "one snapshot reads at most")
     digest, head, size = hashlib.sha256(), bytearray(), 0
     while size <= SIZE_CAP:  # the file may grow while it is read: one byte past the cap says so
         chunk = os.read(fd, min(_CHUNK, SIZE_CAP + 1 - size))
@@ -127,6 +138,7 @@ def _read_regular(fd: int) -> str:
         digest.update(chunk)
         if len(head) <= _TEXT_LIMIT:
             head += chunk
+    budget[0] -= size
     if size > SIZE_CAP:
         return _over_cap(max(size, os.fstat(fd).st_size))
     if size <= _TEXT_LIMIT:
