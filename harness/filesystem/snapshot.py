@@ -91,7 +91,8 @@ def _whited_out(sandbox: str, mount, key: str, rel: str) -> bool:  # noqa: ANN00
 def _content(path: str, budget: list[int]) -> str | None:
     """What a snapshot records of ``path``; None if it is gone.
 
-    Never blocks and never reads more than ``SIZE_CAP`` bytes: only a regular file
+    Never blocks and never reads past ``SIZE_CAP`` (but the one byte that shows a
+    file grew past it while it was read): only a regular file
     is opened, with O_NONBLOCK and without following a link, so a FIFO swapped in
     after the ``lstat`` opens at once and is recognised by its ``fstat``.
     """
