@@ -7,6 +7,7 @@ reads it through ``RankResult.value`` exactly as it reads a live world's.
 
 from __future__ import annotations
 
+import os
 import pickle
 import subprocess
 import sys
@@ -64,3 +65,27 @@ def world(ranks: list[RankResult], outcome: str | None = None, **fields: Any) ->
         hang_report=None, duration_s=0.1)
     base.update(fields)
     return WorldResult(**base)
+
+
+def alive(pid: int) -> bool:
+    """True if ``pid`` is a live process (a zombie counts as dead)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def processes_of_world(world_id: str) -> list[int]:
+    """The live processes of a world, by the id in their environment: none may outlive it."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as f:
+                    if f"HARNESS_WORLD_ID={world_id}".encode() in f.read().split(b"\0"):
+                        if alive(int(entry)):
+                            found.append(int(entry))
+            except OSError:
+                continue
+    return found

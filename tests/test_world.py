@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,7 @@ from harness import CRASH, ERROR, HANG, PASS, WorldConfig, get_topology, run_wor
 from harness.filesystem.mounts import Mount
 from harness.pytest_plugin import WorldFailed, assert_world_passed
 
-from support import run_cli
+from support import alive, processes_of_world, run_cli
 
 HERE = Path(__file__).parent
 TARGETS = HERE / "targets" / "world_targets.py"
@@ -33,29 +32,6 @@ def line_of(function: str, text: str) -> int:
     lines = TARGETS.read_text().splitlines()
     start = next(i for i, ln in enumerate(lines) if ln.startswith(f"def {function}("))
     return next(i for i in range(start, len(lines)) if text in lines[i]) + 1
-
-
-def alive(pid: int) -> bool:
-    """True if ``pid`` is a live process (a zombie counts as dead)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def processes_of_world(world_id: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/environ", "rb") as f:
-                    if f"HARNESS_WORLD_ID={world_id}".encode() in f.read().split(b"\0"):
-                        if alive(int(entry)):
-                            found.append(int(entry))
-            except OSError:
-                continue
-    return found
 
 
 @pytest.mark.parametrize("topology", ["v4-64", "single-host-8", "v4-64-pjrt"])

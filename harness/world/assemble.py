@@ -12,6 +12,7 @@ from harness.world.result import (
     ERROR,
     FAIL,
     HANG,
+    NEVER_STARTED,
     PASS,
     RankResult,
     WorldResult,
@@ -36,6 +37,11 @@ def world_result(life: Lifecycle, coordinator: Coordinator, duration: float) -> 
             host = hosts[r.host]
             if r.pid is None and r.outcome == CRASH and host.outcome != PASS:
                 r.outcome, r.error, r.stack = host.outcome, host.error, host.stack
+            elif r.pid is None and host.outcome == PASS:
+                r.error = {"type": NEVER_STARTED, "message": f"launcher {host.rank} exited "
+                           f"{host.exit_code} without starting it", "traceback": ""}
+        if all(r.pid is None for r in ranks) and all(h.outcome == PASS for h in hosts):
+            ranks = []  # the script ran to its end on every host and started no rank: none failed
     return WorldResult(
         world_id=spec.world_id, topology=topology.name, profile=spec.profile,
         seed=spec.seed, outcome=world_outcome(ranks + hosts), ranks=ranks,
@@ -72,8 +78,8 @@ def unit_result(outdir: str, ident: int, host: int, unit: Unit, name: str) -> Ra
     elif unit.refused is not None:
         out.outcome = ERROR
         out.error = {"type": "ProtocolError", "message": unit.refused, "traceback": ""}
-    elif unit.pid is None and unit.status is None:
-        out.error = {"type": "NeverStarted", "message": "the process never started",
+    if unit.pid is None and unit.status is None:  # a HANG too, if the deadline came first
+        out.error = {"type": NEVER_STARTED, "message": "the process never started",
                      "traceback": ""}
     return out
 

@@ -103,7 +103,7 @@ class Lifecycle:
                 self.loop.settle(0.5)
                 sock = self.loop.call.get(rank)
             if sock is not None:  # the process is gone: what it sent is all buffered
-                self.loop.drain(sock, 0.5)
+                self.loop.read_last(sock, 0.5)
             self._snapshot_on_exit(rank)
             unit_ = self.ranks[rank]
             restarts = unit_.doomed_by is not None and KINDS[unit_.doomed_by].restarts

@@ -106,10 +106,18 @@ class EventLoop:
                 return sock
         return None
 
-    def drain(self, sock: socket.socket, timeout: float) -> None:
-        """Read what a dead process left in its socket, up to its EOF."""
-        while sock in self.conns and self._read(sock, timeout):
+    def read_last(self, sock: socket.socket, timeout: float) -> None:
+        """Read the frames a process that is gone left in its socket, then forget it.
+
+        Everything it sent is buffered by now, so nothing is waited for: the EOF
+        never comes while a child it forked holds the socket, and waiting for it
+        would cost the one thread that serves every rank. What such a child sends
+        later is not the rank's. (``timeout`` bounds only a frame that has begun.)
+        """
+        while sock in self.conns and _readable(sock) and self._read(sock, timeout):
             pass
+        if sock in self.conns:
+            self.forget(sock)
 
     def settle(self, timeout: float) -> None:
         """Accept every connection in the backlog and read the hello of each one that
@@ -126,8 +134,9 @@ class EventLoop:
             self._read(pending[fd], timeout)
 
     def drain_all(self, timeout: float) -> None:
+        """At the world's end: read what every unit left in its socket (see ``read_last``)."""
         for sock in list(self.conns):
-            self.drain(sock, timeout)
+            self.read_last(sock, timeout)
 
     def close(self) -> None:
         for sock in list(self.conns):
@@ -139,3 +148,10 @@ class EventLoop:
                 os.unlink(self.address)
             except OSError:
                 pass
+
+
+def _readable(sock: socket.socket) -> bool:
+    """Has ``sock`` a frame or its EOF waiting, right now?"""
+    poller = select.poll()  # not select(): a 256-rank world has fds > 1024
+    poller.register(sock, select.POLLIN)
+    return bool(poller.poll(0))

@@ -11,6 +11,9 @@ from typing import Any
 from harness.history import Event, ranks_phrase
 
 PASS, FAIL, ERROR, HANG, CRASH = "PASS", "FAIL", "ERROR", "HANG", "CRASH"
+#: The error type of a rank whose process never started (its outcome is still the world's
+#: word for it: CRASH, or HANG when the deadline came first).
+NEVER_STARTED = "NeverStarted"
 #: Which outcome names the world when ranks disagree: the one that says most.
 SEVERITY = {HANG: 4, CRASH: 3, FAIL: 2, ERROR: 1, PASS: 0}
 
@@ -53,6 +56,10 @@ class RankResult:
         return "still running"
 
     def summary(self) -> str:
+        if self.error and self.error.get("type") == NEVER_STARTED:
+            message = self.error["message"]
+            return "never started" + ("" if message == "the process never started" else
+                                      f": {one_line(message)}")
         if self.outcome == PASS:
             return "returned " + (self.value_repr or "None")
         if self.invalid:
@@ -93,6 +100,9 @@ class WorldResult:
         """One line a person can act on."""
         if self.outcome == HANG and self.hang_report:
             return self.hang_report
+        if self.hosts and not self.ranks and self.outcome == PASS:
+            return (f"no rank started: {ranks_phrase([h.rank for h in self.hosts], 'launcher')} "
+                    "ran the script to its end (exit 0) without xmp.spawn or the XLA runtime")
         if all(r.outcome == PASS for r in self.ranks):
             return f"all {len(self.ranks)} ranks returned"
         return fates_phrase([r for r in self.ranks if r.outcome != PASS])

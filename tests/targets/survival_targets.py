@@ -1,0 +1,40 @@
+"""Rank-side targets for tests/test_world_survives.py: each leaves the harness
+something that used to stop it (a FIFO, a huge file, a child holding the socket)."""
+
+import os
+import time
+
+import torch_xla.core.xla_model as xm
+
+
+def leaves_a_fifo(directory):
+    """A FIFO at a watched path: nobody will ever write to it."""
+    os.makedirs(directory, exist_ok=True)
+    os.mkfifo(os.path.join(directory, "pipe"))
+    with open(os.path.join(directory, "note.txt"), "w") as f:
+        f.write("written")
+    return "left a fifo"
+
+
+def leaves_a_sparse_file(directory, size):
+    """A file of ``size`` bytes that costs no disk: reading it would cost all of them."""
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "huge.bin"), "wb") as f:
+        f.truncate(size)
+    return "left a sparse file"
+
+
+def leaves_a_symlink(directory):
+    """A symlink whose target is a virtual path: on the machine it leads out of the sandbox."""
+    os.makedirs(directory, exist_ok=True)
+    os.symlink("/nonexistent/elsewhere", os.path.join(directory, "latest"))
+    return "left a symlink"
+
+
+def forks_a_child_that_keeps_the_socket(seconds):
+    """Returns at once, but a forked child inherits (and holds) every socket of the rank."""
+    if os.fork() == 0:
+        time.sleep(seconds)
+        os._exit(0)
+    return xm.get_ordinal()
+

@@ -1,0 +1,198 @@
+"""The harness survives its targets (issue 10): what a target leaves behind or
+keeps open may make a cell fail, never stop or mislead the harness itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from harness import HANG, PASS, get_topology, run_world
+from harness.filesystem import sandbox as sandbox_layout
+from harness.filesystem import snapshot as snapshot_module
+from harness.filesystem.mounts import default_table, real_root
+from harness.filesystem.snapshot import SIZE_CAP, content_bytes, snapshot
+
+from support import REPO, processes_of_world, run_cli
+
+HERE = Path(__file__).parent
+TARGETS = HERE / "targets" / "survival_targets.py"
+WATCHED = "/tmp/out"
+
+
+def target(name: str) -> str:
+    return f"{TARGETS}:{name}"
+
+
+# -- snapshots of watched files ----------------------------------------------------
+
+def test_a_fifo_at_a_watched_path_is_recorded_as_a_fifo_not_read():
+    """Reading a FIFO nobody writes blocks forever: the world runs in a subprocess so
+    that a harness stuck in it fails this test (by the guard) instead of hanging it."""
+    script = textwrap.dedent(f"""
+        import json
+        from harness import run_world
+        result = run_world({target("leaves_a_fifo")!r}, topology="1x1", timeout=20,
+                           args=({WATCHED!r},), watch=[{WATCHED + "/*"!r}])
+        exits = [e.detail["files"] for e in result.history if e.kind == "snapshot"]
+        print(json.dumps({{"outcome": result.outcome, "files": result.files[0],
+                          "at_exit": exits}}))
+    """)
+    try:
+        done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True,
+                              text=True, timeout=120)
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError("the harness blocked on the FIFO and never ended the world") from exc
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report["outcome"] == PASS
+    expected = {f"{WATCHED}/note.txt": "written", f"{WATCHED}/pipe": "not read: fifo"}
+    assert report["files"] == expected
+    assert report["at_exit"] == [expected]
+
+
+def test_a_huge_sparse_file_is_recorded_by_its_size_never_read():
+    size = 600 * 1024 * 1024
+    result = run_world(target("leaves_a_sparse_file"), topology="1x1", timeout=20,
+                       args=(WATCHED, size), watch=[WATCHED + "/*"])
+    assert result.outcome == PASS, result.describe()
+    content = result.files[0][f"{WATCHED}/huge.bin"]
+    assert content == f"not read: {size} bytes, larger than the {SIZE_CAP} bytes read at most"
+    assert content_bytes(content) is None
+
+
+def test_a_symlink_at_a_watched_path_is_recorded_as_a_link_not_followed():
+    """The target's links hold virtual paths: followed on the machine, they lead out."""
+    result = run_world(target("leaves_a_symlink"), topology="1x1", timeout=20,
+                       args=(WATCHED,), watch=[WATCHED + "/*"])
+    assert result.outcome == PASS, result.describe()
+    assert result.files[0] == {f"{WATCHED}/latest": "not read: symlink -> /nonexistent/elsewhere"}
+
+
+def _sandbox(tmp_path: Path) -> tuple[str, object, object, str]:
+    topology = get_topology("1x1")
+    table = default_table(topology, str(tmp_path / "home"), str(tmp_path / "cwd"))
+    sandbox = str(tmp_path / "sandbox")
+    sandbox_layout.create(sandbox, table, topology)
+    tmp = table.match("/tmp")
+    return sandbox, table, topology, real_root(sandbox, tmp, tmp.scope_key(0, 0))
+
+
+def test_snapshot_records_what_each_file_is_and_reads_at_most_the_cap(tmp_path):
+    sandbox, table, topology, root = _sandbox(tmp_path)
+    out = Path(root) / "out"
+    out.mkdir()
+    (out / "small.txt").write_text("hello")
+    (out / "binary.bin").write_bytes(b"\xff\x00")
+    with open(out / "at_cap.bin", "wb") as f:
+        f.truncate(SIZE_CAP)
+    with open(out / "over_cap.bin", "wb") as f:
+        f.truncate(SIZE_CAP + 1)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(str(out / "sock"))
+        files = snapshot(sandbox, table, topology, 0, ["/tmp/out/*"], str(tmp_path), str(tmp_path))
+    finally:
+        listener.close()
+    assert files["/tmp/out/small.txt"] == "hello"
+    assert content_bytes(files["/tmp/out/binary.bin"]) == b"\xff\x00"
+    at_cap = files["/tmp/out/at_cap.bin"]
+    assert at_cap.startswith("sha256:") and at_cap.endswith(f"({SIZE_CAP} bytes)")
+    assert files["/tmp/out/over_cap.bin"] == \
+        f"not read: {SIZE_CAP + 1} bytes, larger than the {SIZE_CAP} bytes read at most"
+    assert files["/tmp/out/sock"] == "not read: socket"
+    assert all(content_bytes(files[f"/tmp/out/{n}"]) is None
+               for n in ("at_cap.bin", "over_cap.bin", "sock"))
+
+
+def test_a_file_removed_while_the_snapshot_runs_is_left_out(tmp_path, monkeypatch):
+    """Ranks still running may delete a watched file between the walk and the read."""
+    sandbox, table, topology, root = _sandbox(tmp_path)
+    out = Path(root) / "out"
+    out.mkdir()
+    (out / "kept.txt").write_text("kept")
+    (out / "gone.txt").write_text("gone")
+    real_walk = os.walk
+
+    def walk_then_delete(top, *args, **kwargs):
+        for entry in real_walk(top, *args, **kwargs):
+            (out / "gone.txt").unlink(missing_ok=True)
+            yield entry
+
+    monkeypatch.setattr(os, "walk", walk_then_delete)
+    files = snapshot(sandbox, table, topology, 0, ["/tmp/out/*"], str(tmp_path), str(tmp_path))
+    assert files == {"/tmp/out/kept.txt": "kept"}
+
+
+def test_one_snapshot_reads_at_most_its_budget_the_same_files_every_time(tmp_path, monkeypatch):
+    """A glob may match many files under the cap: what one snapshot reads is bounded too,
+    and its walk is sorted, so the same files are read on every run."""
+    sandbox, table, topology, root = _sandbox(tmp_path)
+    out = Path(root) / "out"
+    (out / "b").mkdir(parents=True)
+    for name in ("b/3.txt", "a.txt", "c.txt"):
+        (out / name).write_text("123456")
+    monkeypatch.setattr(snapshot_module, "SNAPSHOT_BUDGET", 13)
+    files = snapshot(sandbox, table, topology, 0, ["/tmp/out/*", "/tmp/out/**"],
+                     str(tmp_path), str(tmp_path))
+    assert files == {"/tmp/out/a.txt": "123456", "/tmp/out/c.txt": "123456",
+                     "/tmp/out/b/3.txt": "not read: 6 bytes, past the 13 bytes one snapshot "
+                                         "reads at most"}
+
+
+# -- a rank's socket held by a child it forked ---------------------------------------
+
+def test_ranks_whose_forked_children_hold_their_sockets_pass_and_the_children_die():
+    """32 ranks return at once, each leaving a child that holds the rank's socket open:
+    the exit of each must not cost the single-threaded loop a wait for an EOF that only
+    the world's end brings (0.5 s each used to turn this world into a HANG)."""
+    result = run_world(target("forks_a_child_that_keeps_the_socket"), topology="v4-64-pjrt",
+                       timeout=8, args=(30,))
+    assert result.outcome == PASS, result.describe()
+    assert [r.value for r in result.ranks] == list(range(32))
+    assert result.leftovers == 32, "every child was still alive at the end, and killed"
+    assert processes_of_world(result.world_id) == []
+
+
+# -- exec mode: a script that starts no rank -------------------------------------------
+
+def test_exec_of_a_script_that_starts_no_rank_passes_and_says_so(tmp_path):
+    """The script ran on every host and exited 0: on a pod that is a run that passed.
+    No rank was started, so none crashed; the report says that it started none."""
+    script = tmp_path / "hello.py"
+    script.write_text('print("hello from the launcher")\n')
+    done = run_cli("exec", "--", "python", str(script))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert ("PASS: no rank started: launchers 0-7 ran the script to its end (exit 0) "
+            "without xmp.spawn or the XLA runtime") in " ".join(done.stdout.split())
+    assert "CRASH" not in done.stdout and "still running" not in done.stdout
+    shown = run_cli("exec", "-t", "2x2", "--output", "--", "python", str(script))
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    assert "hello from the launcher" in shown.stdout
+
+
+def test_exec_a_launcher_that_starts_no_rank_while_others_do_is_named(tmp_path):
+    """Host 1 skips xmp.spawn: host 0's ranks wait for its ranks forever, and the report
+    says that they never started, and why, rather than that they are still running."""
+    script = tmp_path / "skips.py"
+    script.write_text(textwrap.dedent("""
+        import os
+        import torch_xla.core.xla_model as xm
+        import torch_xla.distributed.xla_multiprocessing as xmp
+
+        def _mp_fn(index):
+            xm.rendezvous("sync")
+
+        if __name__ == "__main__" and os.environ["TPU_WORKER_ID"] != "1":
+            xmp.spawn(_mp_fn)
+    """))
+    result = run_world(argv=(str(script),), topology="2x2", timeout=3)
+    assert result.outcome == HANG
+    assert [h.outcome for h in result.hosts] == [HANG, PASS]
+    never = result.ranks[2:]
+    assert [r.summary() for r in never] == \
+        ["never started: launcher 1 exited 0 without starting it"] * 2
