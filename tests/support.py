@@ -47,7 +47,8 @@ def rank(r: int, outcome: str = PASS, value: Any = None, *, host: int | None = N
         fields.setdefault("returned", True)
         fields.setdefault("exit_code", 0)
         fields.setdefault("value_pickle", pickle.dumps(value))
-        fields.setdefault("value_repr", repr(value))
+        if "value_repr" not in fields:  # not setdefault: repr(10**5000) raises
+            fields["value_repr"] = repr(value)
     return RankResult(rank=r, host=r if host is None else host, outcome=outcome, **fields)
 
 

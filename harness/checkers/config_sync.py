@@ -28,9 +28,20 @@ def check(result: WorldResult, baseline: Baseline | None = None) -> Judgement:
         kinds = sorted({type(values[r]).__name__ for r in shapeless})
         return Judgement(FAIL, f"{ranks_phrase(shapeless)} returned no config: "
                                f"{' / '.join(kinds)} instead of a dict")
+    digests: dict[int, str] = {}
+    uncomparable: dict[str, list[int]] = {}
+    for rank, config in values.items():
+        try:
+            digests[rank] = digest(config)
+        except (TypeError, ValueError, RecursionError) as exc:  # mixed keys, 10**5000, a cycle
+            uncomparable.setdefault(f"{type(exc).__name__}: {exc}", []).append(rank)
+    if uncomparable:
+        return Judgement(FAIL, "; ".join(
+            f"{ranks_phrase(rs)} returned a config that cannot be compared ({why})"
+            for why, rs in sorted(uncomparable.items(), key=lambda kv: min(kv[1]))))
     reference_rank = min(values)
     reference = values[reference_rank]
-    differing = {r: c for r, c in values.items() if digest(c) != digest(reference)}
+    differing = {r: c for r, c in values.items() if digests[r] != digests[reference_rank]}
     if differing:
         return Judgement(FAIL, diff_line(reference_rank, reference, differing))
     foreign = another_runs(reference, baseline)
@@ -39,7 +50,7 @@ def check(result: WorldResult, baseline: Baseline | None = None) -> Judgement:
         more = f" (+{len(foreign) - 3} more)" if len(foreign) > 3 else ""
         return Judgement(FAIL, f"all {len(ranks)} ranks hold another run's config: {shown}{more}")
     return Judgement(PASS, f"all {len(ranks)} ranks hold the same config "
-                           f"(sha256 {digest(reference)[:12]})")
+                           f"(sha256 {digests[reference_rank][:12]})")
 
 
 def another_runs(config: dict, baseline: Baseline | None) -> list[tuple[str, Any, Any]]:

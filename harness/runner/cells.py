@@ -46,7 +46,8 @@ class RankRow:
                    error=f"{r.error['type']}: {r.error['message']}" if r.error else None,
                    signal=r.signal, killed_by_fault=r.killed_by_fault,
                    traceback=r.error.get("traceback") if r.error else None, stack=r.stack,
-                   value=r.value_repr, invalid=r.invalid, stdout=r.stdout[tail], stderr=r.stderr[tail])
+                   value=r.value_repr if not r.value_note else f"{r.value_repr} [{r.value_note}]",
+                   invalid=r.invalid, stdout=r.stdout[tail], stderr=r.stderr[tail])
 
 
 @dataclass

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness import __version__
-from harness.checkers.common import Baseline
+from harness.checkers.common import Baseline, Judgement
 from harness.checkers.validator import Validator
 from harness.faults.plan import FaultPlan, PlanError, make_plan
 from harness.history import Event
@@ -39,7 +39,7 @@ from harness.topology import get_topology
 from harness.workloads.base import Target
 from harness.workloads.registry import DEFAULT_WORKLOAD, WORKLOADS
 from harness.world import pool
-from harness.world.result import ERROR, PASS
+from harness.world.result import ERROR, PASS, one_line
 from harness.world.world import run_world
 
 log = logging.getLogger(__name__)
@@ -192,7 +192,12 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
                        preload=preload, files=files, watch=watch,
                        args_by_host={h: (i.for_target(),) for h, i in
                                      scenario.host_workload_inputs.items()} or None)
-    judgement = workload.judge(result, _baseline(scenario, discovery))
+    try:
+        judgement = workload.judge(result, _baseline(scenario, discovery))
+    except Exception as exc:  # noqa: BLE001 - one cell's judgement, never the run's
+        log.exception("cannot judge %s[%s]", scenario.name, target.name)
+        judgement = Judgement(ERROR, f"the cell could not be judged: {_why(exc)} (the workload's "
+                                     "checker failed on what the ranks returned; the run went on)")
     met = judgement.outcome == PASS or (scenario.expect == "fail-loudly"
                                         and judgement.outcome == ERROR and judgement.loud)
     is_known = scenario.name in target.known_failures or plan.key in known
@@ -217,6 +222,21 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
         history=[e.to_dict() for e in result.history], mismatches=list(result.mismatches),
         finding=scenario.finding, workload=scenario.workload, met=met,
         roles=_roles_shown(scenario, discovery), checker=checker.ref if checker else "")
+
+
+def _why(exc: BaseException) -> str:
+    try:
+        return one_line(f"{type(exc).__name__}: {exc}")
+    except Exception:  # noqa: BLE001 - its str() may fail too
+        return type(exc).__name__
+
+
+def broken_cell(plan: CellPlan, exc: BaseException) -> Cell:
+    """A cell the harness could not run or judge: its ERROR, so the run goes on."""
+    return Cell(scenario=plan.scenario.name, target=plan.target.name, topology=plan.topology,
+                seed=plan.seed, outcome=ERROR, expected=plan.scenario.expect, verdict=UNEXPECTED,
+                duration_s=0.0, replay=replay_command(plan), workload=plan.scenario.workload,
+                detail=f"the harness could not run this cell: {_why(exc)} (the run went on)")
 
 
 def checker_of(scenario: Scenario, target: Target) -> Validator | None:
@@ -260,7 +280,11 @@ def run_matrix(plans: list[CellPlan], jobs: int | None = None, seed: int = 0,
         futures = {workers.submit(run_cell, plan, known, found.get(plan.target.name)): plan
                    for plan in plans}
         for future in as_completed(futures):
-            cell = future.result()
+            try:
+                cell = future.result()
+            except Exception as exc:  # noqa: BLE001 - one cell, never the whole run's results
+                log.exception("cell %s failed", futures[future].key)
+                cell = broken_cell(futures[future], exc)
             cells[futures[future].key] = cell
             if on_cell is not None:
                 on_cell(cell)

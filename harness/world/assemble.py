@@ -19,6 +19,7 @@ from harness.world.result import (
     decode_status,
     world_outcome,
 )
+from harness.world.values import UnreadableValue
 
 _OUTPUT_LIMIT = 1 << 20
 _NO_ERROR = {"type": "Error", "message": "the rank reported a failure without saying which",
@@ -70,7 +71,13 @@ def unit_result(outdir: str, ident: int, host: int, unit: Unit, name: str) -> Ra
     elif res is not None and res.ok:
         out.outcome, out.returned = (FAIL if res.invalid else PASS), True
         out.value_pickle = bytes(res.payload) if res.payload else None
-        out.value_repr, out.invalid = res.value_repr, res.invalid
+        out.value_repr, out.invalid, out.value_note = res.value_repr, res.invalid, res.value_note
+        try:
+            out.value  # noqa: B018 - read now, as plain data: a forged payload is this rank's error
+        except UnreadableValue as exc:
+            out.outcome, out.value_pickle = ERROR, None
+            out.error = {"type": "UnreadableValue", "traceback": "",
+                         "message": f"returned a value that cannot be read: {exc}"}
     elif res is not None:
         out.outcome, out.error = ERROR, dict(res.error or _NO_ERROR)
         if res.payload:

@@ -20,7 +20,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from harness.world import imported, runtime
+from harness.world import imported, runtime, values
 from harness.world.channel import Channel
 from harness.world.environment import enter_environment, seed_generators, seed_temp_names
 from harness.world.process import arm_fallback_stacks, die_with_parent, redirect_output
@@ -157,8 +157,8 @@ def report_and_exit(ctx: RankContext, fn: Callable[[], Any]) -> None:
             from harness.checkers.validator import problem
 
             result["invalid"] = problem(ctx.spec.checker, value)
-        try:
-            result["value"] = pickle.dumps(value)
+        try:  # as the harness can read it without the target's code (harness.world.values)
+            result["value"], result["value_note"] = values.encode(value)
         except Exception as exc:  # noqa: BLE001
             result["pickle_error"] = f"{type(exc).__name__}: {exc}"
     except SystemExit as exc:

@@ -75,6 +75,7 @@ class Result:
     error: dict[str, str] | None = None  # type, message, traceback
     imported: list[str] | None = None  # record_files: modules the rank imported after its fork
     invalid: str | None = None  # what the world's checker refused in the value (None: nothing)
+    value_note: str | None = None  # how the value was sent when not as it is (values.encode)
     payload: bytes | bytearray = b""
 
 
@@ -219,7 +220,8 @@ _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
     "recv": (Recv, {"box": _S, "peer": _I, "site": _S0, "guarded": _B}),
     "result": (Result, {"ok": _B, "value_repr": _S0, "pickle_error": _S0,
                         "exit_code": _I0, "error": _opt(_error),
-                        "imported": _opt(_list(_str)), "invalid": _S0}),
+                        "imported": _opt(_list(_str)), "invalid": _S0,
+                        "value_note": _S0}),
     "promote": (Promote, {"rank": _I}),
     "stacks": (Stacks, {"stacks": _S}),
     "rank-exit": (RankExit, {"rank": _I, "status": _I}),

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import pickle
 import signal
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.history import Event, ranks_phrase
+from harness.world.values import decode
 
 PASS, FAIL, ERROR, HANG, CRASH = "PASS", "FAIL", "ERROR", "HANG", "CRASH"
 #: The error type of a rank whose process never started (its outcome is still the world's
@@ -30,6 +30,7 @@ class RankResult:
     value_pickle: bytes | None = field(default=None, repr=False)
     value_repr: str | None = None
     invalid: str | None = None  # what the world's checker refused in the value it returned
+    value_note: str | None = None  # how the value was sent when not as it is (values.encode)
     error: dict[str, Any] | None = None  # type, message, traceback
     exit_code: int | None = None
     signal: int | None = None
@@ -42,9 +43,10 @@ class RankResult:
 
     @property
     def value(self) -> Any:
-        """The target's return value, unpickled in the harness on first use."""
+        """The target's return value, read as plain data on first use (``harness.world.values``:
+        never by running the target's code); raises ``UnreadableValue`` for a forged one."""
         if self._value is _UNSET:
-            self._value = pickle.loads(self.value_pickle) if self.value_pickle is not None else None
+            self._value = decode(self.value_pickle) if self.value_pickle is not None else None
         return self._value
 
     @property

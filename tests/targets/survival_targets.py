@@ -38,3 +38,45 @@ def forks_a_child_that_keeps_the_socket(seconds):
         os._exit(0)
     return xm.get_ordinal()
 
+
+
+class Sleeper:
+    """Its pickling sleeps: in the rank, under the world's deadline."""
+
+    def __reduce__(self):
+        import time
+
+        time.sleep(60)
+        return (str, ("woke",))
+
+
+class Shell:
+    """Unpickling it would run a command: it must never be unpickled in the harness."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+class Mine:
+    """A class of the target's own module: the harness cannot build it."""
+
+    def __init__(self):
+        self.lr = 0.1
+
+    def __repr__(self):
+        return "Mine(lr=0.1)"
+
+
+def returns(kind, marker=""):
+    if kind == "sleeper":
+        return Sleeper()
+    if kind == "shell":
+        return {"config": Shell(marker)}
+    if kind == "mine":
+        return Mine()
+    if kind == "huge-int":
+        return {"lr": 10 ** 5000}
+    raise ValueError(kind)
