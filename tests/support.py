@@ -7,7 +7,6 @@ reads it through ``RankResult.value`` exactly as it reads a live world's.
 
 from __future__ import annotations
 
-import os
 import pickle
 import subprocess
 import sys
@@ -78,15 +77,8 @@ def alive(pid: int) -> bool:
 
 
 def processes_of_world(world_id: str) -> list[int]:
-    """The live processes of a world, by the id in their environment: none may outlive it."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/environ", "rb") as f:
-                    if f"HARNESS_WORLD_ID={world_id}".encode() in f.read().split(b"\0"):
-                        if alive(int(entry)):
-                            found.append(int(entry))
-            except OSError:
-                continue
-    return found
+    """The live processes of a world, by the mark in their environment as /proc shows it
+    (``harness.world.sweep``): none may outlive it."""
+    from harness.world.sweep import of_world
+
+    return [pid for pid in of_world(world_id) if alive(pid)]

@@ -3,13 +3,19 @@ keeps open may make a cell fail, never stop or mislead the harness itself."""
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
+import time
 from pathlib import Path
+
+import pytest
 
 from harness import HANG, PASS, get_topology, run_world
 from harness.filesystem import sandbox as sandbox_layout
@@ -17,7 +23,7 @@ from harness.filesystem import snapshot as snapshot_module
 from harness.filesystem.mounts import default_table, real_root
 from harness.filesystem.snapshot import SIZE_CAP, content_bytes, snapshot
 
-from support import REPO, processes_of_world, run_cli
+from support import REPO, alive, processes_of_world, run_cli
 
 HERE = Path(__file__).parent
 TARGETS = HERE / "targets" / "survival_targets.py"
@@ -196,3 +202,52 @@ def test_exec_a_launcher_that_starts_no_rank_while_others_do_is_named(tmp_path):
     never = result.ranks[2:]
     assert [r.summary() for r in never] == \
         ["never started: launcher 1 exited 0 without starting it"] * 2
+
+
+# -- no process outlives its world, whatever happens to the harness ---------------------
+
+def _daemons(pid_dir):
+    return [int(p.read_text()) for p in pid_dir.glob("daemon-*") if p.read_text()]
+
+
+def test_daemons_of_a_world_whose_fork_server_was_killed_end_with_the_world(tmp_path):
+    """setsid daemons reparented to init when the fork server (our subreaper) dies: found by
+    the world's mark in their environment and ended with the world."""
+    result = run_world(f"{TARGETS}:daemon_then_kill_the_fork_server", topology="v4-8",
+                       timeout=20, args=(str(tmp_path),), sandbox=False)
+    daemons = _daemons(tmp_path)
+    assert len(daemons) == 4, result.describe()
+    assert [p for p in daemons if alive(p)] == []
+    assert processes_of_world(result.world_id) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_a_harness_killed_mid_run_leaves_no_process_and_no_world_directory(tmp_path, sig):
+    script = ("from harness import run_world\n"
+              f"run_world({str(TARGETS) + ':daemon_then_wait'!r}, topology='v4-8', timeout=60,"
+              f" args=({str(tmp_path)!r}, 60), sandbox=False)\n")
+    harness = subprocess.Popen([sys.executable, "-c", script], cwd=str(REPO))
+    try:
+        deadline = time.monotonic() + 60
+        while len(_daemons(tmp_path)) < 4 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        daemons = _daemons(tmp_path)
+        assert len(daemons) == 4
+        harness.send_signal(sig)
+        harness.wait(timeout=30)
+        gone = time.monotonic() + 30  # the reaper's sweep: a condition waited for, not timed
+        while any(alive(p) for p in daemons) and time.monotonic() < gone:
+            time.sleep(0.1)
+        assert [p for p in daemons if alive(p)] == []
+        left = glob.glob(os.path.join(tempfile.gettempdir(), f"harness-{harness.pid}-*"))
+        while left and time.monotonic() < gone:
+            time.sleep(0.1)
+            left = glob.glob(os.path.join(tempfile.gettempdir(), f"harness-{harness.pid}-*"))
+        assert left == []
+    finally:
+        harness.kill()
+        for pid in _daemons(tmp_path):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

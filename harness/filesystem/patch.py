@@ -14,6 +14,7 @@ import io
 import os
 import sys
 import types
+import warnings
 from typing import Any
 
 from harness.filesystem.view import View
@@ -136,51 +137,59 @@ def find_early_bindings() -> list[tuple[Any, Any, Any]]:
     ``__defaults__`` or ``__kwdefaults__``). Run before ``install`` (the fork server runs
     it once, for every rank it forks)."""
     global _early
-    real = {id(getattr(owner, name)) for owner, name in _REAL if hasattr(owner, name)}
-    found: list[tuple[Any, Any, Any]] = []
+    scan = _Scan({id(getattr(owner, name)) for owner, name in _REAL if hasattr(owner, name)},
+                 {id(vars(builtins))} | {id(getattr(m, "__dict__", None))
+                                         for m in list(sys.modules.values())})
+    with warnings.catch_warnings():  # a deprecated object may warn when looked at
+        warnings.simplefilter("ignore")
+        for module_name, module in list(sys.modules.items()):
+            if module is not None and module_name.split(".")[0] not in _KEEP:
+                try:
+                    scan.module(module_name, module)
+                except Exception:  # noqa: BLE001 - an odd module (a lazy proxy) keeps its own
+                    continue
+    _early = scan.found
+    return scan.found
 
-    def values_of(owner: Any, items: Any) -> None:
+
+class _Scan:
+    def __init__(self, real: set[int], namespaces: set[int]) -> None:
+        self.real, self.namespaces = real, namespaces  # ids: nothing is compared by ==
+        self.found: list[tuple[Any, Any, Any]] = []
+
+    def module(self, name: str, module: Any) -> None:
+        self.values_of(module, vars(module).items())
+        for value in list(vars(module).values()):
+            kind = type(value)  # type(), not isinstance: a lazy proxy's __class__ may warn
+            if kind is dict:
+                self.values_of(value, value.items())
+            elif kind is types.FunctionType and value.__module__ == name:
+                self.defaults(value)
+            elif issubclass(kind, type) and value.__module__ == name:
+                for member in list(vars(value).values()):
+                    self.defaults(getattr(member, "__func__", member))  # class/static methods
+            elif kind.__module__ == name and type(getattr(value, "__dict__", None)) is dict:
+                attrs = value.__dict__  # numpy's _file_openers holds {None: open}
+                self.values_of(attrs, attrs.items())
+                for held in list(attrs.values()):
+                    if type(held) is dict:
+                        self.values_of(held, held.items())
+
+    def values_of(self, owner: Any, items: Any) -> None:
+        if type(owner) is dict and id(owner) in self.namespaces:
+            return  # __builtins__, or another module's globals: looked at as that module
         for key, value in list(items):
-            if id(value) in real:
-                found.append((owner, key, value))
+            if id(value) in self.real:
+                self.found.append((owner, key, value))
 
-    def defaults(fn: Any) -> None:
-        fn = getattr(fn, "__func__", fn)  # a classmethod's or staticmethod's function
+    def defaults(self, fn: Any) -> None:
         if type(fn) is not types.FunctionType:
             return
         for attr in ("__defaults__", "__kwdefaults__"):
             values = getattr(fn, attr)
             items = values.values() if isinstance(values, dict) else values or ()
-            if any(id(v) in real for v in items):
-                found.append((fn, attr, values))
-
-    namespaces = {id(vars(builtins))} | {id(getattr(m, "__dict__", None)) for m in list(sys.modules.values())}
-    for module_name, module in list(sys.modules.items()):
-        if module is None or module_name.split(".")[0] in _KEEP:
-            continue
-        try:
-            values_of(module, vars(module).items())
-            for value in list(vars(module).values()):
-                kind = type(value)  # type(), not isinstance: a lazy proxy's __class__ may warn
-                if kind is dict and id(value) in namespaces:
-                    continue  # __builtins__, or another module's globals: not this module's
-                if kind is dict:
-                    values_of(value, value.items())
-                elif kind is types.FunctionType and value.__module__ == module_name:
-                    defaults(value)
-                elif issubclass(kind, type) and value.__module__ == module_name:
-                    for member in list(vars(value).values()):
-                        defaults(member)
-                elif kind.__module__ == module_name and type(getattr(value, "__dict__", None)) is dict:
-                    attrs = value.__dict__  # numpy's _file_openers holds {None: open}
-                    values_of(attrs, attrs.items())
-                    for held in list(attrs.values()):
-                        if type(held) is dict and id(held) not in namespaces:
-                            values_of(held, held.items())
-        except Exception:  # noqa: BLE001 - an odd module (a lazy proxy) keeps its references
-            continue
-    _early = found
-    return found
+            if any(id(v) in self.real for v in items):
+                self.found.append((fn, attr, values))
 
 
 def _rebind_early(sites: list[tuple[Any, Any, Any]]) -> None:

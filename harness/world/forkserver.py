@@ -26,7 +26,7 @@ import socket
 import sys
 import time
 
-from harness.world import wire
+from harness.world import sweep, wire
 from harness.world.bootstrap import run_unit
 from harness.world.process import after_fork, become_subreaper, die_with_parent
 from harness.world.spec import WorldSpec
@@ -42,6 +42,7 @@ def main() -> None:
     The end of our socket (the harness process exiting, even by SIGKILL) is
     what stops the server, and it takes its leaders with it.
     """
+    sweep.find_slot()  # before any import can touch the environment
     become_subreaper()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sock = socket.socket(fileno=int(sys.argv[1]))
@@ -70,6 +71,7 @@ def main() -> None:
         pid = os.fork()
         if pid == 0:
             sock.close()
+            sweep.mark_world(spec.world_id)  # every rank and daemon forked under it inherits it
             run_leader(spec)
         leaders.add(pid)
         wire.send_frame(sock, {"type": "forked", "pid": pid})

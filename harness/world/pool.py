@@ -15,7 +15,7 @@ import sys
 import sysconfig
 import threading
 
-from harness.world import wire
+from harness.world import sweep, wire
 from harness.world.spec import WorldSpec
 
 log = logging.getLogger(__name__)
@@ -28,6 +28,7 @@ class ForkServer:
         self.preload = preload
         ours, theirs = socket.socketpair()
         env = dict(os.environ)
+        env[sweep.SLOT_KEY] = sweep.EMPTY_SLOT  # each world's leader writes its id here
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (_HARNESS_PARENT, env.get("PYTHONPATH", "")) if p)
         # Huge pages for the heap make each fork() copy far fewer page-table entries.

@@ -21,7 +21,7 @@ from typing import Any
 
 from harness.filesystem import sandbox as sandbox_layout
 from harness.topology import clean_environment
-from harness.world import pool, wire
+from harness.world import pool, reaper, sweep, wire
 from harness.world.config import WorldConfig
 from harness.world.result import WorldResult
 from harness.world.server import WorldServer
@@ -105,7 +105,9 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
     assert cwd is not None
     name = target_name(target) if target is not None else None
     world_id = f"{os.getpid()}-{next(_counter)}-{os.urandom(2).hex()}"
+    reaper.ensure()  # whatever happens to this process, what it starts is ended
     base_env = clean_environment(dict(os.environ))
+    base_env[reaper.RUN_KEY] = reaper.run_token()
     base_env.update(config.env)
     base_env["HARNESS_SEED"] = str(seed)
     table, plan = config.table, config.plan
@@ -143,5 +145,7 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
             server.close()
         return server.result(time.monotonic() - start)
     finally:
+        # What outlived the leader's own cleanup: daemons of a world whose fork server was killed.
+        sweep.end_world(world_id)
         if not config.keep_output_dir:
             shutil.rmtree(outdir, ignore_errors=True)

@@ -80,3 +80,35 @@ def returns(kind, marker=""):
     if kind == "huge-int":
         return {"lr": 10 ** 5000}
     raise ValueError(kind)
+
+
+def _daemon(pid_dir):
+    """Double fork and setsid: a daemon outside the rank's process group and parentage."""
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            with open(os.path.join(pid_dir, f"daemon-{os.getpid()}"), "w") as f:
+                f.write(str(os.getpid()))
+            time.sleep(120)
+            os._exit(0)
+        os._exit(0)
+    os.wait()
+
+
+def daemon_then_kill_the_fork_server(pid_dir):
+    """Leaves a daemon, then kills the fork server (the subreaper every rank hangs under)."""
+    _daemon(pid_dir)
+    xm.rendezvous("daemons-started")
+    if xm.get_ordinal() == 0:
+        leader = os.getppid()
+        with open(f"/proc/{leader}/stat") as f:
+            server = int(f.read().rsplit(")", 1)[1].split()[1])
+        os.kill(server, 9)
+    return "done"
+
+
+def daemon_then_wait(pid_dir, seconds):
+    """Leaves a daemon, then keeps the world running (the harness is killed meanwhile)."""
+    _daemon(pid_dir)
+    time.sleep(seconds)
+    return "done"

@@ -1,0 +1,113 @@
+"""The reaper: a small process that outlives the harness and ends what it left.
+
+Started once per harness process, in its own session (a Ctrl-C or a kill of the
+harness's process group does not reach it), it waits on a pipe only the harness
+holds. When the pipe closes, however the harness ended (exit, SIGTERM, SIGKILL),
+it ends every process marked with the harness's run token (``HARNESS_RUN``: the
+fork servers, their leaders, every rank and whatever those forked, daemons
+included; see ``sweep``) and removes the harness's world directories
+(``harness-<pid>-*`` in the temporary directory). A harness that starts also
+removes the directories of harness processes that are gone, in case a reaper was
+killed too.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+
+from harness.world import sweep
+
+log = logging.getLogger(__name__)
+
+#: The environment variable every process of this harness run carries.
+RUN_KEY = "HARNESS_RUN"
+
+_lock = threading.Lock()
+_started: subprocess.Popen | None = None
+
+
+def run_token() -> str:
+    """This harness process's token, set in its environment so that every process it
+    starts (and every process those start) carries it."""
+    token = os.environ.get(RUN_KEY, "")
+    if not token.startswith(f"{os.getpid()}-"):  # inherited from a harness that ran us
+        token = os.environ[RUN_KEY] = f"{os.getpid()}-{os.urandom(4).hex()}"
+    return token
+
+
+def ensure() -> None:
+    """Start the reaper (once per harness process), after sweeping what dead ones left."""
+    global _started
+    with _lock:
+        if _started is not None and _started.poll() is None:
+            return
+        token = run_token()
+        remove_orphaned_dirs()
+        read, write = os.pipe()
+        try:
+            _started = subprocess.Popen(
+                [sys.executable, "-c", "from harness.world.reaper import main; main()", token,
+                 str(os.getpid()), tempfile.gettempdir()],
+                stdin=read, stdout=subprocess.DEVNULL, start_new_session=True, close_fds=True,
+                env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                    p for p in (_HARNESS_PARENT, os.environ.get("PYTHONPATH", "")) if p)})
+        finally:
+            os.close(read)
+        os.set_inheritable(write, False)  # only this process holds it: its end is our end
+        _pipes.append(write)
+
+
+_pipes: list[int] = []
+_HARNESS_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def remove_orphaned_dirs(tmp: str | None = None) -> int:
+    """Remove ``harness-<pid>-*`` directories of harness processes that no longer run."""
+    tmp = tmp or tempfile.gettempdir()
+    removed = 0
+    try:
+        names = os.listdir(tmp)
+    except OSError:
+        return 0
+    for name in names:
+        parts = name.split("-")
+        if len(parts) < 3 or parts[0] != "harness" or not parts[1].isdigit():
+            continue
+        if _running(int(parts[1])):
+            continue
+        shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
+        removed += 1
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def main() -> None:
+    """The reaper itself: wait for the harness to go, then end what it left."""
+    token, harness_pid, tmp = sys.argv[1], sys.argv[2], sys.argv[3]
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is for the harness
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        while os.read(0, 4096):
+            pass
+    except OSError:
+        pass
+    sweep.end(RUN_KEY, token)
+    for name in os.listdir(tmp):
+        if name.startswith(f"harness-{harness_pid}-"):
+            shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)

@@ -1,0 +1,133 @@
+"""Find and end every process a world (or a whole harness run) left, wherever it went.
+
+A daemon that double-forks and calls ``setsid`` leaves its process group and its
+parent (reparented to init when the fork server, our subreaper, is killed under it),
+but it keeps its environment, and ``/proc/<pid>/environ`` (readable by a process of
+the same user) shows the environment a process was *started* with: ``HARNESS_RUN``
+names the harness process that started the fork server, and so every process forked
+under it. A world's processes are forked, never started anew, so their environment
+block is the fork server's; it holds a slot (``HARNESS_WORLD_SLOT=-----...``) that
+each world's leader overwrites in place with the world's id (``mark_world``), and
+every rank and daemon forked under it inherits the page. A process that execs a new
+program carries ``HARNESS_WORLD_ID`` in its new block instead. Found processes are
+stopped first, so that none can fork while they are counted, then killed. A process
+that execs with an empty environment escapes this: the README says so.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+#: How many scan-stop-kill rounds before giving up on a process that keeps forking.
+ROUNDS = 20
+SLOT_KEY = "HARNESS_WORLD_SLOT"
+SLOT_WIDTH = 48
+#: The empty slot, as the fork server is started with it.
+EMPTY_SLOT = "-" * SLOT_WIDTH
+_slot_address: int | None = None
+
+
+def find_slot() -> None:
+    """In the fork server, before anything edits its environment: where the slot is."""
+    global _slot_address
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        entries = ctypes.cast(ctypes.c_void_p.in_dll(libc, "environ").value,
+                              ctypes.POINTER(ctypes.c_void_p))
+        prefix = f"{SLOT_KEY}=".encode()
+        i = 0
+        while entries[i]:
+            if ctypes.string_at(entries[i], len(prefix) + SLOT_WIDTH) == prefix + EMPTY_SLOT.encode():
+                _slot_address = entries[i] + len(prefix)
+                return
+            i += 1
+    except (OSError, ValueError, AttributeError):
+        log.warning("no world slot in the environment: a world's daemons are found only "
+                    "through the harness run's mark")
+
+
+def mark_world(world_id: str) -> None:
+    """In a world's leader, right after its fork: write the world's id into the slot."""
+    if _slot_address is None:
+        return
+    import ctypes
+
+    ctypes.memmove(_slot_address, world_id.encode()[:SLOT_WIDTH].ljust(SLOT_WIDTH, b"-"),
+                   SLOT_WIDTH)
+
+
+def of_world(world_id: str) -> list[int]:
+    """Every process of a world: forked under its leader, or started anew by one of them."""
+    slot = world_id[:SLOT_WIDTH].ljust(SLOT_WIDTH, "-")
+    return sorted(set(marked(SLOT_KEY, slot)) | set(marked("HARNESS_WORLD_ID", world_id)))
+
+
+def marked(key: str, value: str) -> list[int]:
+    """Every process but this one whose environment holds ``key=value``."""
+    needle = f"{key}={value}".encode() + b"\0"
+    own = os.getpid()
+    found = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit() or int(name) == own:
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                env = f.read()
+        except OSError:  # gone, or not ours
+            continue
+        if (b"\0" + env).find(b"\0" + needle) >= 0:
+            found.append(int(name))
+    return found
+
+
+def end_world(world_id: str) -> int:
+    """Stop, then kill, every process of a world; how many there were."""
+    return _end(lambda: of_world(world_id), f"world {world_id}")
+
+
+def end(key: str, value: str) -> int:
+    """Stop, then kill, every process marked ``key=value``; how many there were."""
+    return _end(lambda: marked(key, value), f"{key}={value}")
+
+
+def _end(find: Any, what: str) -> int:
+    ended: set[int] = set()
+    for _ in range(ROUNDS):
+        pids = [p for p in find() if p not in ended or _alive(p)]
+        if not pids:
+            break
+        for pid in pids:  # stopped first: a stopped process cannot fork while we look
+            _signal(pid, signal.SIGSTOP)
+        for pid in pids:
+            _signal(pid, signal.SIGKILL)
+            ended.add(pid)
+    else:
+        log.warning("processes of %s kept appearing after %d rounds", what, ROUNDS)
+    return len(ended)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in (b"Z", b"X")  # a zombie waits for its parent only
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
