@@ -25,6 +25,7 @@ from harness.topology import PROFILES, TOPOLOGIES, get_topology
 from harness.world.result import PASS, WorldResult
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a Ctrl-C
 _PYTHONS = ("python", "python3", os.path.basename(sys.executable))
 _COLOURS = {"PASS": "green", "FAIL": "red", "ERROR": "red", "HANG": "magenta", "CRASH": "red"}
 _SHOWN_TRACEBACKS = 3  # of a whole script's world; the rest are one line each in the table
@@ -225,6 +226,8 @@ def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: 
     click.echo(render(matrix, "terminal"))
     for fmt, path in paths.items():
         click.echo(f"{fmt:>9}: {path}")
+    if matrix.interrupted:
+        sys.exit(EXIT_INTERRUPTED)
     sys.exit(EXIT_FAILED if matrix.failing(require_exercised) else EXIT_OK)
 
 
@@ -356,9 +359,12 @@ def main() -> None:
         cli.main(standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.Abort:
-        click.echo("aborted", err=True)
-        sys.exit(EXIT_FAILED)
+    except (click.Abort, KeyboardInterrupt):
+        # A Ctrl-C outside a run's cells, or a second one while they end: at once. The
+        # worker threads are not waited for; the reaper ends what they started.
+        click.echo("interrupted", err=True)
+        sys.stderr.flush()
+        os._exit(EXIT_INTERRUPTED)
     except click.ClickException as exc:
         exc.show()
         sys.exit(EXIT_USAGE)

@@ -251,3 +251,31 @@ def test_a_harness_killed_mid_run_leaves_no_process_and_no_world_directory(tmp_p
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def test_ctrl_c_cancels_the_queue_ends_the_worlds_in_flight_and_writes_the_partial_matrix(
+        tmp_path):
+    """Before: the run went on with every queued cell, then printed "aborted", exit 1, and
+    wrote no report. Its cells take two minutes each: only an interrupted run ends in one."""
+    reports = tmp_path / "reports"
+    harness = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", "-T", f"{TARGETS}:sleepy_sync", "-s", "baseline",
+         "-s", "divergent-slugs", "-s", "api-drift", "-j", "1", "--timeout", "300",
+         "--report-dir", str(reports), "--format", "json"],
+        cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60  # until its first world is up
+        pattern = os.path.join(tempfile.gettempdir(), f"harness-{harness.pid}-*")
+        while not glob.glob(pattern) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert glob.glob(pattern), "no world started"
+        harness.send_signal(signal.SIGINT)
+        out, err = harness.communicate(timeout=60)
+    finally:
+        harness.kill()
+    assert harness.returncode == 130, err
+    written = list(reports.rglob("matrix.json"))
+    assert len(written) == 1, err
+    summary = json.loads(written[0].read_text())["summary"]
+    assert summary["interrupted"] is True and summary["planned"] == 3
+    assert "interrupted:" in out

@@ -109,7 +109,10 @@ def summary_lines(matrix: Matrix) -> list[Text]:
             second.append(", ")
         second.append(f"{n} {v}", style=verdict_style(v))
     unexpected = len(matrix.unexpected)
-    if unexpected:
+    if matrix.interrupted:
+        second.append(f" · interrupted: {len(matrix.cells)} of {matrix.planned} cells ran",
+                      style="bold red")
+    elif unexpected:
         second.append(" · the run fails", style="bold red")
     elif matrix.unexercised:
         second.append(f" · no unexpected cell; {len(matrix.unexercised)} tested nothing "
@@ -122,7 +125,9 @@ def summary_lines(matrix: Matrix) -> list[Text]:
 def render_matrix(matrix: Matrix, console: Console) -> None:
     """Print the matrix to ``console``: grid, legend, failing cells, summary."""
     if not matrix.cells:
-        console.print(Text("the matrix is empty: no cell was run", style="yellow"))
+        why = (f"interrupted: 0 of {matrix.planned} cells ran" if matrix.interrupted
+               else "the matrix is empty: no cell was run")
+        console.print(Text(why, style="bold red" if matrix.interrupted else "yellow"))
         return
     for i, table in enumerate(grids(matrix)):
         if i:

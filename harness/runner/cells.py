@@ -114,6 +114,9 @@ class Matrix:
     created: str
     harness_version: str
     duration_s: float = 0.0
+    #: the user stopped the run (Ctrl-C): ``cells`` holds only those that finished
+    interrupted: bool = False
+    planned: int | None = None  # cells the run meant to run (None: as many as it holds)
 
     @property
     def scenarios(self) -> list[str]:
@@ -132,8 +135,12 @@ class Matrix:
         for c in self.cells:
             outcomes[c.outcome] = outcomes.get(c.outcome, 0) + 1
             verdicts[c.verdict] += 1
-        return {"cells": len(self.cells), "outcomes": outcomes, "verdicts": verdicts,
-                "duration_s": round(self.duration_s, 3)}
+        out = {"cells": len(self.cells), "outcomes": outcomes, "verdicts": verdicts,
+               "duration_s": round(self.duration_s, 3)}
+        if self.interrupted:
+            out["interrupted"] = True
+            out["planned"] = self.planned
+        return out
 
     @property
     def unexpected(self) -> list[Cell]:
@@ -157,6 +164,9 @@ class Matrix:
     def from_dict(cls, data: dict[str, Any]) -> Matrix:
         if data.get("schema") != SCHEMA:
             raise ValueError(f"not a {SCHEMA} report (schema: {data.get('schema')!r})")
+        summary = data.get("summary", {})
         return cls(cells=[Cell.from_dict(c) for c in data["cells"]], seed=data["seed"],
                    created=data["created"], harness_version=data["harness_version"],
-                   duration_s=data.get("summary", {}).get("duration_s", 0.0))
+                   duration_s=summary.get("duration_s", 0.0),
+                   interrupted=bool(summary.get("interrupted", False)),
+                   planned=summary.get("planned"))

@@ -40,7 +40,7 @@ from harness.workloads.base import Target
 from harness.workloads.registry import DEFAULT_WORKLOAD, WORKLOADS
 from harness.world import pool
 from harness.world.result import ERROR, PASS, one_line
-from harness.world.world import run_world
+from harness.world.world import ABORT, run_world
 
 log = logging.getLogger(__name__)
 
@@ -126,10 +126,16 @@ def discover_targets(plans: Iterable[CellPlan], use_cache: bool = True,
             _, _, previous = wanted.get(p.target.name, (p.target, "", False))
             wanted[p.target.name] = (p.target, p.scenario.workload,
                                      previous or p.scenario.needs_another_run)
-    with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="harness-discovery") as workers:
+    workers = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="harness-discovery")
+    try:
         futures = {name: workers.submit(discover, target, WORKLOADS[workload], previous, use_cache)
                    for name, (target, workload, previous) in wanted.items()}
         return {name: f.result() for name, f in futures.items()}
+    except KeyboardInterrupt:
+        ABORT.set()  # before waiting for them: the worlds in flight end now
+        raise
+    finally:
+        workers.shutdown(wait=True, cancel_futures=True)
 
 
 def not_exercised(plan: FaultPlan, history: Iterable[Event], unresolved: list[str]) -> str | None:
@@ -275,8 +281,10 @@ def run_matrix(plans: list[CellPlan], jobs: int | None = None, seed: int = 0,
     start = time.monotonic()
     created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     cells: dict[tuple[str, str], Cell] = {}
-    found = discover_targets(plans, use_cache, jobs)
-    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="harness-cell") as workers:
+    ABORT.clear()
+    workers = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="harness-cell")
+    try:
+        found = discover_targets(plans, use_cache, jobs)
         futures = {workers.submit(run_cell, plan, known, found.get(plan.target.name)): plan
                    for plan in plans}
         for future in as_completed(futures):
@@ -288,9 +296,20 @@ def run_matrix(plans: list[CellPlan], jobs: int | None = None, seed: int = 0,
             cells[futures[future].key] = cell
             if on_cell is not None:
                 on_cell(cell)
-    ordered = [cells[p.key] for p in plans]
+        interrupted = False
+    except KeyboardInterrupt:
+        # The queue is cancelled and every world in flight ends now; the cells it had not
+        # finished are left out (a world cut short says nothing of its target). A second
+        # Ctrl-C while they end propagates at once.
+        ABORT.set()
+        workers.shutdown(wait=True, cancel_futures=True)
+        interrupted = True
+    finally:
+        workers.shutdown(wait=False, cancel_futures=True)
+    ordered = [cells[p.key] for p in plans if p.key in cells]
     return Matrix(cells=ordered, seed=seed, created=created, harness_version=__version__,
-                  duration_s=time.monotonic() - start)
+                  duration_s=time.monotonic() - start, interrupted=interrupted,
+                  planned=len(plans))
 
 
 def known_from_baseline(matrix: Matrix) -> frozenset[tuple[str, str]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import threading
 import time
 from collections.abc import Callable
 
@@ -41,13 +42,14 @@ class WorldServer:
         self._file_ops: dict[int | None, int] = {}  # file events recorded per rank
         self._handlers = self._make_handlers()
 
-    def serve(self, until: float, detect_deadlock: bool = False) -> bool:
-        """Serve until the leader reports the world over (True), or until ``until`` or a
-        proven deadlock (False)."""
+    def serve(self, until: float, detect_deadlock: bool = False,
+              abort: threading.Event | None = None) -> bool:
+        """Serve until the leader reports the world over (True), or until ``until``, a
+        proven deadlock or ``abort`` (the user's Ctrl-C) (False)."""
         life = self.life
         while not life.done:
             remaining = until - time.monotonic()
-            if remaining <= 0:
+            if remaining <= 0 or (abort is not None and abort.is_set()):
                 return False
             if detect_deadlock and life.deadlocked():
                 return False

@@ -15,6 +15,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -57,6 +58,10 @@ def target_name(target: str | Callable[..., Any]) -> str:
             raise ValueError("a target defined in an interactive __main__ has no file to load from")
         return f"{os.path.abspath(path)}:{qualname}"
     return f"{module}:{qualname}"
+
+
+#: Set by the runner on the user's Ctrl-C: every world in flight ends at once.
+ABORT = threading.Event()
 
 
 def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfig | None = None,
@@ -132,8 +137,10 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
         try:
             server.life.leader_pid = forks.fork_world(spec)
             finished = server.serve(until=start + timeout - grace,
-                                    detect_deadlock=config.detect_deadlock)
-            if not finished:
+                                    detect_deadlock=config.detect_deadlock, abort=ABORT)
+            if ABORT.is_set():  # the user's Ctrl-C: end it now, no stacks to wait for
+                server.end_at_deadline(hard_end=time.monotonic() + 2.0, stack_wait=0.0)
+            elif not finished:
                 stack_wait = grace * 0.6
                 if time.monotonic() < start + timeout - grace:
                     server.life.deadlock_at = time.monotonic() - start

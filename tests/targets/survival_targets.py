@@ -112,3 +112,9 @@ def daemon_then_wait(pid_dir, seconds):
     _daemon(pid_dir)
     time.sleep(seconds)
     return "done"
+
+
+def sleepy_sync(inputs):
+    """A config sync that takes two minutes: the user presses Ctrl-C first."""
+    time.sleep(120)
+    return dict(inputs["config"])
