@@ -78,8 +78,18 @@ def test_the_default_store_is_shared_by_the_world(topology):
 
 def test_torch_init_barrier_runs_over_the_shared_store():
     # TORCH_DIST_INIT_BARRIER=1 makes torch wait on the store for every rank: it needs one store.
-    result = run("identity_then_sync", "8x1", env={"TORCH_DIST_INIT_BARRIER": "1"})
+    # Rank 0 returns right after it: its store must outlive the peers still in the barrier.
+    result = run("identity", "8x1", env={"TORCH_DIST_INIT_BARRIER": "1"})
     assert [v["rank"] for v in values(result)] == list(range(8))
+
+
+def test_rank_0_serves_the_store_until_every_worker_left():
+    # Rank 0 hosts the store; on a pod its exit waits at the runtime's shutdown barrier, so a
+    # rank 0 that returns right after init never tears the store down under a peer that still
+    # uses it. The target forces that interleaving: workers use the store once rank 0 exits.
+    result = run("store_after_rank0_returned", "8x1", env={"TORCH_DIST_INIT_BARRIER": "1"})
+    assert [v["rank"] for v in values(result)] == list(range(8))
+    assert [v.get("joined") for v in values(result)] == [None] + [7] * 7
 
 
 def test_dummy_store_skips_the_handshake():

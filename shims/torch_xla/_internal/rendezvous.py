@@ -8,11 +8,23 @@ the other ranks through one collective, ``init_process_group``, which stands
 for the real store's connection handshake (every rank must arrive).
 ``TORCH_DIST_INIT_BARRIER=0`` with ``XLA_USE_DUMMY_STORE=1`` gives a dummy
 store and no handshake. torchrun (torchelastic) launches are not emulated.
+
+The store outlives its clients, as on a pod: there, process 0 also hosts the
+XLA distributed runtime, whose client shutdown at exit is a barrier over every
+process (``DIST_SERVICE_SHUTDOWN_TIMEOUT_IN_MIN``, 5 minutes), so rank 0 does
+not exit while a peer is still inside torch's init barrier on rank 0's store.
+Here every worker marks itself gone from the store at exit and rank 0's exit
+waits for them; a worker killed before its exit is waited for as the real
+barrier waits for it, until the world's deadline. Without this, rank 0
+returning right after ``init_process_group`` killed peers still in the
+barrier with ``DistNetworkError: Broken pipe``.
 """
 
 from __future__ import annotations
 
+import atexit
 import datetime
+import logging
 import os
 import threading
 import time
@@ -36,6 +48,10 @@ _store_lock = threading.Lock()
 _LOOPBACK = "127.0.0.1"
 _STORE_TIMEOUT = datetime.timedelta(seconds=300)  # TCPStore's default, which the real one keeps
 _JOINED_KEY = "harness/xla-workers-joined"
+_LEFT_KEY = "harness/xla-workers-left"
+CLOSING_KEY = "harness/xla-store-closing"  # set by rank 0 when its exit starts to wait
+
+log = logging.getLogger(__name__)
 
 
 def _env_int(name: str, default: int) -> int:
@@ -52,6 +68,29 @@ def _wait_for_workers(store: Any, world_size: int) -> None:
             raise dist.DistStoreError(
                 f"Timed out after {int(_STORE_TIMEOUT.total_seconds())} seconds waiting for "
                 f"clients. {joined + 1}/{world_size} clients joined.")
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+
+
+def _leave(store: Any) -> None:
+    """A worker's exit: it is done with rank 0's store (the shutdown barrier's arrival)."""
+    try:
+        store.add(_LEFT_KEY, 1)
+    except dist.DistError as exc:  # rank 0 is already gone: nothing left to tell it
+        log.debug("could not mark this worker gone from the store: %s", exc)
+
+
+def _outlive_workers(store: Any, world_size: int) -> None:
+    """Rank 0's exit: serve the store until every worker has left it (the shutdown barrier)."""
+    store.set(CLOSING_KEY, "1")
+    deadline = time.monotonic() + _STORE_TIMEOUT.total_seconds()
+    pause = 0.0005
+    while (left := store.add(_LEFT_KEY, 0)) < world_size - 1:
+        if time.monotonic() > deadline:
+            log.warning("rank 0 exits with %d/%d workers still on its store after %d s",
+                        world_size - 1 - left, world_size - 1,
+                        int(_STORE_TIMEOUT.total_seconds()))
+            return
         time.sleep(pause)
         pause = min(pause * 2, 0.05)
 
@@ -78,8 +117,10 @@ def _tcp_store() -> Any:
             store = dist.TCPStore(_LOOPBACK, port, world_size, is_master=False,
                                   wait_for_workers=False, timeout=_STORE_TIMEOUT)
             store.add(_JOINED_KEY, 1)
+            atexit.register(_leave, store)
         else:
             _wait_for_workers(store, world_size)
+            atexit.register(_outlive_workers, store, world_size)
     return store
 
 
