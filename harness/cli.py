@@ -306,10 +306,11 @@ def report_command(report: str, fmt: str, output: str | None) -> None:
 def diff_command(before: str, after: str) -> None:
     """The cells whose outcome changed between two saved reports (simulator vs pod,
     before vs after). Exit 1 if any did."""
-    from harness.reports.diff import diff, render_diff
+    from harness.reports.diff import diff, render_diff, seed_note
 
-    changes = diff(_load(before), _load(after))
-    click.echo(render_diff(changes, before, after))
+    a, b = _load(before), _load(after)
+    changes = diff(a, b)
+    click.echo(render_diff(changes, before, after, seed_note(a, b, before, after)))
     sys.exit(EXIT_FAILED if changes else EXIT_OK)
 
 
