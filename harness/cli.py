@@ -290,11 +290,11 @@ def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workloa
 def report_command(report: str, fmt: str, output: str | None) -> None:
     """Render a saved JSON report again, in any format."""
     from harness.reports import render
+    from harness.reports.store import atomic_write_text
 
     text = render(_load(report), fmt)
     if output:
-        with open(output, "w", encoding="utf-8") as f:
-            f.write(text)
+        atomic_write_text(output, text)  # a reader never sees half a report
         click.echo(f"wrote {output}")
     else:
         click.echo(text)

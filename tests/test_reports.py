@@ -432,3 +432,30 @@ def test_a_report_dir_that_cannot_hold_a_run_is_refused_naming_it(tmp_path: Path
         new_run_dir(tmp_path / "file" / "reports")
     assert str(refused.value).startswith(f"cannot write reports to {tmp_path}/file/reports: ")
     assert "Not a directory" in str(refused.value)
+
+
+def test_harness_report_output_replaces_the_old_file_whole(matrix: Matrix, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # ``harness report -o`` over an existing file: until the new one is whole, a reader still
+    # sees the old one (an open-for-write would have truncated it first).
+    import sys
+
+    import harness.cli
+
+    (tmp_path / "a.json").write_text(to_json(matrix))
+    out = tmp_path / "matrix.md"
+    out.write_text("the old report\n")
+    seen: list[str] = []
+    real_replace = os.replace
+
+    def replace(src: Any, dst: Any) -> None:
+        seen.append(out.read_text())
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(sys, "argv", ["harness", "report", str(tmp_path / "a.json"),
+                                      "--format", "markdown", "-o", str(out)])
+    harness.cli.main()
+    assert seen == ["the old report\n"]
+    assert out.read_text() == to_markdown(matrix)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "matrix.md"]
