@@ -12,6 +12,7 @@ import math
 import os
 import sys
 import traceback
+from pathlib import Path
 from typing import Any
 
 import click
@@ -198,7 +199,8 @@ def _apply(options: list[Any]) -> Any:
 @click.option("--jobs", "-j", default=None, type=click.IntRange(min=1),
               help="Cells run in parallel. Default: the number of cores.")
 @click.option("--report-dir", default="reports", show_default=True, type=click.Path(file_okay=False),
-              help="Where the reports are written.")
+              help="Each run writes its reports into a new directory here; "
+                   "REPORT_DIR/latest points to the newest.")
 @click.option("--format", "formats", multiple=True,
               type=click.Choice(["terminal", "json", "junit", "markdown", "html"]),
               help="Reports to write (repeatable). Default: all of them.")
@@ -212,7 +214,7 @@ def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: 
 
     With no arguments: the whole catalog against the built-in targets.
     """
-    from harness.reports import FORMATS, render, write_reports
+    from harness.reports import FORMATS, render, write_run
     from harness.runner.run import known_from_baseline, plan_cells
 
     known = known_from_baseline(_load(baseline)) if baseline else frozenset()
@@ -220,15 +222,28 @@ def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: 
                        timeout)
     if not plans:
         raise click.UsageError("no cell to run: no target belongs to these scenarios' workloads")
+    files = [f for f in (formats or FORMATS) if f != "terminal"]
+    run_dir = _new_run_dir(report_dir) if files else None
     console = Console(stderr=True)
     matrix = _run_with_progress(plans, jobs, seed, known, console)
-    paths = write_reports(matrix, report_dir, [f for f in (formats or FORMATS) if f != "terminal"])
+    paths = write_run(matrix, run_dir, files) if run_dir else {}
     click.echo(render(matrix, "terminal"))
     for fmt, path in paths.items():
         click.echo(f"{fmt:>9}: {path}")
     if matrix.interrupted:
         sys.exit(EXIT_INTERRUPTED)
     sys.exit(EXIT_FAILED if matrix.failing(require_exercised) else EXIT_OK)
+
+
+def _new_run_dir(report_dir: str) -> Path:
+    """This run's own directory under ``--report-dir``, made before any world starts: a
+    report dir that cannot hold it is a usage error now, not an internal one after the run."""
+    from harness.reports.store import ReportDirError, new_run_dir
+
+    try:
+        return new_run_dir(report_dir)
+    except ReportDirError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--report-dir'") from None
 
 
 def _run_with_progress(plans: list[Any], jobs: int | None, seed: int, known: frozenset,
@@ -257,7 +272,7 @@ def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workloa
 
     \b
     harness replay --scenario isolated-tmp --target naive-sync --seed 0
-    harness replay reports/matrix.json --cell 'isolated-tmp[naive-sync]'
+    harness replay reports/latest/matrix.json --cell 'isolated-tmp[naive-sync]'
     """
     import shlex
 
@@ -293,11 +308,11 @@ def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workloa
 def report_command(report: str, fmt: str, output: str | None) -> None:
     """Render a saved JSON report again, in any format."""
     from harness.reports import render
+    from harness.reports.store import atomic_write_text
 
     text = render(_load(report), fmt)
     if output:
-        with open(output, "w", encoding="utf-8") as f:
-            f.write(text)
+        atomic_write_text(output, text)  # a reader never sees half a report
         click.echo(f"wrote {output}")
     else:
         click.echo(text)
@@ -309,10 +324,11 @@ def report_command(report: str, fmt: str, output: str | None) -> None:
 def diff_command(before: str, after: str) -> None:
     """The cells whose outcome changed between two saved reports (simulator vs pod,
     before vs after). Exit 1 if any did."""
-    from harness.reports.diff import diff, render_diff
+    from harness.reports.diff import diff, render_diff, seed_note
 
-    changes = diff(_load(before), _load(after))
-    click.echo(render_diff(changes, before, after))
+    a, b = _load(before), _load(after)
+    changes = diff(a, b)
+    click.echo(render_diff(changes, before, after, seed_note(a, b, before, after)))
     sys.exit(EXIT_FAILED if changes else EXIT_OK)
 
 

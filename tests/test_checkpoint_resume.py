@@ -230,7 +230,7 @@ def test_the_cli_runs_the_torn_checkpoint_scenario(tmp_path, cli):
     proc = cli("run", "--scenario", "preempt-mid-checkpoint", "--report-dir", str(tmp_path),
                "--format", "json", cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    cells = {c["target"]: c for c in json.loads((tmp_path / "matrix.json").read_text())["cells"]}
+    cells = {c["target"]: c for c in json.loads((tmp_path / "latest" / "matrix.json").read_text())["cells"]}
     assert (cells["naive-worker"]["verdict"], cells["robust-worker"]["verdict"]) == ("known", "ok")
     assert cells["robust-worker"]["outcome"] == PASS
 

@@ -93,7 +93,7 @@ def test_a_function_defined_under_an_if_is_found(cli, tmp_path):
     (tmp_path / "sync.py").write_text(SYNC)
     done = cli("run", "--scenario", "baseline", "--target", f"{tmp_path}/sync.py:sync_config",
                "--report-dir", str(tmp_path / "out"))
-    assert "Invalid value" not in done.stderr and (tmp_path / "out" / "matrix.json").exists()
+    assert "Invalid value" not in done.stderr and (tmp_path / "out" / "latest" / "matrix.json").exists()
 
 
 @pytest.mark.parametrize("workload, ran", [(None, "baseline"),
@@ -105,7 +105,7 @@ def test_a_users_target_runs_only_its_workloads_scenarios(cli, tmp_path, workloa
                f"{tmp_path}/sync.py:sync_config", *chosen, "--format", "json",
                "--report-dir", str(tmp_path / "out"))
     assert "Traceback" not in done.stderr, done.stderr
-    cells = json.loads((tmp_path / "out" / "matrix.json").read_text())["cells"]
+    cells = json.loads((tmp_path / "out" / "latest" / "matrix.json").read_text())["cells"]
     assert [c["scenario"] for c in cells] == [ran]
     replay = f"--seed 0 --workload {workload}" if workload else "--seed 0"
     # It returns its inputs: the same value on every rank is a user's config-sync answer
@@ -122,3 +122,36 @@ def test_an_unknown_workload_is_a_usage_error(cli, tmp_path):
     assert done.returncode == 2 and "Invalid value for --workload" in done.stderr
     assert "use one of config-sync, data-sharding, checkpoint-resume" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_report_dir_that_cannot_be_written_is_refused_before_any_world(tmp_path, monkeypatch,
+                                                                         capsys):
+    # In process, so that a world started anyway is seen: the refusal must come first.
+    import sys
+
+    import harness.cli
+    import harness.runner.run
+
+    started: list[object] = []
+    monkeypatch.setattr(harness.runner.run, "run_matrix", lambda *a, **k: started.append(a))
+    (tmp_path / "file").write_text("")
+    report_dir = tmp_path / "file" / "reports"
+    monkeypatch.setattr(sys, "argv", ["harness", "run", "--scenario", "baseline",
+                                      "--target", "naive-sync", "--report-dir", str(report_dir)])
+    with pytest.raises(SystemExit) as done:
+        harness.cli.main()
+    stderr = capsys.readouterr().err
+    assert done.value.code == 2, stderr
+    assert started == []
+    assert "Invalid value for '--report-dir'" in stderr, stderr
+    assert f"cannot write reports to {report_dir}: Not a directory" in stderr, stderr
+
+
+def test_two_runs_into_one_report_dir_keep_both(cli, tmp_path):
+    runs = [cli("run", "--scenario", "baseline", "--target", "naive-sync", "--format", "json",
+                "--seed", str(seed), "--report-dir", str(tmp_path)) for seed in (1, 2)]
+    assert [done.returncode for done in runs] == [0, 0], runs[-1].stderr
+    dirs = sorted(p for p in tmp_path.iterdir() if p.name != "latest")
+    assert [json.loads((d / "matrix.json").read_text())["seed"] for d in dirs] == [1, 2]
+    assert (tmp_path / "latest").resolve() == dirs[1]
+    assert f"json: {dirs[1]}/matrix.json" in runs[1].stdout

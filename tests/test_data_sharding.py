@@ -446,7 +446,7 @@ def test_a_loader_that_writes_a_cache_next_to_the_data_fails_on_a_read_only_moun
 def test_the_cli_runs_uneven_shards(tmp_path, cli):
     done = cli("run", "--scenario", "uneven-shards", "--report-dir", str(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
-    report = json.loads((tmp_path / "matrix.json").read_text())
+    report = json.loads((tmp_path / "latest" / "matrix.json").read_text())
     cells = {c["target"]: (c["outcome"], c["verdict"]) for c in report["cells"]}
     assert cells == {"seed-loader": (PASS, OK), "robust-loader": (PASS, OK)}
 

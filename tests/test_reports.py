@@ -5,19 +5,23 @@ from __future__ import annotations
 import html
 import io
 import json
+import os
 import re
+import threading
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
 
-from harness.reports import FILENAMES, FORMATS, render, render_terminal_text, write_reports
-from harness.reports.diff import diff, render_diff
+from harness.reports import FILENAMES, FORMATS, render, render_terminal_text, write_reports, write_run
+from harness.reports.diff import diff, render_diff, seed_note
 from harness.reports.html import to_html
 from harness.reports.json_report import load, to_json
 from harness.reports.junit import to_junit
 from harness.reports.markdown import to_markdown
+from harness.reports.store import LATEST, ReportDirError, new_run_dir
 from harness.reports.terminal import render_matrix
 from harness.runner.cells import Cell, FaultRow, Matrix, RankRow
 
@@ -305,15 +309,40 @@ def test_diff_finds_exactly_the_changed_cells(matrix: Matrix) -> None:
     assert [c.name for c in changes] == ["baseline[robust-sync]", "isolated-tmp[naive-sync]",
                                          "writer-killed[robust-sync]", "api-drift[robust-sync]"]
     assert [c.kind for c in changes] == ["removed", "changed", "changed", "added"]
+    after.cells[1].detail = "every rank read the whole config"  # isolated-tmp[naive-sync]
     text = render_diff(changes, "sim.json", "pod.json")
+    before_detail = matrix.cell("isolated-tmp", "naive-sync").detail
+    writer_killed = matrix.cell("writer-killed", "robust-sync").detail
     assert text.splitlines() == [
         "baseline[robust-sync]: only in sim.json (PASS, ok)",
+        "    sim.json: (no detail)",
         "isolated-tmp[naive-sync]: ERROR -> PASS (known -> ok)",
+        f"    sim.json: {before_detail}",  # what went wrong, and what the other report says
+        "    pod.json: every rank read the whole config",
         "writer-killed[robust-sync]: ERROR -> ERROR (ok -> unexpected)",
+        f"    sim.json: {writer_killed}",
+        f"    pod.json: {writer_killed}",
         "api-drift[robust-sync]: only in pod.json (PASS, ok)",
+        "    pod.json: pass detail",
     ]
     assert diff(matrix, sample_matrix()) == []
     assert "no cell changed" in render_diff([])
+
+
+def test_diff_of_reports_with_different_seeds_says_so(matrix: Matrix, tmp_path: Path,
+                                                      cli) -> None:
+    other = sample_matrix()
+    other.seed = 8
+    assert seed_note(matrix, sample_matrix(), "a.json", "b.json") is None
+    note = seed_note(matrix, other, "a.json", "b.json")
+    assert note is not None and "different seeds (a.json: 7, b.json: 8)" in note
+    (tmp_path / "a.json").write_text(to_json(matrix))
+    (tmp_path / "b.json").write_text(to_json(other))
+    done = cli("diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"))
+    assert done.returncode == 0, done.stderr  # no cell changed: the seed alone is no failure
+    assert done.stdout.splitlines()[:2] == [
+        note.replace("a.json", str(tmp_path / "a.json")).replace("b.json", str(tmp_path / "b.json")),
+        "no cell changed its outcome or verdict"]
 
 
 def test_a_known_failure_that_now_passes_is_shown_as_unexpected(matrix: Matrix) -> None:
@@ -329,3 +358,104 @@ def test_a_known_failure_that_now_passes_is_shown_as_unexpected(matrix: Matrix) 
     page = to_html(matrix)
     section = page[: page.index("Passing cells")]
     assert 'id="cell-baseline--naive-sync"' in section  # among the cells that need a look
+
+
+# -- where reports are written: one directory per run, atomic files, ``latest`` ----------------
+
+def test_two_writers_of_one_report_never_collide(matrix: Matrix, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # Forces the unlucky interleaving: the first writer has written its temporary file and is
+    # about to rename it when a second writer writes the same report from start to end.
+    real_replace = os.replace
+    first_paused, second_done = threading.Event(), threading.Event()
+    seen_while_paused: list[str] = []
+
+    def replace(src: Any, dst: Any) -> None:
+        if threading.current_thread().name == "first" and not first_paused.is_set():
+            first_paused.set()
+            second_done.wait(60)  # a bound on a broken test, not a timing assumption
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    errors: list[BaseException] = []
+
+    def first() -> None:
+        try:
+            write_reports(matrix, tmp_path, formats=["json"])
+        except BaseException as exc:  # noqa: BLE001 - the failure is the observation
+            errors.append(exc)
+
+    thread = threading.Thread(target=first, name="first")
+    thread.start()
+    assert first_paused.wait(60)
+    try:
+        write_reports(matrix, tmp_path, formats=["json"])
+        seen_while_paused.append((tmp_path / "matrix.json").read_text())
+    finally:
+        second_done.set()
+        thread.join(60)
+    assert errors == []
+    for text in seen_while_paused + [(tmp_path / "matrix.json").read_text()]:
+        assert json.loads(text)["cells"]  # whole JSON, never empty or cut
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["matrix.json"]  # no temporary left
+
+
+def test_every_run_gets_its_own_directory_and_latest_follows(matrix: Matrix,
+                                                             tmp_path: Path) -> None:
+    out = tmp_path / "reports"
+    first = new_run_dir(out)
+    second = new_run_dir(out)  # two runs at once: neither shares the other's directory
+    assert first != second and first.parent == second.parent == out
+    assert re.fullmatch(r"\d{8}T\d{6}\.\d{3}Z-\d+-[0-9a-f]{6}", first.name)
+    write_run(matrix, first, ["json", "markdown"])
+    assert os.readlink(out / LATEST) == first.name
+    before = {p.name: p.read_bytes() for p in first.iterdir()}
+    empty = Matrix(cells=[], seed=1, created="2026-05-09T00:00:00+00:00", harness_version="0.1.0")
+    write_run(empty, second, ["json", "markdown"])
+    assert os.readlink(out / LATEST) == second.name  # relative: the report dir can move
+    assert {p.name: p.read_bytes() for p in first.iterdir()} == before  # never overwritten
+    assert load(out / LATEST / "matrix.json").seed == 1
+    assert sorted(p.name for p in out.iterdir()) == sorted([first.name, second.name, LATEST])
+
+
+def test_a_latest_the_harness_did_not_make_is_never_overwritten(matrix: Matrix,
+                                                                 tmp_path: Path) -> None:
+    (tmp_path / LATEST).write_text("a user's notes\n")
+    with pytest.raises(ReportDirError, match="latest is not a symlink"):
+        new_run_dir(tmp_path)
+    assert (tmp_path / LATEST).read_text() == "a user's notes\n"
+
+
+def test_a_report_dir_that_cannot_hold_a_run_is_refused_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ReportDirError) as refused:
+        new_run_dir(tmp_path / "file" / "reports")
+    assert str(refused.value).startswith(f"cannot write reports to {tmp_path}/file/reports: ")
+    assert "Not a directory" in str(refused.value)
+
+
+def test_harness_report_output_replaces_the_old_file_whole(matrix: Matrix, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # ``harness report -o`` over an existing file: until the new one is whole, a reader still
+    # sees the old one (an open-for-write would have truncated it first).
+    import sys
+
+    import harness.cli
+
+    (tmp_path / "a.json").write_text(to_json(matrix))
+    out = tmp_path / "matrix.md"
+    out.write_text("the old report\n")
+    seen: list[str] = []
+    real_replace = os.replace
+
+    def replace(src: Any, dst: Any) -> None:
+        seen.append(out.read_text())
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(sys, "argv", ["harness", "report", str(tmp_path / "a.json"),
+                                      "--format", "markdown", "-o", str(out)])
+    harness.cli.main()
+    assert seen == ["the old report\n"]
+    assert out.read_text() == to_markdown(matrix)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "matrix.md"]

@@ -139,7 +139,7 @@ def test_a_cell_whose_fault_cannot_happen_is_shown_and_fails_only_a_run_that_req
             "--format", "json", "--report-dir", str(tmp_path / "out"))
     shown = cli(*args)
     assert shown.returncode == 0, shown.stderr
-    (cell,) = json.loads((tmp_path / "out" / "matrix.json").read_text())["cells"]
+    (cell,) = json.loads((tmp_path / "out" / "latest" / "matrix.json").read_text())["cells"]
     assert (cell["outcome"], cell["verdict"]) == ("NOT-EXERCISED", "unexercised")
     assert "role handoff resolved to nothing" in cell["detail"]
     assert cell["roles"] == {"handoff": "nothing (the target has no file one rank writes and "

@@ -205,7 +205,7 @@ def test_the_command_line_runs_the_checker_and_its_replay_command_keeps_it(code,
     done = run_cli("run", "-T", "sync.py:sync", "-c", "checks.py:Config", "-s", str(scenario),
                    "--report-dir", str(tmp_path / "reports"), "--format", "json", cwd=code)
     assert done.returncode == 1, done.stdout + done.stderr
-    cell = json.loads((tmp_path / "reports" / "matrix.json").read_text())["cells"][0]
+    cell = json.loads((tmp_path / "reports" / "latest" / "matrix.json").read_text())["cells"][0]
     assert cell["outcome"] == FAIL and cell["checker"] == "checks.py:Config"
     assert "returned an invalid value: lr: Input should be less than or equal to 0.01" in cell["detail"]
     replay = shlex.split(cell["replay"])

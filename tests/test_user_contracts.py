@@ -50,7 +50,7 @@ def cells(tmp_path: Path, target: str, workload: str, *scenarios: str) -> dict[s
                    "--format", "json", "--report-dir", str(out))
     assert "Traceback" not in done.stderr, done.stderr
     assert done.returncode in (0, 1), done.stderr
-    return {c["scenario"]: c for c in json.loads((out / "matrix.json").read_text())["cells"]}
+    return {c["scenario"]: c for c in json.loads((out / "latest" / "matrix.json").read_text())["cells"]}
 
 
 def baseline(tmp_path: Path, text: str) -> str:

@@ -78,8 +78,37 @@ def test_the_default_store_is_shared_by_the_world(topology):
 
 def test_torch_init_barrier_runs_over_the_shared_store():
     # TORCH_DIST_INIT_BARRIER=1 makes torch wait on the store for every rank: it needs one store.
-    result = run("identity_then_sync", "8x1", env={"TORCH_DIST_INIT_BARRIER": "1"})
+    # Rank 0 returns right after it: its store must outlive the peers still in the barrier.
+    result = run("identity", "8x1", env={"TORCH_DIST_INIT_BARRIER": "1"})
     assert [v["rank"] for v in values(result)] == list(range(8))
+
+
+@pytest.mark.parametrize("regroup", [False, True], ids=["init", "new_group"])
+def test_rank_0_serves_the_store_until_every_worker_left(regroup):
+    # Rank 0 hosts the store: a rank 0 that returns right after a store barrier (init's, or a
+    # new group's) must not tear the store down under a peer that still uses it. The target
+    # forces that interleaving: workers use the store once rank 0 has begun to exit.
+    result = run("store_after_rank0_returned", "8x1", regroup,
+                 env={"TORCH_DIST_INIT_BARRIER": "1"})
+    assert [v["rank"] for v in values(result)] == list(range(8))
+    assert [v.get("joined") for v in values(result)] == [None] + [7] * 7
+
+
+def test_rank_0_that_raises_after_init_is_reported_while_the_others_wait():
+    # Workers blocked in a collective are done with the store: rank 0 exits with its error.
+    # The others hang until the deadline (a real rendezvous never times out): keep it short.
+    result = run_world(f"{TARGETS}:rank0_raises_after_init", topology="4x1", timeout=10.0,
+                       env={"TORCH_DIST_INIT_BARRIER": "1"})
+    rank0 = result.ranks[0]
+    assert rank0.outcome == "ERROR", result.describe()
+    assert "rank 0's config fails validation" in str(rank0.error), result.describe()
+
+
+def test_rank_0_does_not_wait_for_a_worker_that_died():
+    result = run_world(f"{TARGETS}:worker_dies_after_init", topology="4x1", timeout=TIMEOUT,
+                       env={"TORCH_DIST_INIT_BARRIER": "1"})
+    assert [r.outcome for r in result.ranks] == ["PASS", "CRASH", "PASS", "PASS"], \
+        result.describe()
 
 
 def test_dummy_store_skips_the_handshake():

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from harness.reports.store import atomic_write_text, point_latest
 from harness.runner.cells import Matrix
 
 FORMATS = ("terminal", "json", "junit", "markdown", "html")
@@ -55,7 +56,11 @@ def render(matrix: Matrix, fmt: str) -> str:
 
 def write_reports(matrix: Matrix, directory: str | Path,
                   formats: Iterable[str] = FORMATS) -> dict[str, Path]:
-    """Write each format to its file in ``directory`` (created if needed); return format -> path."""
+    """Write each format to its file in ``directory`` (created if needed); return format -> path.
+
+    Each file is written atomically under a unique temporary name, so concurrent
+    writers never fail and readers never see an empty or cut report.
+    """
     formats = list(dict.fromkeys(formats))
     unknown = [f for f in formats if f not in FORMATS]
     if unknown:
@@ -64,12 +69,16 @@ def write_reports(matrix: Matrix, directory: str | Path,
     directory.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
     for fmt in formats:
-        path = directory / FILENAMES[fmt]
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(render(matrix, fmt), encoding="utf-8")
-        tmp.replace(path)
-        written[fmt] = path
+        written[fmt] = atomic_write_text(directory / FILENAMES[fmt], render(matrix, fmt))
     return written
 
 
-__all__ = ["FORMATS", "FILENAMES", "render", "render_terminal_text", "write_reports"]
+def write_run(matrix: Matrix, run_dir: Path, formats: Iterable[str] = FORMATS) -> dict[str, Path]:
+    """Write a run's reports into its own directory (``store.new_run_dir``), then point
+    ``latest`` at it: ``latest`` only ever shows a run whose reports are all written."""
+    written = write_reports(matrix, run_dir, formats)
+    point_latest(run_dir)
+    return written
+
+
+__all__ = ["FORMATS", "FILENAMES", "render", "render_terminal_text", "write_reports", "write_run"]

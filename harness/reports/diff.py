@@ -1,7 +1,10 @@
 """What changed between two reports: simulator versus pod, before versus after a fix.
 
 Cells are matched by (scenario, target); a cell is a change if its outcome or
-its verdict differs, or if it is in one report only.
+its verdict differs, or if it is in one report only. Each change shows both
+cells' details, since the outcomes alone do not say what went wrong; and two
+reports run with different seeds are said to be so, since the seed decides
+where faults fire and a cell can change with the seed and not the code.
 """
 
 from __future__ import annotations
@@ -46,6 +49,12 @@ class Change:
             line += f" ({self.before.verdict} -> {self.after.verdict})"
         return line
 
+    def details(self, a_label: str = "A", b_label: str = "B") -> list[str]:
+        """Each side's detail, labelled by its report: what went wrong before and after."""
+        return [f"{label}: {cell.detail or '(no detail)'}"
+                for label, cell in ((a_label, self.before), (b_label, self.after))
+                if cell is not None]
+
 
 def diff(a: Matrix, b: Matrix) -> list[Change]:
     """Cells whose outcome or verdict changed from ``a`` to ``b``, then cells in one report only."""
@@ -62,8 +71,22 @@ def diff(a: Matrix, b: Matrix) -> list[Change]:
     return changes
 
 
-def render_diff(changes: list[Change], a_label: str = "A", b_label: str = "B") -> str:
-    """One line per change; a single line saying so when nothing changed."""
+def seed_note(a: Matrix, b: Matrix, a_label: str = "A", b_label: str = "B") -> str | None:
+    """A warning line when the two reports ran with different seeds, else None."""
+    if a.seed == b.seed:
+        return None
+    return (f"the reports ran with different seeds ({a_label}: {a.seed}, {b_label}: {b.seed}): "
+            "faults fire at other points, so a cell may change with the seed, not the code")
+
+
+def render_diff(changes: list[Change], a_label: str = "A", b_label: str = "B",
+                note: str | None = None) -> str:
+    """The ``note`` (see ``seed_note``) first; then per change a line and each side's detail
+    indented under it; a single line saying so when nothing changed."""
+    lines = [note] if note else []
     if not changes:
-        return "no cell changed its outcome or verdict\n"
-    return "".join(c.describe(a_label, b_label) + "\n" for c in changes)
+        lines.append("no cell changed its outcome or verdict")
+    for change in changes:
+        lines.append(change.describe(a_label, b_label))
+        lines += [f"    {d}" for d in change.details(a_label, b_label)]
+    return "".join(line + "\n" for line in lines)

@@ -50,17 +50,51 @@ def identity() -> dict[str, Any]:
     }
 
 
-def identity_then_sync() -> dict[str, Any]:
-    """``identity``, then one collective before returning.
+def store_after_rank0_returned(regroup: bool = False) -> dict[str, Any]:
+    """Rank 0 returns right after init; the others use its store once it has begun to exit.
 
-    Rank 0 serves the store. torch's init barrier ends when the last rank sets
-    its key, and a rank 0 that exits right then takes the store with it while a
-    peer may still be reading that key: ``DistNetworkError: Broken pipe``, on a
-    pod as here. Real code does work after init; this collective stands for it.
+    Forces the interleaving of the init-barrier race: a worker still talking to
+    rank 0's store after rank 0 returned. Each worker polls the store until rank 0
+    says its exit has begun (the shim's closing key); a store torn down at rank
+    0's exit raises ``DistNetworkError`` here instead. The world's deadline
+    bounds the poll. ``regroup``: a collective, then ``new_group``, whose store
+    barrier puts the workers back on the store before rank 0 returns.
     """
-    out = identity()
+    from torch_xla._internal import rendezvous
+
+    rank, n = _init()
+    if regroup:
+        dist.all_reduce(torch.zeros(1))
+        dist.new_group(ranks=list(range(n)))
+    if rank == 0:
+        return {"rank": rank}
+    store = rendezvous._store
+    pause = 0.001
+    while not store.check(["harness/xla-store-closing"]):
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+    return {"rank": rank, "joined": int(store.add("harness/xla-workers-joined", 0))}
+
+
+def rank0_raises_after_init() -> dict[str, Any]:
+    """Rank 0 raises after init while the others wait for it in a collective (a config that
+    fails validation): rank 0's error must be reported, not hidden behind its store."""
+    rank, _ = _init()
+    if rank == 0:
+        raise ValueError("rank 0's config fails validation")
     dist.all_reduce(torch.zeros(1))
-    return out
+    return {"rank": rank}
+
+
+def worker_dies_after_init() -> dict[str, Any]:
+    """Rank 1 is killed right after init: rank 0, which returns, must not wait for it."""
+    import os
+    import signal
+
+    rank, _ = _init()
+    if rank == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return {"rank": rank}
 
 
 def collectives() -> dict[str, Any]:

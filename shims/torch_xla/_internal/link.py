@@ -69,14 +69,30 @@ def call_site() -> str | None:
     return None
 
 
+_before_world_call: list[Callable[[], None]] = []
+
+
+def before_next_world_call(fn: Callable[[], None]) -> None:
+    """Run ``fn`` once, just before this process's next collective, send or recv."""
+    _before_world_call.append(fn)
+
+
+def _world_call() -> None:
+    while _before_world_call:
+        _before_world_call.pop(0)()
+
+
 def collective(op: str, kind: str, payload: Any = b"", **meta: Any) -> tuple[dict, bytearray]:
     """One step of the world's collective sequence; blocks until every rank arrives."""
+    _world_call()
     return use().collective(op, kind, payload, call_site(), meta)
 
 
 def send(box: Any, peer: int, payload: Any) -> None:
+    _world_call()
     use().send(box, peer, payload, call_site())
 
 
 def recv(box: Any, peer: int) -> bytearray:
+    _world_call()
     return use().recv(box, peer, call_site())

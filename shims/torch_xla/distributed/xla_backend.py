@@ -103,9 +103,10 @@ _ATEN_TYPE_NAMES = {
 
 def _create_xla_process_group(prefix_store: Any, rank: int, size: int,
                               timeout: datetime.timedelta) -> ProcessGroupXla:
-    """The creator torch.distributed calls for backend ``'xla'``."""
+    """The creator torch.distributed calls for backend ``'xla'``, before its store barrier."""
     assert not xr.is_spmd(), \
         "XLA backend is not supported with SPMD. Please use a CPU process group instead."
+    rendezvous.store_in_use()  # rank 0 must serve the store until this barrier is through
     return ProcessGroupXla(prefix_store, rank, size, timeout)
 
 
