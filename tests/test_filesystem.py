@@ -473,3 +473,21 @@ def test_libraries_that_bound_open_before_the_view_write_inside_it():
     assert leaked == []
     (value,) = passed(result)
     assert value == {name: True for name in value} and len(value) == 6, value
+
+
+def test_the_kernels_trees_lead_into_the_view_or_nowhere():
+    """/proc/self/{root,cwd,fd/N} led to the machine's files, /dev/shm was the machine's, and
+    /sys and /dev took writes: now the first lead into the view, /dev/shm is each host's own,
+    and a write to the rest of the kernel's trees is refused (EACCES), /dev/null excepted."""
+    token = f"procroute-{uuid.uuid4().hex[:10]}"
+    result = run_world(target("write_through_proc_and_dev"), topology="1x1", timeout=20,
+                       args=(token,), cwd=str(REPO))
+    leaked = [os.path.join(d, p) for d in ("/tmp", "/dev/shm", str(REPO), "/dev")
+              if os.path.isdir(d) for p in os.listdir(d) if p.startswith(token)]
+    for p in leaked:  # only if containment failed
+        shutil.rmtree(p) if os.path.isdir(p) else os.unlink(p)
+    assert leaked == []
+    (value,) = passed(result)
+    assert value == {"proc_self_root": True, "proc_pid_root": True, "proc_self_cwd": True,
+                     "proc_self_fd": True, "dev_shm": True, "sys": "PermissionError",
+                     "dev": "PermissionError", "proc_sys": "PermissionError", "dev_null": True}

@@ -44,6 +44,8 @@ class Files(Resolution):
             return f
         r = self.resolve(file, follow=not _exclusive(_flags_of(mode)))
         if r.passthrough:
+            if _writes(_flags_of(mode)):
+                self.machine_write(r)
             f = machine.open(r.vpath, mode, buffering, encoding, errors, newline, closefd, opener)
             self._forget(f.fileno())
             return f
@@ -66,6 +68,8 @@ class Files(Resolution):
         if flags & os.O_NOFOLLOW and self._link_at(r.vpath) is not None:
             raise oserror(errno.ELOOP, r.vpath)
         if r.passthrough:
+            if _writes(flags):
+                self.machine_write(r)
             fd = machine.os_open(r.vpath, flags, mode)
             self._forget(fd)
             return fd
@@ -77,7 +81,7 @@ class Files(Resolution):
         self.writing_fds.discard(fd)
 
     def _open_fd(self, r: Resolved, flags: int, mode: int) -> int:
-        writing = bool(flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND))
+        writing = _writes(flags)
         if not writing:
             try:
                 return self._open_fd_now(r, flags, mode, writing)
@@ -263,3 +267,7 @@ def _wrap(raw: ViewFile, mode: str, buffering: int, encoding: str | None, errors
     wrapper = io.TextIOWrapper(buffer, encoding, errors, newline, line_buffering)
     wrapper.mode = mode
     return wrapper
+
+
+def _writes(flags: int) -> bool:
+    return bool(flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND))

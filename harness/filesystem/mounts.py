@@ -135,6 +135,7 @@ def default_table(topology: Topology, home: str, cwd: str) -> MountTable:
         Mount("/", scope="host", base="overlay"),
         Mount("/tmp", scope="host", base="fresh"),
         *(Mount(p, scope="shared", base="passthrough") for p in KERNEL_TREES),
+        Mount("/dev/shm", scope="host", base="fresh"),  # each host's own tmpfs, as /tmp
     ]
     if topology.name == "v6e-256":
         mounts += [

@@ -32,6 +32,8 @@ class Names(Resolution):
                 src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
         rs, rd = self.resolve(vsrc, follow=False), self.resolve(vdst, follow=False)
         if rs.passthrough and rd.passthrough:
+            self.machine_write(rs)
+            self.machine_write(rd)
             return (machine.replace if replace else machine.rename)(rs.vpath, rd.vpath)
         self.hooks.before(self, "rename", rs, rd)
         self._check_writable(rs)
@@ -129,6 +131,7 @@ class Names(Resolution):
                                 follow_symlinks=follow_symlinks)
         rs, rd = self.resolve(vsrc, follow=follow_symlinks), self.resolve(vdst, follow=False)
         if rs.passthrough and rd.passthrough:
+            self.machine_write(rd)
             return machine.link(rs.vpath, rd.vpath)
         self._check_writable(rd)
         source = self._existing(rs, rd.vpath)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import os
 import posixpath
+import re
 import stat as stat_module
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +26,15 @@ from harness.filesystem.machine import oserror
 from harness.filesystem.mounts import Mount, MountTable, normalize, real_root, whiteout_root
 
 _MAX_LINKS = 40  # symlinks followed in one lookup before ELOOP, as Linux allows
+#: A process's own window on its filesystem: ``/proc/self/root/tmp/x`` is ``/tmp/x`` of
+#: the view, not of the machine.
+_PROC_SELF = re.compile(r"^/proc/(self|thread-self|\d+)(?:/task/\d+)?/(root|cwd|fd/\d+)(/.*)?$")
+#: What a rank may write of the machine's kernel trees (everything else there is this
+#: machine's, which a world must not change): the devices every program writes, its own
+#: terminal and descriptors, its own /proc entries.
+_MACHINE_SINKS = re.compile(
+    r"^/dev/(null|zero|full|random|urandom|tty|stdin|stdout|stderr|ptmx|pts/\d+|fd/\d+)$"
+    r"|^/proc/(self|thread-self)(/|$)")
 
 
 @dataclass
@@ -68,7 +78,35 @@ class Resolution:
 
     # -- resolution -----------------------------------------------------------
     def vpath(self, path: Any) -> str:
-        return normalize(os.fsdecode(os.fspath(path)), self._cwd, self.home)
+        vpath = normalize(os.fsdecode(os.fspath(path)), self._cwd, self.home)
+        return self._through_proc(vpath) if vpath.startswith("/proc/") else vpath
+
+    def _through_proc(self, vpath: str) -> str:
+        """``/proc/self/{root,cwd,fd/N}/...`` as the path in the view it leads to (the
+        kernel would lead it to the machine's)."""
+        m = _PROC_SELF.match(vpath)
+        if m is None or (m.group(1).isdigit() and int(m.group(1)) != os.getpid()):
+            return vpath
+        where, rest = m.group(2), (m.group(3) or "").lstrip("/")
+        if where == "root":
+            return "/" + rest
+        if where == "cwd":
+            return posixpath.join(self._cwd, rest) if rest else self._cwd
+        opened = self.fds.get(int(where[3:]))
+        if opened is None:
+            return vpath  # not the view's: a pipe, a terminal, the machine's own
+        return posixpath.join(opened.vpath, rest) if rest else opened.vpath
+
+    def machine_write(self, r: Resolved) -> None:
+        """A write to a passthrough path (the kernel's trees): only to the machine's
+        sinks (``/dev/null``, the rank's own ``/proc/self``); EACCES for the rest."""
+        vpath = r.vpath
+        if self._is_private(vpath):
+            return  # the harness's own files, reached through the patched os by its own code
+        if vpath.startswith(f"/proc/{os.getpid()}/"):
+            vpath = "/proc/self/" + vpath[len(f"/proc/{os.getpid()}/"):]
+        if not _MACHINE_SINKS.match(vpath):
+            raise oserror(errno.EACCES, r.vpath)
 
     def resolve(self, path: Any, follow: bool = True) -> Resolved:
         """Where ``path`` lives for this rank; symlinks the target made are
@@ -213,6 +251,8 @@ class Resolution:
             return None, machine_call(path, dir_fd=dir_fd, **(at_kwargs or {}))
         r = self.resolve(vpath, follow=follow)
         if r.passthrough:
+            if writes:
+                self.machine_write(r)
             return None, machine_call(r.vpath)
         if op is not None:
             self.hooks.before(self, op, r)

@@ -697,3 +697,34 @@ def early_bound_writers(token):
     archive = shutil.make_archive(f"/tmp/{token}-arch", "gztar", root_dir=f"/tmp/{token}-dir")
     done["make_archive"] = os.path.exists(archive)
     return done
+
+
+def write_through_proc_and_dev(token):
+    """Every route the kernel's own trees offer out of the view: each must land in the view
+    (and read back there) or be refused; none may reach the machine."""
+    out = {}
+
+    def attempt(name, path, readback):
+        try:
+            with open(path, "w") as f:
+                f.write(name)
+            with open(readback) as f:
+                out[name] = f.read() == name
+        except OSError as exc:
+            out[name] = type(exc).__name__
+
+    attempt("proc_self_root", f"/proc/self/root/tmp/{token}-root", f"/tmp/{token}-root")
+    attempt("proc_pid_root", f"/proc/{os.getpid()}/root/tmp/{token}-pid", f"/tmp/{token}-pid")
+    attempt("proc_self_cwd", f"/proc/self/cwd/{token}-cwd", f"{token}-cwd")
+    os.makedirs(f"/tmp/{token}-dir")
+    fd = os.open(f"/tmp/{token}-dir", os.O_RDONLY)
+    attempt("proc_self_fd", f"/proc/self/fd/{fd}/{token}-fd", f"/tmp/{token}-dir/{token}-fd")
+    os.close(fd)
+    attempt("dev_shm", f"/dev/shm/{token}-shm", f"/dev/shm/{token}-shm")
+    attempt("sys", f"/sys/{token}-sys", f"/sys/{token}-sys")
+    attempt("dev", f"/dev/{token}-dev", f"/dev/{token}-dev")
+    attempt("proc_sys", f"/proc/sys/{token}-procsys", f"/proc/sys/{token}-procsys")
+    with open("/dev/null", "w") as f:  # the sinks every program writes still work
+        f.write("x")
+    out["dev_null"] = True
+    return out
