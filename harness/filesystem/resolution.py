@@ -23,7 +23,15 @@ from typing import Any
 from harness.filesystem import machine
 from harness.filesystem.consistency import Local, model_of
 from harness.filesystem.machine import oserror
-from harness.filesystem.mounts import Mount, MountTable, normalize, real_root, whiteout_root
+from harness.filesystem.mounts import (
+    KERNEL_TREES,
+    Mount,
+    MountTable,
+    is_under,
+    normalize,
+    real_root,
+    whiteout_root,
+)
 
 _MAX_LINKS = 40  # symlinks followed in one lookup before ELOOP, as Linux allows
 #: A process's own window on its filesystem: ``/proc/self/root/tmp/x`` is ``/tmp/x`` of
@@ -98,11 +106,11 @@ class Resolution:
         return posixpath.join(opened.vpath, rest) if rest else opened.vpath
 
     def machine_write(self, r: Resolved) -> None:
-        """A write to a passthrough path (the kernel's trees): only to the machine's
+        """A write to a passthrough path: in the kernel's trees, only to the machine's
         sinks (``/dev/null``, the rank's own ``/proc/self``); EACCES for the rest."""
         vpath = r.vpath
-        if self._is_private(vpath):
-            return  # the harness's own files, reached through the patched os by its own code
+        if self._is_private(vpath) or not any(is_under(vpath, tree) for tree in KERNEL_TREES):
+            return  # the harness's own files; a passthrough mount the caller asked for
         if vpath.startswith(f"/proc/{os.getpid()}/"):
             vpath = "/proc/self/" + vpath[len(f"/proc/{os.getpid()}/"):]
         if not _MACHINE_SINKS.match(vpath):
