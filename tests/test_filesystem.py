@@ -449,14 +449,18 @@ def test_hole_fd_level_io_skips_the_fault_engine(holes):
     assert [(e.op, e.detail["path"]) for e in fired] == [("eio", "/tmp/buffered.bin")]
 
 
-def test_hole_real_symlinks_are_followed_on_the_machine(holes):
-    """Known hole (missed view, read-only): a symlink that exists on the machine
-    under an overlay is followed by the kernel, on the machine: here it reads a
-    file under /tmp that the view (a fresh /tmp) does not contain. Symlinks the
-    target makes are followed by the view and never lead out."""
-    _, value, _ = holes
-    assert value["real_link"] == "the machine's file"
-    assert value["link_target_in_view"] is False
+def test_real_symlinks_under_an_overlay_are_followed_in_the_view(holes):
+    """Once a hole: a symlink that exists on the machine under an overlay was followed by
+    the kernel, on the machine (reads, and writes through it too). Now it is followed in
+    the view, as the target's own links are: its target lies under /tmp, which the view
+    (a fresh /tmp) does not contain, so the read finds nothing and the write lands in the
+    view's /tmp (where the world's working directory exists), never in the machine's file."""
+    outside, value, _ = holes
+    assert value["real_link"]["type"] == "FileNotFoundError"
+    assert value["real_link"]["filename"] == str(outside / "target.txt")
+    assert value["write_through_real_link"] is None
+    assert value["link_target_in_view"] is True  # what the write made, in the view
+    assert (outside / "target.txt").read_text() == "the machine's file"
 
 
 def test_libraries_that_bound_open_before_the_view_write_inside_it():
@@ -491,3 +495,16 @@ def test_the_kernels_trees_lead_into_the_view_or_nowhere():
     assert value == {"proc_self_root": True, "proc_pid_root": True, "proc_self_cwd": True,
                      "proc_self_fd": True, "dev_shm": True, "sys": "PermissionError",
                      "dev": "PermissionError", "proc_sys": "PermissionError", "dev_null": True}
+
+
+def test_a_duplicated_dir_fd_stays_in_the_view(tmp_path):
+    """os.dup / os.dup2 of a directory the view opened: before, the copy was an fd the view
+    had never seen, and *at() calls through it created, chmod'ed and deleted real files."""
+    token = f"dupfd-{uuid.uuid4().hex[:8]}"
+    realdir = make_tree(tmp_path / "real", {"keep.txt": "k\n", "delete-me.txt": "d\n"})
+    before = snapshot(realdir, True)
+    result = run_world(target("writes_through_a_duplicated_dir_fd"), topology="1x1", timeout=20,
+                       args=(str(realdir), token), mounts=[overlay_of(realdir)])
+    assert snapshot(realdir, True) == before
+    (value,) = passed(result)
+    assert value == sorted(["keep.txt", f"{token}.txt", f"{token}-dir"])

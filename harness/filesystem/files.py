@@ -127,6 +127,22 @@ class Files(Resolution):
         if r is not None:
             r.model.synced(self, r)
 
+    def dup(self, fd: int) -> int:
+        """A copy of an fd the view opened is the view's too: a ``dir_fd`` from ``os.dup``
+        of a directory of the view resolves in the view, not on the machine."""
+        new = machine.dup(fd)
+        self._forget(new)
+        if fd in self.fds:
+            self.fds[new] = self.fds[fd]
+        return new
+
+    def dup2(self, fd: int, fd2: int, inheritable: bool = True) -> int:
+        new = machine.dup2(fd, fd2, inheritable)
+        self._forget(new)
+        if fd in self.fds:
+            self.fds[new] = self.fds[fd]
+        return new
+
     def close_fd(self, fd: int) -> None:
         r = self.fds.pop(fd, None)
         writing = fd in self.writing_fds

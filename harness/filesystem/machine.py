@@ -20,6 +20,7 @@ chmod, access, utime, truncate = os.chmod, os.access, os.utime, os.truncate
 readlink, symlink, link = os.readlink, os.symlink, os.link
 fsync, close, makedirs = os.fsync, os.close, os.makedirs
 os_open = os.open
+dup, dup2 = os.dup, os.dup2
 chown, fchmod, fchown = os.chown, os.fchmod, os.fchown
 mknod, statvfs = os.mknod, os.statvfs
 listxattr = getattr(os, "listxattr", None)

@@ -71,6 +71,8 @@ def install(view: View) -> None:
     _set(os, "link", v.link)
     _set(os, "fsync", v.fsync)
     _set(os, "close", v.close_fd)
+    _set(os, "dup", v.dup)
+    _set(os, "dup2", v.dup2)
     _set(os, "chdir", v.chdir)
     _set(os, "getcwd", v.getcwd)
     _set(os, "getcwdb", lambda: os.fsencode(v.getcwd()))
@@ -121,7 +123,7 @@ _early: list[tuple[Any, Any, Any]] | None = None
 _REAL = [(builtins, "open"), (io, "open"), *((os, n) for n in (
     "open", "stat", "lstat", "access", "listdir", "scandir", "mkdir", "remove", "unlink", "rmdir",
     "rename", "replace", "chmod", "utime", "truncate", "readlink", "symlink", "link", "fsync",
-    "chdir", "getcwd", "chown", "statvfs", "mkfifo", "mknod"))]
+    "chdir", "getcwd", "chown", "statvfs", "mkfifo", "mknod", "dup", "dup2"))]
 #: Modules whose own references stay real: the view is built on them, and source code
 #: (read for tracebacks) is loaded from the machine, as imports are, never through faults.
 _KEEP = ("harness", "torch_xla", "os", "posix", "io", "_io", "builtins", "pathlib", "posixpath",

@@ -153,14 +153,23 @@ class Resolution:
         return done or "/"
 
     def _link_at(self, vpath: str) -> str | None:
-        """The text of the symlink at ``vpath`` if the target made it (it lives in the sandbox)."""
+        """The text of the symlink at ``vpath``: one the target made (in the sandbox), or
+        one the machine has under an overlay. Either is followed here, in the view: the
+        kernel would follow it on the machine, out of the view."""
         r = self._resolve(vpath)
         if r.passthrough or machine.is_plain(r.staging):
             return None  # (staging never holds links: a staged file is what this path is)
         try:
-            if not stat_module.S_ISLNK(machine.lstat(r.upper).st_mode):
+            mode = machine.lstat(r.upper).st_mode
+            return machine.readlink(r.upper) if stat_module.S_ISLNK(mode) else None
+        except OSError:
+            pass  # nothing of the view's own here: the machine's, if the mount shows it
+        if r.lower is None or machine.is_plain(r.whiteout) or self._whited_out_above(r):
+            return None
+        try:
+            if not stat_module.S_ISLNK(machine.lstat(r.lower).st_mode):
                 return None
-            return machine.readlink(r.upper)
+            return machine.readlink(r.lower)
         except OSError:
             return None
 

@@ -658,8 +658,10 @@ def holes(outside, realdir):
     out["file.write"] = failure(write, "/tmp/buffered.bin", b"buffered", "wb")
     out["raw_in_view"] = read("/tmp/raw.bin", "rb")
 
-    # 7. a symlink that is the machine's own is followed by the kernel, on the machine
-    out["real_link"] = read(os.path.join(realdir, "link-to-outside"))
+    # 7. a symlink that is the machine's own, under an overlay: followed in the view
+    out["real_link"] = failure(read, os.path.join(realdir, "link-to-outside"))
+    out["write_through_real_link"] = failure(
+        lambda: open(os.path.join(realdir, "link-to-outside"), "w").write("through the link"))
     out["link_target_in_view"] = os.path.exists(real("target.txt"))
     return out
 
@@ -728,3 +730,19 @@ def write_through_proc_and_dev(token):
         f.write("x")
     out["dev_null"] = True
     return out
+
+
+def writes_through_a_duplicated_dir_fd(realdir, token):
+    """A directory of the view (an overlay of a real one), its fd duplicated: files made,
+    changed and removed through the copy stay in the view."""
+    fd = os.open(realdir, os.O_RDONLY)
+    copy, second = os.dup(fd), os.dup2(fd, 250)
+    made = os.open(f"{token}.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=copy)
+    os.write(made, b"x")
+    os.close(made)
+    os.mkdir(f"{token}-dir", dir_fd=second)
+    os.chmod("keep.txt", 0o600, dir_fd=copy)
+    os.unlink("delete-me.txt", dir_fd=second)
+    for f in (fd, copy, second):
+        os.close(f)
+    return sorted(os.listdir(realdir))
