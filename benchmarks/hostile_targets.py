@@ -1,0 +1,122 @@
+"""Config-sync targets that fight the harness, for ``soak.py``. Each is
+``kind(inputs) -> dict``; ``$SOAK_TOKEN`` names the round, so that whatever a target
+leaves behind can be found by name."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import torch_xla.core.xla_model as xm
+
+
+def _token(inputs: dict) -> str:
+    return os.environ.get("SOAK_TOKEN", "soak")
+
+
+def polite(inputs: dict) -> dict:
+    xm.rendezvous("config")
+    return dict(inputs["config"])
+
+
+def blocks_signals(inputs: dict) -> dict:
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1):
+        signal.signal(sig, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+    time.sleep(600)
+    return {}
+
+
+def forks_daemons(inputs: dict) -> dict:
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            time.sleep(600)
+            os._exit(0)
+        os._exit(0)
+    os.wait()
+    xm.rendezvous("config")
+    return dict(inputs["config"])
+
+
+def forks_many(inputs: dict) -> dict:
+    """A fork bomb, capped: 40 children per rank that sleep."""
+    for _ in range(40):
+        if os.fork() == 0:
+            time.sleep(600)
+            os._exit(0)
+    return dict(inputs["config"])
+
+
+def kills_the_fork_server(inputs: dict) -> dict:
+    if xm.get_ordinal() == 0:
+        with open(f"/proc/{os.getppid()}/stat") as f:
+            server = int(f.read().rsplit(")", 1)[1].split()[1])
+        os.kill(server, signal.SIGKILL)
+    forks_daemons(inputs)
+    return dict(inputs["config"])
+
+
+def kills_its_parent(inputs: dict) -> dict:
+    os.kill(os.getppid(), signal.SIGKILL)
+    return dict(inputs["config"])
+
+
+def leaves_a_fifo(inputs: dict) -> dict:
+    os.makedirs("/tmp/soak", exist_ok=True)
+    os.mkfifo(f"/tmp/soak/{_token(inputs)}.fifo")
+    return dict(inputs["config"])
+
+
+def huge_value(inputs: dict) -> dict:
+    return {**inputs["config"], "blob": b"x" * (64 << 20)}
+
+
+def unreadable_values(inputs: dict) -> dict:
+    return {**inputs["config"], 1: "mixed keys", "big": 10 ** 5000}
+
+
+class _Shell:
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple:
+        return (os.system, (f"touch /tmp/{self.marker}-reduce",))
+
+
+def reduce_runs_a_command(inputs: dict) -> dict:
+    return {**inputs["config"], "value": _Shell(_token(inputs))}
+
+
+def forges_a_frame(inputs: dict) -> dict:
+    from harness.world import runtime
+
+    sock = runtime.active().channel.call  # type: ignore[union-attr]
+    sock.sendall((2 ** 31).to_bytes(4, "big") + (2 ** 62).to_bytes(8, "big") + b"[1]")
+    time.sleep(2)
+    return dict(inputs["config"])
+
+
+def writes_out(inputs: dict) -> dict:
+    token = _token(inputs)
+    for path in (f"/proc/self/root/tmp/{token}-root", f"/dev/shm/{token}-shm",
+                 f"/proc/self/cwd/{token}-cwd", f"/tmp/{token}-tmp"):
+        try:
+            with open(path, "w") as f:
+                f.write("escaped?")
+        except OSError:
+            pass
+    return dict(inputs["config"])
+
+
+def hangs(inputs: dict) -> dict:
+    if xm.get_ordinal() != 0:
+        xm.rendezvous("never")
+    time.sleep(600)
+    return {}
+
+
+def raises(inputs: dict) -> dict:
+    raise RuntimeError("the config did not arrive")

@@ -1,0 +1,151 @@
+"""Soak the harness with hostile targets and a hostile user; count its broken promises.
+
+    python benchmarks/soak.py [--n 500] [--seed 0] [--jobs 2]
+
+Each round runs ``harness run`` (a subprocess, as a user types it) on one target of
+``hostile_targets.py`` (signal blockers, daemons, a capped fork bomb, a FIFO, a 64 MB value,
+values only the target can build or no checker can compare, a forged frame, writes through
+/proc and /dev/shm, a killed fork server or leader, hangs) and one config-sync scenario, and,
+in a third of the rounds, sends the harness SIGINT, SIGTERM or SIGKILL mid-run. Then it
+counts what the harness promises never happens:
+
+- hang: ``harness run`` still running 60 s past its cells' deadlines;
+- leak: a process of that run alive 15 s after it ended (found by the SOAK_ID in the
+  environment every process it started inherits), or a ``harness-<pid>-*`` directory left;
+- escape: a file named after the round's token on the machine (/tmp, /dev/shm, the cwd);
+- exit-3: an internal error;
+- lost report: a run that ended by itself (exit 0/1) or by Ctrl-C (130) without its JSON report.
+
+It prints one line per problem and a table of counts; all of them must be 0. Not a test:
+a script that prints and exits 0 (1 if any count is not 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import glob
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+#: The hostile targets, read from their source (they import torch_xla: only a rank can).
+KINDS = [node.name for node in ast.parse((HERE / "hostile_targets.py").read_text()).body
+         if isinstance(node, ast.FunctionDef) and not node.name.startswith("_")]
+
+SCENARIOS = ["baseline", "partial-write", "writer-killed", "rank0-raises", "isolated-tmp",
+             "transient-eio", "divergent-input", "stale-leftover"]
+SIGNALS = [None, None, None, None, None, None, signal.SIGINT, signal.SIGTERM, signal.SIGKILL]
+TIMEOUT = 4
+
+
+def _marked(soak_id: str) -> list[int]:
+    needle = f"SOAK_ID={soak_id}".encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/environ", "rb") as f:
+                    if needle in f.read().split(b"\0"):
+                        with open(f"/proc/{name}/stat", "rb") as s:
+                            if s.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X"):
+                                found.append(int(name))
+            except OSError:
+                continue
+    return found
+
+
+def one_round(i: int, rng: random.Random, work: Path) -> list[str]:
+    kind, scenario, sig = rng.choice(KINDS), rng.choice(SCENARIOS), rng.choice(SIGNALS)
+    token, soak_id = f"soak{i}-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
+    cwd = work / f"round-{i}"
+    cwd.mkdir()
+    (cwd / "target.py").write_text((HERE / "hostile_targets.py").read_text())
+    env = {**os.environ, "SOAK_ID": soak_id, "SOAK_TOKEN": token,
+           "HARNESS_CACHE_DIR": str(cwd / "cache")}
+    what = f"round {i}: {kind} x {scenario}" + (f", {signal.Signals(sig).name}" if sig else "")
+    harness = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", "-T", f"target.py:{kind}", "-s", scenario,
+         "--timeout", str(TIMEOUT), "--report-dir", "reports", "--format", "json", "-j", "1"],
+        cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    problems = []
+    if sig is not None:
+        time.sleep(rng.uniform(0.5, 4.0))
+        harness.send_signal(sig)
+    try:
+        _, err = harness.communicate(timeout=TIMEOUT * 2 + 120)
+    except subprocess.TimeoutExpired:
+        problems.append(f"hang: {what}")
+        harness.kill()
+        _, err = harness.communicate()
+    code = harness.returncode
+    if code == 3:
+        problems.append(f"exit-3: {what}: {err.strip().splitlines()[-1:]}")
+    report = cwd / "reports" / "latest" / "matrix.json"
+    if code in (0, 1, 130) and not report.exists():
+        problems.append(f"lost report: {what} (exit {code})")
+    elif report.exists():
+        json.loads(report.read_text())  # a cut report raises here
+    deadline = time.monotonic() + 15
+    while _marked(soak_id) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = _marked(soak_id)
+    if left:
+        problems.append(f"leak: {what}: {len(left)} processes")
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    dirs = glob.glob(os.path.join(tempfile.gettempdir(), f"harness-{harness.pid}-*"))
+    if dirs:
+        problems.append(f"leak: {what}: {len(dirs)} world directories")
+        for d in dirs:
+            shutil.rmtree(d, ignore_errors=True)
+    for where in ("/tmp", "/dev/shm", str(cwd)):
+        escaped = [p for p in os.listdir(where) if p.startswith(token)] if os.path.isdir(where) else []
+        if escaped:
+            problems.append(f"escape: {what}: {where}/{escaped[0]}")
+            for p in escaped:
+                path = os.path.join(where, p)
+                shutil.rmtree(path) if os.path.isdir(path) else os.unlink(path)
+    shutil.rmtree(cwd, ignore_errors=True)
+    return problems
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="soak-"))
+    seeds = random.Random(args.seed)
+    rounds = [(i, random.Random(seeds.getrandbits(64))) for i in range(args.n)]
+    counts = {"hang": 0, "leak": 0, "escape": 0, "exit-3": 0, "lost report": 0}
+    start = time.monotonic()
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        for problems in pool.map(lambda r: one_round(r[0], r[1], work), rounds):
+            for p in problems:
+                print(p, flush=True)
+                counts[p.split(":")[0]] += 1
+    shutil.rmtree(work, ignore_errors=True)
+    print(f"\n{args.n} rounds in {time.monotonic() - start:.0f} s (seed {args.seed}, "
+          f"{len(KINDS)} target kinds x {len(SCENARIOS)} scenarios, a third signalled)")
+    for name, n in counts.items():
+        print(f"  {name:<12} {n}")
+    return 1 if any(counts.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
