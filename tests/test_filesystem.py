@@ -11,6 +11,8 @@ import hashlib
 import os
 import shutil
 import stat
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -508,3 +510,32 @@ def test_a_duplicated_dir_fd_stays_in_the_view(tmp_path):
     assert snapshot(realdir, True) == before
     (value,) = passed(result)
     assert value == sorted(["keep.txt", f"{token}.txt", f"{token}-dir"])
+
+
+def test_hole_the_worlds_own_directory_is_the_machines_to_the_target():
+    """Known hole (README, hole 8): the world's directory (captured output, the sandbox's
+    backing files) is reached through the machine by the harness's own code in the rank,
+    so the target reaches it too. It is removed with the world; nothing else is."""
+    result = run_world(target("writes_into_its_world_directory"), topology="1x1", timeout=20,
+                       keep_output_dir=True)
+    (planted,) = passed(result)
+    try:
+        with open(planted) as f:
+            assert f.read() == "the target was here"
+    finally:
+        shutil.rmtree(os.path.dirname(planted), ignore_errors=True)
+
+
+def test_a_new_harness_removes_the_world_directories_of_harness_processes_that_are_gone(
+        tmp_path):
+    """What a SIGKILLed harness whose reaper was killed too left behind."""
+    from harness.world.reaper import remove_orphaned_dirs
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (tmp_path / f"harness-{dead.pid}-0-ab12-xyz").mkdir()
+    (tmp_path / f"harness-{os.getpid()}-0-cd34-xyz").mkdir()
+    (tmp_path / "harness-notapid-x").mkdir()
+    assert remove_orphaned_dirs(str(tmp_path)) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        f"harness-{os.getpid()}-0-cd34-xyz", "harness-notapid-x"]

@@ -746,3 +746,12 @@ def writes_through_a_duplicated_dir_fd(realdir, token):
     for f in (fd, copy, second):
         os.close(f)
     return sorted(os.listdir(realdir))
+
+
+def writes_into_its_world_directory():
+    """The rank's captured stdout lives in the world's own directory, on the machine."""
+    outdir = os.path.dirname(os.readlink("/proc/self/fd/1"))
+    planted = os.path.join(outdir, "planted-by-the-target.txt")
+    with open(planted, "w") as f:
+        f.write("the target was here")
+    return planted
