@@ -98,10 +98,20 @@ def exec_command(topology: str, timeout: float, profile: str, seed: int, output:
         raise click.UsageError(f"no such script: {argv[0]}")
     from harness.world.world import run_world
 
-    result = run_world(argv=tuple(argv), topology=topology, timeout=timeout, profile=profile,
-                       seed=seed)
+    # On a terminal, a status line on stderr says where the world is while it runs.
+    err = Console(stderr=True)
+    status = err.status("harness exec: starting the world") if err.is_terminal else None
+    with status or _nothing():
+        result = run_world(
+            argv=tuple(argv), topology=topology, timeout=timeout, profile=profile, seed=seed,
+            progress=(lambda p: status.update(f"harness exec: {p.describe()}")) if status else None)
     render_world(result, Console(), show_output=output)
     sys.exit(EXIT_OK if result.outcome == PASS else EXIT_FAILED)
+
+
+def _nothing() -> Any:
+    import contextlib
+    return contextlib.nullcontext()
 
 
 # -- the matrix -----------------------------------------------------------------
