@@ -96,10 +96,17 @@ def exec_command(topology: str, timeout: float, profile: str, seed: int, output:
         raise click.UsageError("nothing to run: give the command after --, e.g. -- python train.py")
     if argv[0] != "-m" and not os.path.isfile(argv[0]):
         raise click.UsageError(f"no such script: {argv[0]}")
+    import contextlib
+
     from harness.world.world import run_world
 
-    result = run_world(argv=tuple(argv), topology=topology, timeout=timeout, profile=profile,
-                       seed=seed)
+    # On a terminal, a status line on stderr says where the world is while it runs.
+    err = Console(stderr=True)
+    status = err.status("harness exec: starting the world") if err.is_terminal else None
+    with status if status is not None else contextlib.nullcontext():
+        result = run_world(
+            argv=tuple(argv), topology=topology, timeout=timeout, profile=profile, seed=seed,
+            progress=(lambda p: status.update(f"harness exec: {p.describe()}")) if status else None)
     render_world(result, Console(), show_output=output)
     sys.exit(EXIT_OK if result.outcome == PASS else EXIT_FAILED)
 

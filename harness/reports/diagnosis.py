@@ -14,7 +14,7 @@ from __future__ import annotations
 import signal
 from dataclasses import dataclass, field
 
-from harness.history import format_ranks, ranks_phrase
+from harness.history import dropped_line, format_ranks, ranks_phrase
 from harness.reports._common import seconds
 from harness.runner.cells import Cell, FaultRow, RankRow
 from harness.world.result import PASS, WorldResult, one_line
@@ -116,6 +116,7 @@ class Diagnosis:
     stacks: list[Trace] = field(default_factory=list)  # of ranks still blocked at the deadline
     stdout: list[Trace] = field(default_factory=list)
     stderr: list[Trace] = field(default_factory=list)
+    dropped: str = ""  # what a long run's bounded history left out
 
     @property
     def headline(self) -> str:
@@ -170,7 +171,8 @@ def diagnose(subject: Cell | WorldResult) -> Diagnosis:
                          topology=f"{subject.topology} ({subject.profile})", seed=subject.seed,
                          duration_s=subject.duration_s, detail=subject.detail(),
                          faults=FaultRow.fired(subject.history),
-                         mismatches=list(subject.mismatches))
+                         mismatches=list(subject.mismatches),
+                         dropped=dropped_line(subject.history) or "")
         return _assemble(head, [RankRow.of(r) for r in subject.ranks],
                          [RankRow.of(r) for r in subject.hosts])
     head = Diagnosis(title=f"{subject.scenario}[{subject.target}]", outcome=subject.outcome,
@@ -178,7 +180,8 @@ def diagnose(subject: Cell | WorldResult) -> Diagnosis:
                      detail=subject.detail, replay=subject.replay, verdict=subject.verdict,
                      expected=subject.expected, finding=subject.finding,
                      roles=dict(subject.roles), checker=subject.checker,
-                     faults=list(subject.faults_fired), mismatches=list(subject.mismatches))
+                     faults=list(subject.faults_fired), mismatches=list(subject.mismatches),
+                     dropped=dropped_line(subject.history) or "")
     return _assemble(head, list(subject.ranks), [])
 
 
@@ -204,6 +207,7 @@ def render_text(d: Diagnosis) -> str:
     lines += [f"  {group_line(g)}" for g in d.groups]
     lines += [f"  {fault_line(f)}" for f in d.faults]
     lines += [f"  mismatch: {m}" for m in d.mismatches]
+    lines += [f"  history: {d.dropped}"] if d.dropped else []
     for trace in d.tracebacks[:TEXT_TRACEBACKS]:
         lines.append(f"--- traceback of {trace.label} ---\n{trace.text.rstrip()}")
     others = [r for t in d.tracebacks[TEXT_TRACEBACKS:] for r in t.ranks]

@@ -47,6 +47,7 @@ def world_result(life: Lifecycle, coordinator: Coordinator, duration: float) -> 
         world_id=spec.world_id, topology=topology.name, profile=spec.profile,
         seed=spec.seed, outcome=world_outcome(ranks + hosts), ranks=ranks,
         history=list(coordinator.history),
+        dropped=coordinator.history.dropped if coordinator.history.dropped.count else None,
         mismatches=coordinator.mismatches + coordinator.findings(),
         hang_report=life.hang_report, duration_s=round(duration, 4), hosts=hosts,
         leftovers=life.leftovers,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import pickle
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -51,6 +52,9 @@ class WorldConfig:
     record_files: bool = False
     #: a ``Validator`` or anything ``harness.checkers.validator.validator`` reads
     checker: Any = None
+    #: told where the world is (a ``harness.world.lifecycle.Progress``) about four times a
+    #: second while the harness waits for it; in the harness process, never in a rank
+    progress: Callable[[Any], None] | None = None
 
     def __post_init__(self) -> None:
         # Normalise what callers pass loosely (lists, None), then check it all.

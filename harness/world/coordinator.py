@@ -17,7 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.history import Event, ranks_phrase
+from harness.history import Event, History, ranks_phrase
 from harness.world.protocol import Collective, Recv, Send
 from harness.world.reductions import ReductionError, reduce_buffers
 
@@ -70,7 +70,7 @@ class Coordinator:
     def __init__(self, world_size: int, start: float | None = None) -> None:
         self.world_size = world_size
         self.start = time.monotonic() if start is None else start
-        self.history: list[Event] = []
+        self.history = History()  # bounded: the head and tail of its repetitive events
         self.mismatches: list[str] = []
         self.waiting: dict[int, Waiting] = {}
         self.exited: dict[int, str] = {}

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.world import bootstrap, process
-from harness.world.runtime import RankContext
+from harness.world.runtime import RankContext, guarded
 
 
 def spawn_local_ranks(ctx: RankContext, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
@@ -41,6 +41,10 @@ def spawn_local_ranks(ctx: RankContext, fn: Callable[..., Any], args: tuple[Any,
         os.close(write_fd)
         children[pid] = (rank, read_fd)
     ctx.runtime_used = True
+    assert ctx.channel is not None
+    # From here this process only waits for its ranks (unless a thread or a timer of its
+    # own could act): the harness may count it out when it looks for a proven deadlock.
+    ctx.channel.notify({"type": "spawning", "waiting": True, "guarded": guarded()})
 
     results: dict[int, dict[str, Any]] = {}
     buffers: dict[int, bytearray] = {fd: bytearray() for _, fd in children.values()}
@@ -64,7 +68,10 @@ def spawn_local_ranks(ctx: RankContext, fn: Callable[..., Any], args: tuple[Any,
                 os.close(fd)
                 _, status = os.waitpid(pid, 0)
                 rank = children[pid][0]
-                assert ctx.channel is not None
+                if os.WIFSIGNALED(status) and not broken:
+                    # It ends the others now: said before the exit, so that the harness
+                    # never sees the survivors as a deadlock while they are being ended.
+                    ctx.channel.notify({"type": "spawning", "waiting": False})
                 ctx.channel.notify({"type": "rank-exit", "rank": rank, "status": status})
                 if os.WIFSIGNALED(status) and not broken:
                     broken = True
@@ -74,6 +81,7 @@ def spawn_local_ranks(ctx: RankContext, fn: Callable[..., Any], args: tuple[Any,
                                 os.kill(other, signal.SIGTERM)
                             except ProcessLookupError:
                                 pass
+    ctx.channel.notify({"type": "spawning", "waiting": False})
     # A child's pidfd and its pipe can be ready in the same round: every child is
     # gone now, so what is left in the pipes is complete.
     for fd, rank in pipes.items():

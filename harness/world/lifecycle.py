@@ -19,11 +19,31 @@ from harness.history import format_ranks
 from harness.world import watchdog
 from harness.world.coordinator import Coordinator
 from harness.world.loop import EventLoop
-from harness.world.protocol import Fault, Result
+from harness.world.protocol import Fault, Result, Spawning
 from harness.world.result import decode_status, one_line
 from harness.world.spec import WorldSpec
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a running world is, for a face that shows it while it waits (``harness exec``)."""
+
+    elapsed: float
+    timeout: float
+    world_size: int
+    started: int  # ranks whose process said hello
+    returned: int  # ranks that returned
+    exited: int  # ranks gone, whichever way (returned included)
+    blocked: int  # ranks waiting in a collective now
+
+    def describe(self) -> str:
+        """``3.2 s / 60 s · ranks: 4/4 started, 1 returned, 3 blocked`` (one short line)."""
+        gone = self.exited - self.returned
+        return (f"{self.elapsed:.1f} s / {self.timeout:g} s · ranks: {self.started}/"
+                f"{self.world_size} started, {self.returned} returned, "
+                + (f"{gone} failed, " if gone else "") + f"{self.blocked} blocked")
 
 
 @dataclass
@@ -68,6 +88,8 @@ class Lifecycle:
         self._stuck_since: float | None = None
         self.held_forever: dict[int, str] = {}  # rank -> the never-arrive fault's message
         self.deadlock_at: float | None = None
+        #: exec mode: host -> guarded, for launchers that only wait for the ranks they spawned
+        self.spawn_waiting: dict[int, bool] = {}
 
     # -- starts and faults ------------------------------------------------------
     def started(self, pid: int | None, role: str, ident: int) -> None:
@@ -84,6 +106,13 @@ class Lifecycle:
             self.ranks[rank].doomed_by = msg.fault
         elif kind.holds_forever:
             self.held_forever[rank] = str(msg.detail.get("message", ""))
+
+    def spawning(self, host: int, msg: Spawning) -> None:
+        """An exec-mode launcher entered (or left) the wait for the ranks it spawned."""
+        if msg.waiting:
+            self.spawn_waiting[host] = msg.guarded
+        else:
+            self.spawn_waiting.pop(host, None)
 
     # -- exits ----------------------------------------------------------------
     def exited(self, unit: tuple[str, int], status: int) -> None:
@@ -174,15 +203,16 @@ class Lifecycle:
         Every live rank is blocked in a collective from its main thread, with no
         other thread, no armed timer and no child process, so no arrival can ever
         complete a step. (Ranks the fault plan holds forever count as blocked.)
+        In exec mode, every live launcher must also be one that only waits for
+        the ranks it spawned (``launchers_only_wait``) or have become its rank.
         A real pod would wait forever here; the watchdog may as well act now.
         """
-        if self.spec.exec_mode:
-            return False
         held, waiting = self.held_forever, self.coordinator.waiting
-        live = [r for r, u in self.ranks.items() if u.status is None]
+        live = [r for r, u in self.ranks.items() if u.status is None and self._may_live(r)]
         blocked = [r for r in live if r not in held]
         # /proc is read only once every rank waits: most polls end at the first check.
         stuck = bool(live) and all(r in waiting and not waiting[r].guarded for r in blocked) \
+            and self.launchers_only_wait() \
             and not any(_has_children(self.ranks[r].pid) for r in blocked)
         now = time.monotonic()
         if not stuck:
@@ -191,6 +221,39 @@ class Lifecycle:
         if self._stuck_since is None:
             self._stuck_since = now
         return now - self._stuck_since >= 0.1
+
+    def _may_live(self, rank: int) -> bool:
+        """In exec mode, a rank whose launcher is gone will never run (or died with it)."""
+        if not self.spec.exec_mode:
+            return True
+        return self.hosts[self.topology.host_of(rank)].status is None
+
+    def launchers_only_wait(self) -> bool:
+        """Exec mode: is every live launcher blocked in ``xmp.spawn``'s wait for its ranks
+        (from its main thread, with no other thread, no timer and no child but them), or
+        the host's rank itself? Then it can do nothing until one of its ranks exits."""
+        if not self.spec.exec_mode:
+            return True
+        for host, unit in self.hosts.items():
+            if unit.status is not None or host in self.promoted:
+                continue
+            if self.spawn_waiting.get(host, True) or unit.pid is None:
+                return False  # running the script, guarded, or not started yet
+            ranks = {self.ranks[r].pid for r in self.topology.ranks_of_host(host)
+                     if self.ranks[r].status is None}
+            children = _children(unit.pid)
+            if children is None or not children <= ranks:
+                return False
+        return True
+
+    def progress(self, elapsed: float, timeout: float) -> Progress:
+        ranks = self.ranks.values()
+        return Progress(elapsed=elapsed, timeout=timeout, world_size=len(self.ranks),
+                        started=sum(u.pid is not None for u in ranks),
+                        returned=sum(u.status is not None and u.result is not None
+                                     and u.result.ok for u in ranks),
+                        exited=sum(u.status is not None for u in ranks),
+                        blocked=len(self.coordinator.waiting))
 
     @property
     def suspicious(self) -> bool:
@@ -259,3 +322,12 @@ def _has_children(pid: int | None) -> bool:
             return bool(f.read().strip())
     except OSError:
         return True  # cannot tell: assume a child could still act
+
+
+def _children(pid: int) -> set[int | None] | None:
+    """The pids of a process's children, or None when /proc cannot tell."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return {int(p) for p in f.read().split()}
+    except (OSError, ValueError):
+        return None

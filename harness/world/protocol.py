@@ -96,6 +96,16 @@ class RankExit:
 
 
 @dataclass(slots=True)
+class Spawning:
+    """An exec-mode launcher's word on its ``xmp.spawn``: it now only waits for its ranks
+    (``waiting``), or no longer does; ``guarded`` as a rank's collective (another thread or
+    a timer of the launcher could act)."""
+
+    waiting: bool
+    guarded: bool = True
+
+
+@dataclass(slots=True)
 class Fault:
     fault: str  # the kind
     index: int | None = None
@@ -153,8 +163,8 @@ class Done:
     leftovers: int = 0
 
 
-Message = (Hello | Collective | Send | Recv | Result | Promote | Stacks | RankExit | Fault | Hold
-           | FsAccess | FileOp | Started | Exited | Done)
+Message = (Hello | Collective | Send | Recv | Result | Promote | Stacks | RankExit | Spawning
+           | Fault | Hold | FsAccess | FileOp | Started | Exited | Done)
 
 
 # -- field checks --------------------------------------------------------------------
@@ -225,6 +235,7 @@ _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
     "promote": (Promote, {"rank": _I}),
     "stacks": (Stacks, {"stacks": _S}),
     "rank-exit": (RankExit, {"rank": _I, "status": _I}),
+    "spawning": (Spawning, {"waiting": _B, "guarded": _B}),
     "fault": (Fault, {"fault": _S, "index": _I0, "op": _S0, "path": _S0, "detail": (dict,)}),
     "hold": (Hold, {"src": _S, "dst": _S, "path": _S, "until": _S, "writer": _I0,
                     "delay_ms": (int, float), "copy": _B, "fault": _S0}),

@@ -7,7 +7,7 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.history import Event, ranks_phrase
+from harness.history import Dropped, Event, ranks_phrase
 from harness.world.values import decode
 
 PASS, FAIL, ERROR, HANG, CRASH = "PASS", "FAIL", "ERROR", "HANG", "CRASH"
@@ -93,6 +93,8 @@ class WorldResult:
     #: record_files: modules the ranks imported after the fork (sorted union): a later
     #: world of the same target can pass them as ``preload=``
     imported: list[str] = field(default_factory=list)
+    #: what the bounded history left out of a long run (also a ``dropped`` event in it)
+    dropped: Dropped | None = None
 
     @property
     def values(self) -> list[Any]:

@@ -14,7 +14,7 @@ from harness.filesystem.publisher import Publisher
 from harness.world import protocol, wire
 from harness.world.assemble import world_result
 from harness.world.coordinator import Coordinator
-from harness.world.lifecycle import Lifecycle
+from harness.world.lifecycle import Lifecycle, Progress
 from harness.world.loop import Conn, EventLoop
 from harness.world.result import WorldResult
 from harness.world.spec import WorldSpec
@@ -24,6 +24,9 @@ log = logging.getLogger(__name__)
 #: at most this many file events per rank per world (``record_files``)
 FILE_EVENTS_LIMIT = 10_000
 
+#: how often ``serve`` tells its ``progress`` callback where the world is (seconds)
+PROGRESS_EVERY = 0.25
+
 _WHY_VISIBLE = {"read": "every other rank had looked for it",
                 "done": "every other rank had finished",
                 "time": "its visibility delay passed"}
@@ -32,8 +35,10 @@ _WHY_VISIBLE = {"read": "every other rank had looked for it",
 class WorldServer:
     """Serves one world from its start to its end (see ``run_world``)."""
 
-    def __init__(self, spec: WorldSpec, start: float, watch: list[str], max_restarts: int) -> None:
+    def __init__(self, spec: WorldSpec, start: float, watch: list[str], max_restarts: int,
+                 timeout: float = 0.0) -> None:
         self.spec = spec
+        self.timeout = timeout  # the world's, as progress reports show it
         self.coordinator = Coordinator(spec.topology.world_size, start=start)
         self.publisher = Publisher(spec.topology.world_size)
         self.loop = EventLoop(spec.address, self._on_frame, self._on_refused)
@@ -43,17 +48,27 @@ class WorldServer:
         self._handlers = self._make_handlers()
 
     def serve(self, until: float, detect_deadlock: bool = False,
-              abort: threading.Event | None = None) -> bool:
+              abort: threading.Event | None = None,
+              progress: Callable[[Progress], None] | None = None) -> bool:
         """Serve until the leader reports the world over (True), or until ``until``, a
-        proven deadlock or ``abort`` (the user's Ctrl-C) (False)."""
+        proven deadlock or ``abort`` (the user's Ctrl-C) (False). ``progress`` is told
+        where the world is about every ``PROGRESS_EVERY`` seconds."""
         life = self.life
+        next_progress = time.monotonic()
         while not life.done:
-            remaining = until - time.monotonic()
+            now = time.monotonic()
+            remaining = until - now
             if remaining <= 0 or (abort is not None and abort.is_set()):
                 return False
             if detect_deadlock and life.deadlocked():
+                if progress is not None:  # the state it was proven in, for the status line
+                    progress(life.progress(self.coordinator.now(), self.timeout))
                 return False
-            wait = min(remaining, 0.05 if life.suspicious else 0.5)
+            if progress is not None and now >= next_progress:
+                next_progress = now + PROGRESS_EVERY
+                progress(life.progress(self.coordinator.now(), self.timeout))
+            wait = min(remaining, 0.05 if life.suspicious else
+                       PROGRESS_EVERY if progress is not None else 0.5)
             next_publish = self.publisher.next_time()
             if next_publish is not None:
                 wait = max(0.0, min(wait, next_publish - self.coordinator.now()))
@@ -173,6 +188,9 @@ class WorldServer:
             return
         self.life.exited(("rank", msg.rank), msg.status)
 
+    def _spawning(self, sock: socket.socket, conn: Conn, msg: protocol.Spawning) -> None:
+        self.life.spawning(conn.ident, msg)
+
     def _fault(self, sock: socket.socket, conn: Conn, msg: protocol.Fault) -> None:
         rank = self._rank_of(conn)
         self.coordinator.record("fault", rank=rank, op=msg.fault,
@@ -240,5 +258,6 @@ class WorldServer:
                 p.Result: self._result, p.Promote: self._promote, p.Stacks: self._stacks,
                 p.RankExit: self._rank_exit, p.Fault: self._fault, p.Hold: self._hold,
                 p.FsAccess: self._fs_access, p.FileOp: self._file_op}
-        return {"pending": {p.Hello: self._hello}, "rank": unit, "host": unit,
+        return {"pending": {p.Hello: self._hello}, "rank": unit,
+                "host": {**unit, p.Spawning: self._spawning},
                 "leader": {p.Started: self._started, p.Exited: self._exited, p.Done: self._done}}

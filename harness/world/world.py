@@ -98,7 +98,9 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
     ``checker`` (a pydantic model, a function ``check(value) -> None | str``, a
     JSON schema, or a reference to one: see ``harness.checkers.validator``)
     judges every rank's value inside the rank: a value it refuses makes that
-    rank FAIL, with what it said in ``RankResult.invalid``.
+    rank FAIL, with what it said in ``RankResult.invalid``. ``progress`` is
+    called in this process about four times a second with where the world is
+    (``harness.world.lifecycle.Progress``: ranks started, returned, blocked).
     """
     if config is None:
         config = WorldConfig(**overrides)
@@ -133,11 +135,12 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
         if table is not None:
             sandbox_layout.create(spec.sandbox, table, topo, plan.leftovers + config.files)
         server = WorldServer(spec, start, watch=list(config.watch),
-                             max_restarts=config.max_restarts)
+                             max_restarts=config.max_restarts, timeout=timeout)
         try:
             server.life.leader_pid = forks.fork_world(spec)
             finished = server.serve(until=start + timeout - grace,
-                                    detect_deadlock=config.detect_deadlock, abort=ABORT)
+                                    detect_deadlock=config.detect_deadlock, abort=ABORT,
+                                    progress=config.progress)
             if ABORT.is_set():  # the user's Ctrl-C: end it now, no stacks to wait for
                 server.end_at_deadline(hard_end=time.monotonic() + 2.0, stack_wait=0.0)
             elif not finished:
