@@ -135,6 +135,7 @@ def test_set_device_type_only_before_the_runtime_is_used(shim):
     xr.set_device_type("TPU")
     assert xr.device_type() == "TPU"
     xr.global_ordinal()
+    xr.set_device_type("TPU")  # the same type again: the real one accepts it (issue 11, bug 6)
     with pytest.raises(RuntimeError, match="after XLA runtime is initialized"):
         xr.set_device_type("CPU")
 
@@ -200,3 +201,14 @@ def test_both_runtimes_answer_the_whole_protocol(shim):
         missing = {n for n in members
                    if not hasattr(type(implementation), n) and n not in vars(implementation)}
         assert not missing, (type(implementation).__name__, missing)
+
+
+def test_all_gather_refuses_a_tuple_and_a_scalar_as_the_real_one_does(shim):
+    """Issue 11, bug 7: a tuple is not a list of tensors (TypeError), and a 0-dim tensor has
+    no dimension to gather along (IndexError), even in a world of one."""
+    _, xm, _, _ = shim
+    with pytest.raises(TypeError, match="needs to be a Tensor or a list of Tensors"):
+        xm.all_gather((torch.ones(2), torch.ones(2)), pin_layout=False)
+    with pytest.raises(IndexError, match="no dimensions"):
+        xm.all_gather(torch.tensor(3.0))
+    assert xm.all_gather(torch.ones(2)).shape == (2,)

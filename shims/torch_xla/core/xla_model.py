@@ -159,7 +159,7 @@ def all_gather(value: Any, dim: int = 0, groups: list[list[int]] | None = None,
                output: Any = None, pin_layout: bool = True, channel_id: int | None = None,
                use_global_device_ids: bool | None = None) -> Any:
     """Concatenation along ``dim`` in group order; ``output=`` is written and returned."""
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, list):  # a list only: the real one refuses a tuple (below)
         if pin_layout:
             raise RuntimeError("For xm.all_gather with list of tensors input, pin_layout=True "
                                "is not yet supported.")
@@ -176,6 +176,8 @@ def all_gather(value: Any, dim: int = 0, groups: list[list[int]] | None = None,
         return results
     if not _t.is_tensor(value):
         raise TypeError(f"`value` needs to be a Tensor or a list of Tensors, but given {type(value)}.")
+    if value.dim() == 0:  # the real one sizes the gather dimension first, at any world size
+        value.size(dim)  # IndexError: Dimension specified as 0 but tensor has no dimensions
     group = _my_group(groups)
     if len(group) == 1:
         result = value.clone()
