@@ -206,15 +206,18 @@ def _apply(options: list[Any]) -> Any:
               help="Reports to write (repeatable). Default: all of them.")
 @click.option("--baseline", type=click.Path(exists=True, dir_okay=False), default=None,
               help="A saved JSON report whose failing cells count as known.")
+@click.option("--verbose", "-v", is_flag=True, default=False,
+              help="Each failing cell's whole detail and how each group of its ranks ended, "
+                   "not one line (matrix.txt and the HTML report always have them).")
 def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: str,
                 checker: str | None, topology: str | None, seed: int, timeout: float | None,
                 require_exercised: bool, jobs: int | None, report_dir: str,
-                formats: tuple[str, ...], baseline: str | None) -> None:
+                formats: tuple[str, ...], baseline: str | None, verbose: bool) -> None:
     """Run scenarios x targets and write the matrix's reports.
 
     With no arguments: the whole catalog against the built-in targets.
     """
-    from harness.reports import FORMATS, render, write_run
+    from harness.reports import FORMATS, write_run
     from harness.runner.run import known_from_baseline, plan_cells
 
     known = known_from_baseline(_load(baseline)) if baseline else frozenset()
@@ -227,12 +230,25 @@ def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: 
     console = Console(stderr=True)
     matrix = _run_with_progress(plans, jobs, seed, known, console)
     paths = write_run(matrix, run_dir, files) if run_dir else {}
-    click.echo(render(matrix, "terminal"))
+    _print_matrix(matrix, verbose)
     for fmt, path in paths.items():
         click.echo(f"{fmt:>9}: {path}")
     if matrix.interrupted:
         sys.exit(EXIT_INTERRUPTED)
     sys.exit(EXIT_FAILED if matrix.failing(require_exercised) else EXIT_OK)
+
+
+def _print_matrix(matrix: Any, verbose: bool) -> None:
+    """The terminal report on stdout: in colour at the terminal's width on a terminal,
+    plain text at a fixed width in a pipe or a CI log."""
+    from harness.reports import render_terminal_text
+    from harness.reports.terminal import render_matrix
+
+    console = Console()
+    if console.is_terminal:
+        render_matrix(matrix, console, verbose=verbose)
+    else:
+        click.echo(render_terminal_text(matrix, verbose=verbose), nl=False)
 
 
 def _new_run_dir(report_dir: str) -> Path:
