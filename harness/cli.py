@@ -117,8 +117,13 @@ def _load(path: str) -> Any:
 
 
 def _scenarios(names: tuple[str, ...]) -> list[Any]:
-    from harness.scenarios import catalog, find
-    return [find(n) for n in names] if names else catalog()
+    """``--scenario`` values (names, globs, files), or the whole catalog; a name not in the
+    catalog is a usage error that says which names were probably meant."""
+    from harness.scenarios import UnknownScenario, catalog, select
+    try:
+        return select(names) if names else catalog()
+    except UnknownScenario as exc:
+        raise click.BadParameter(str(exc), param_hint="'--scenario'") from None
 
 
 def _targets(specs: tuple[str, ...], workload: str, checker: str | None = None) -> list[Any]:
@@ -217,7 +222,8 @@ def _plain_rows(rows: list[tuple[str, ...]], width: int | None) -> str:
 
 _run_options = [
     click.option("--scenario", "-s", "scenarios", multiple=True,
-                 help="A catalog name or a scenario file (repeatable). Default: the catalog."),
+                 help="A catalog name, a glob over the names ('divergent-*') or a scenario file "
+                      "(repeatable). Default: the catalog."),
     click.option("--target", "-T", "targets", multiple=True,
                  help="A built-in target, module.path:function or file.py:function "
                       "(repeatable). Default: the built-in targets."),
@@ -355,10 +361,10 @@ def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workloa
             raise click.UsageError(f"{report} has no cell {cell}")
         args = shlex.split(saved.replay)[2:]
         return replay_command.main(args, standalone_mode=False)
-    if len(scenarios) != 1 or len(targets) != 1:
+    chosen = _scenarios(scenarios) if scenarios else []
+    if len(chosen) != 1 or len(targets) != 1:  # a glob may name several
         raise click.UsageError("replay runs one cell: give one --scenario and one --target")
-    plans = plan_cells(_scenarios(scenarios), _targets(targets, workload, checker), seed, topology,
-                       timeout)
+    plans = plan_cells(chosen, _targets(targets, workload, checker), seed, topology, timeout)
     if not plans:
         raise click.UsageError("this target does not belong to the scenario's workload")
     result = run_cell(plans[0])

@@ -75,3 +75,35 @@ def test_list_as_json() -> None:
     assert "\n" not in json.dumps(stale["description"])  # whole, not cut
     assert [t["name"] for t in data["targets"]] == ["naive-sync", "seed-fix-sync", "robust-sync"]
     assert data["targets"][0]["function"] == "harness.workloads.config_sync.naive:run"
+
+
+# -- --scenario: globs and names typed wrong ---------------------------------------------------
+
+def test_a_glob_runs_every_catalog_scenario_it_matches_once(tmp_path) -> None:
+    done = run_cli("run", "-s", "divergent-*", "-s", "divergent-seed", "-T", "naive-sync",
+                   "-T", "seed-loader", "--format", "json", "--report-dir", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    cells = json.loads((tmp_path / "latest" / "matrix.json").read_text())["cells"]
+    assert [(c["scenario"], c["target"]) for c in cells] == [
+        ("divergent-slugs", "naive-sync"), ("divergent-input", "naive-sync"),
+        ("divergent-dataset", "seed-loader"), ("divergent-seed", "seed-loader")]
+
+
+def test_a_glob_that_matches_nothing_is_a_usage_error(tmp_path) -> None:
+    done = run_cli("run", "-s", "divergent-*", "-s", "nothing-*", "--report-dir", str(tmp_path))
+    assert done.returncode == 2
+    assert "no scenario matches 'nothing-*'; the catalog has: baseline" in done.stderr
+    assert not (tmp_path / "latest").exists()
+
+
+def test_a_name_typed_wrong_suggests_the_nearest(tmp_path) -> None:
+    done = run_cli("run", "-s", "stale-lefover", "--report-dir", str(tmp_path))
+    assert done.returncode == 2
+    assert "unknown scenario 'stale-lefover'; did you mean stale-leftover?" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_replay_refuses_a_glob_of_several_scenarios() -> None:
+    done = run_cli("replay", "-s", "divergent-*", "-T", "naive-sync")
+    assert done.returncode == 2
+    assert "replay runs one cell" in done.stderr

@@ -70,7 +70,7 @@ def test_a_bad_file_names_the_file_line_and_field(tmp_path, text, line, field, m
 
 
 def test_an_unknown_catalog_name_lists_the_catalog():
-    with pytest.raises(ScenarioError, match="no such scenario; the catalog has: baseline"):
+    with pytest.raises(ScenarioError, match="unknown scenario .no-such-scenario.; the catalog has: baseline"):
         find("no-such-scenario")
 
 
