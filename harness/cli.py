@@ -180,7 +180,7 @@ def list_command(workload: str | None, fmt: str) -> None:
         click.echo(json.dumps({
             "scenarios": [{"name": s.name, "workload": s.workload, "topology": s.topology,
                            "expect": s.expect, "description": s.description,
-                           "finding": s.finding, "source": s.source} for s in scenarios],
+                           "finding": s.finding or None, "source": s.source} for s in scenarios],
             "targets": [{"name": t.name, "workload": t.workload, "function": t.ref}
                         for t in targets]}, indent=2))
         return
