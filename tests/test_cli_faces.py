@@ -123,3 +123,10 @@ def test_a_real_traceback_starts_at_the_target_and_the_report_keeps_it_whole(tmp
     assert ran.returncode == 0, ran.stderr
     cell = json.loads((tmp_path / "latest" / "matrix.json").read_text())["cells"][0]
     assert "world/bootstrap.py" in cell["ranks"][1]["traceback"]
+
+
+def test_catalog_cases_take_globs_as_the_cli_does() -> None:
+    from harness.pytest_plugin import catalog_cases
+
+    cases = catalog_cases("harness.workloads.config_sync.naive:run", ["divergent-*"])
+    assert [c.id for c in cases] == ["divergent-slugs", "divergent-input"]
