@@ -283,14 +283,18 @@ def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: 
                        timeout)
     if not plans:
         raise click.UsageError("no cell to run: no target belongs to these scenarios' workloads")
-    files = [f for f in (formats or FORMATS) if f != "terminal"]
+    # The terminal report is always printed; it is also written (matrix.txt, every detail in
+    # full) beside the other files, but alone it makes no report directory.
+    files = list(dict.fromkeys(formats or FORMATS))
+    if files == ["terminal"]:
+        files = []
     run_dir = _new_run_dir(report_dir) if files else None
     console = Console(stderr=True)
     matrix = _run_with_progress(plans, jobs, seed, known, console)
     paths = write_run(matrix, run_dir, files) if run_dir else {}
     _print_matrix(matrix, verbose)
     for fmt, path in paths.items():
-        click.echo(f"{fmt:>9}: {path}")
+        click.echo(f"{'text' if fmt == 'terminal' else fmt:>9}: {path}")
     if matrix.interrupted:
         sys.exit(EXIT_INTERRUPTED)
     sys.exit(EXIT_FAILED if matrix.failing(require_exercised) else EXIT_OK)

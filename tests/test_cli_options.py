@@ -168,3 +168,17 @@ def test_run_prints_failing_cells_compactly_then_the_grid_and_verbose_in_full(cl
         assert out.index("isolated-tmp[naive-sync]") < out.index("scenario ") < out.index("1 cells")
     assert "ranks 1-7 (hosts 1-7): ERROR, exit 1" not in short.stdout
     assert "ranks 1-7 (hosts 1-7): ERROR, exit 1" in full.stdout
+
+
+def test_run_writes_the_text_report_with_every_detail_beside_the_others(cli, tmp_path):
+    done = cli("run", "-s", "isolated-tmp", "-T", "naive-sync", "--format", "terminal",
+               "--format", "json", "--report-dir", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    text = (tmp_path / "latest" / "matrix.txt").read_text()
+    assert "ranks 1-7 (hosts 1-7): ERROR, exit 1" in text
+    assert f"text: {tmp_path / 'latest'}" not in done.stdout  # the run's own directory is named
+    assert "     text: " in done.stdout and "matrix.txt" in done.stdout
+    alone = cli("run", "-s", "baseline", "-T", "naive-sync", "--format", "terminal",
+                "--report-dir", str(tmp_path / "none"))
+    assert alone.returncode == 0, alone.stderr
+    assert not (tmp_path / "none").exists()  # the terminal alone writes nothing
