@@ -124,8 +124,13 @@ def _load(path: str) -> Any:
 
 
 def _scenarios(names: tuple[str, ...]) -> list[Any]:
-    from harness.scenarios import catalog, find
-    return [find(n) for n in names] if names else catalog()
+    """``--scenario`` values (names, globs, files), or the whole catalog; a name not in the
+    catalog is a usage error that says which names were probably meant."""
+    from harness.scenarios import UnknownScenario, catalog, select
+    try:
+        return select(names) if names else catalog()
+    except UnknownScenario as exc:
+        raise click.BadParameter(str(exc), param_hint="'--scenario'") from None
 
 
 def _targets(specs: tuple[str, ...], workload: str, checker: str | None = None) -> list[Any]:
@@ -148,31 +153,84 @@ def _targets(specs: tuple[str, ...], workload: str, checker: str | None = None) 
         raise click.BadParameter(str(exc), param_hint="--target") from None
 
 
-@cli.command("list")
-def list_command() -> None:
-    """The scenario catalog and the built-in targets."""
-    from harness.scenarios import catalog
-    from harness.workloads.registry import BUILTIN_TARGETS
+#: The width ``harness list`` cuts its rows to when stdout is not a terminal and COLUMNS is
+#: unset: a pipe or a log has no width, and 80 would leave the description a few characters.
+LIST_WIDTH = 120
+#: However narrow the width, this much of the last column is kept (the row runs past the width).
+_MIN_LAST = 20
 
+
+@cli.command("list")
+@click.option("--workload", "-w", default=None,
+              help="Only this workload's scenarios and built-in targets.")
+@click.option("--format", "fmt", default="table", show_default=True,
+              type=click.Choice(["table", "json"]),
+              help="json: a list of scenarios and one of targets, for scripts.")
+def list_command(workload: str | None, fmt: str) -> None:
+    """The scenario catalog and the built-in targets.
+
+    One line per scenario, cut to the width, so that the catalog fits a screen and
+    ``harness list | grep NAME`` finds whole rows.
+    """
+    import json
+    import shutil
+
+    from harness.scenarios import catalog
+    from harness.workloads.registry import BUILTIN_TARGETS, WORKLOADS
+
+    if workload is not None and workload not in WORKLOADS:
+        raise click.BadParameter(f"unknown workload {workload!r}: use one of "
+                                 f"{', '.join(WORKLOADS)}", param_hint="--workload")
+    scenarios = [s for s in catalog() if workload in (None, s.workload)]
+    targets = [t for t in BUILTIN_TARGETS.values() if workload in (None, t.workload)]
+    if fmt == "json":
+        click.echo(json.dumps({
+            "scenarios": [{"name": s.name, "workload": s.workload, "topology": s.topology,
+                           "expect": s.expect, "description": s.description,
+                           "finding": s.finding or None, "source": s.source} for s in scenarios],
+            "targets": [{"name": t.name, "workload": t.workload, "function": t.ref}
+                        for t in targets]}, indent=2))
+        return
+    # One line per scenario, on a terminal or in a pipe: a name is never broken, and only
+    # the description is cut to the width (``--format json`` has it whole).
     console = Console()
-    table = Table(title="scenarios", title_justify="left")
-    for col in ("name", "workload", "topology", "expect", "what happens"):
-        table.add_column(col, overflow="fold")
-    for s in catalog():
-        table.add_row(s.name, s.workload, s.topology, s.expect, s.description)
-    console.print(table)
-    targets = Table(title="targets", title_justify="left")
-    for col in ("name", "workload", "function"):
-        targets.add_column(col)
-    for t in BUILTIN_TARGETS.values():
-        targets.add_row(t.name, t.workload or "", t.ref)
-    console.print(targets)
-    console.print("A target of your own: --target module.path:function or path/to/file.py:function")
+    width = console.width if console.is_terminal else shutil.get_terminal_size((LIST_WIDTH, 24)).columns
+    rows = [("name", "workload", "topology", "expect", "what happens")] + [
+        (s.name, s.workload, s.topology, s.expect, s.description) for s in scenarios]
+    if _room(rows, width) < _MIN_LAST:  # a narrow screen: the workload column goes first
+        rows = [row[:1] + row[2:] for row in rows]
+    click.echo(_plain_rows(rows, width))
+    click.echo()
+    click.echo(_plain_rows([("target", "workload", "function")]
+                           + [(t.name, t.workload or "", t.ref) for t in targets], None))
+    click.echo("A target of your own: --target module.path:function or path/to/file.py:function")
+
+
+def _room(rows: list[tuple[str, ...]], width: int) -> int:
+    """What ``width`` leaves the last column once the others are aligned."""
+    return width - sum(max(len(r[i]) for r in rows) + 2 for i in range(len(rows[0]) - 1))
+
+
+def _plain_rows(rows: list[tuple[str, ...]], width: int | None) -> str:
+    """Rows as aligned plain lines; only the last column is cut (with an ellipsis) to fit,
+    down to ``_MIN_LAST`` characters (past that a row runs over rather than lose it all).
+    With no width nothing is cut: a target's function is copied, not skimmed."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    room = max(_room(rows, width), _MIN_LAST) if width else None
+    lines = []
+    for row in rows:
+        line = "  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  "
+        last = " ".join(row[-1].split())
+        if room is not None and len(last) > room:
+            last = last[:room - 1] + "…"
+        lines.append((line + last).rstrip())
+    return "\n".join(lines)
 
 
 _run_options = [
     click.option("--scenario", "-s", "scenarios", multiple=True,
-                 help="A catalog name or a scenario file (repeatable). Default: the catalog."),
+                 help="A catalog name, a glob over the names ('divergent-*') or a scenario file "
+                      "(repeatable). Default: the catalog."),
     click.option("--target", "-T", "targets", multiple=True,
                  help="A built-in target, module.path:function or file.py:function "
                       "(repeatable). Default: the built-in targets."),
@@ -213,15 +271,18 @@ def _apply(options: list[Any]) -> Any:
               help="Reports to write (repeatable). Default: all of them.")
 @click.option("--baseline", type=click.Path(exists=True, dir_okay=False), default=None,
               help="A saved JSON report whose failing cells count as known.")
+@click.option("--verbose", "-v", is_flag=True, default=False,
+              help="Each failing cell's whole detail and how each group of its ranks ended, "
+                   "not one line (matrix.txt and the HTML report always have them).")
 def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: str,
                 checker: str | None, topology: str | None, seed: int, timeout: float | None,
                 require_exercised: bool, jobs: int | None, report_dir: str,
-                formats: tuple[str, ...], baseline: str | None) -> None:
+                formats: tuple[str, ...], baseline: str | None, verbose: bool) -> None:
     """Run scenarios x targets and write the matrix's reports.
 
     With no arguments: the whole catalog against the built-in targets.
     """
-    from harness.reports import FORMATS, render, write_run
+    from harness.reports import FORMATS, write_run
     from harness.runner.run import known_from_baseline, plan_cells
 
     known = known_from_baseline(_load(baseline)) if baseline else frozenset()
@@ -229,17 +290,34 @@ def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: 
                        timeout)
     if not plans:
         raise click.UsageError("no cell to run: no target belongs to these scenarios' workloads")
-    files = [f for f in (formats or FORMATS) if f != "terminal"]
+    # The terminal report is always printed; it is also written (matrix.txt, every detail in
+    # full) beside the other files, but alone it makes no report directory.
+    files = list(dict.fromkeys(formats or FORMATS))
+    if files == ["terminal"]:
+        files = []
     run_dir = _new_run_dir(report_dir) if files else None
     console = Console(stderr=True)
     matrix = _run_with_progress(plans, jobs, seed, known, console)
     paths = write_run(matrix, run_dir, files) if run_dir else {}
-    click.echo(render(matrix, "terminal"))
+    _print_matrix(matrix, verbose)
     for fmt, path in paths.items():
-        click.echo(f"{fmt:>9}: {path}")
+        click.echo(f"{'text' if fmt == 'terminal' else fmt:>9}: {path}")
     if matrix.interrupted:
         sys.exit(EXIT_INTERRUPTED)
     sys.exit(EXIT_FAILED if matrix.failing(require_exercised) else EXIT_OK)
+
+
+def _print_matrix(matrix: Any, verbose: bool) -> None:
+    """The terminal report on stdout: in colour at the terminal's width on a terminal,
+    plain text at a fixed width in a pipe or a CI log."""
+    from harness.reports import render_terminal_text
+    from harness.reports.terminal import render_matrix
+
+    console = Console()
+    if console.is_terminal:
+        render_matrix(matrix, console, verbose=verbose)
+    else:
+        click.echo(render_terminal_text(matrix, verbose=verbose), nl=False)
 
 
 def _new_run_dir(report_dir: str) -> Path:
@@ -294,10 +372,10 @@ def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workloa
             raise click.UsageError(f"{report} has no cell {cell}")
         args = shlex.split(saved.replay)[2:]
         return replay_command.main(args, standalone_mode=False)
-    if len(scenarios) != 1 or len(targets) != 1:
+    chosen = _scenarios(scenarios) if scenarios else []
+    if len(chosen) != 1 or len(targets) != 1:  # a glob may name several
         raise click.UsageError("replay runs one cell: give one --scenario and one --target")
-    plans = plan_cells(_scenarios(scenarios), _targets(targets, workload, checker), seed, topology,
-                       timeout)
+    plans = plan_cells(chosen, _targets(targets, workload, checker), seed, topology, timeout)
     if not plans:
         raise click.UsageError("this target does not belong to the scenario's workload")
     result = run_cell(plans[0])

@@ -62,10 +62,10 @@ def catalog_cases(target: str, scenarios: Iterable[str] | None = None,
     with readable ids (``isolated-tmp``). ``checker`` judges each rank's value inside
     the rank: a module-level pydantic model or ``check(value) -> None | str``, a JSON
     schema (a dict or a ``.json`` path), or a ``file.py:Name`` / ``module:Name``."""
-    from harness.scenarios import catalog, find
+    from harness.scenarios import catalog, select
     from harness.workloads.registry import target as named_target
 
-    chosen = [find(s) for s in scenarios] if scenarios else \
+    chosen = select(scenarios) if scenarios else \
         [s for s in catalog() if s.workload == workload]
     resolved = named_target(target, workload, checker)
     return [pytest.param(plan, id=plan.scenario.name)

@@ -5,8 +5,11 @@ the file, the line and the field, never a traceback.
 
 from __future__ import annotations
 
+import difflib
+import fnmatch
 import os
 import posixpath
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -84,7 +87,9 @@ class Scenario(BaseModel):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     workload: str
     description: str
-    finding: str
+    #: The seed finding the scenario tests: it documents the catalog (whose files all name
+    #: one); a team's own scenario need not come from a seed.
+    finding: str = ""
     topology: str
     expect: Literal["pass", "fail-loudly"]
     profile: Literal["legacy", "current"] = "legacy"
@@ -348,18 +353,59 @@ def catalog_dir() -> Path:
     raise ScenarioError(str(here), "the built-in scenario catalog is missing")
 
 
-def catalog() -> list[Scenario]:
-    scenarios = [load_scenario(p) for p in sorted(catalog_dir().glob("*.yaml"))]
+def catalog_names() -> list[str]:
+    """The catalog's names in its order, read from the file names alone (nothing loaded)."""
+    names = [p.stem for p in catalog_dir().glob("*.yaml")]
     rank = {name: i for i, name in enumerate(CATALOG_ORDER)}
-    return sorted(scenarios, key=lambda s: (rank.get(s.name, len(rank)), s.name))
+    return sorted(names, key=lambda n: (rank.get(n, len(rank)), n))
+
+
+def catalog() -> list[Scenario]:
+    return [load_scenario(catalog_dir() / f"{name}.yaml") for name in catalog_names()]
+
+
+class UnknownScenario(ScenarioError):
+    """A name or a glob that is not in the catalog: a usage error, with what was meant."""
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _is_path(name_or_path: str) -> bool:
+    return name_or_path.endswith((".yaml", ".yml")) or os.sep in name_or_path
+
+
+def _is_glob(pattern: str) -> bool:
+    return any(c in pattern for c in "*?[")
 
 
 def find(name_or_path: str) -> Scenario:
     """A catalog name, or the path of a scenario file."""
-    if name_or_path.endswith((".yaml", ".yml")) or os.sep in name_or_path:
+    if _is_path(name_or_path):
         return load_scenario(name_or_path)
     path = catalog_dir() / f"{name_or_path}.yaml"
     if not path.exists():
-        names = ", ".join(s.name for s in catalog())
-        raise ScenarioError(name_or_path, f"no such scenario; the catalog has: {names}")
+        names = catalog_names()
+        near = difflib.get_close_matches(name_or_path, names, n=3)
+        hint = f"did you mean {', '.join(near)}?" if near else f"the catalog has: {', '.join(names)}"
+        raise UnknownScenario(name_or_path, f"unknown scenario {name_or_path!r}; {hint}")
     return load_scenario(path)
+
+
+def select(names: Iterable[str]) -> list[Scenario]:
+    """Catalog names, globs over them (``divergent-*``) and scenario files, in the order
+    given and each once: what ``--scenario`` accepts. A glob that matches nothing is as
+    much a mistake as a name that is not there."""
+    chosen: dict[str, Scenario] = {}
+    for name in names:
+        if _is_glob(name) and not _is_path(name):
+            matched = fnmatch.filter(catalog_names(), name)
+            if not matched:
+                raise UnknownScenario(name, f"no scenario matches {name!r}; the catalog has: "
+                                            f"{', '.join(catalog_names())}")
+            found = [find(m) for m in matched]
+        else:
+            found = [find(name)]
+        for scenario in found:
+            chosen.setdefault(scenario.source or scenario.name, scenario)
+    return list(chosen.values())

@@ -155,3 +155,30 @@ def test_two_runs_into_one_report_dir_keep_both(cli, tmp_path):
     assert [json.loads((d / "matrix.json").read_text())["seed"] for d in dirs] == [1, 2]
     assert (tmp_path / "latest").resolve() == dirs[1]
     assert f"json: {dirs[1]}/matrix.json" in runs[1].stdout
+
+
+def test_run_prints_failing_cells_compactly_then_the_grid_and_verbose_in_full(cli, tmp_path):
+    args = ("run", "-s", "isolated-tmp", "-T", "naive-sync", "--format", "json",
+            "--report-dir", str(tmp_path))
+    short, full = cli(*args), cli(*args, "-v")
+    assert [short.returncode, full.returncode] == [0, 0], short.stderr + full.stderr
+    for done in (short, full):
+        out = done.stdout
+        # the failing cell first, the grid and the summary after it
+        assert out.index("isolated-tmp[naive-sync]") < out.index("scenario ") < out.index("1 cells")
+    assert "ranks 1-7 (hosts 1-7): ERROR, exit 1" not in short.stdout
+    assert "ranks 1-7 (hosts 1-7): ERROR, exit 1" in full.stdout
+
+
+def test_run_writes_the_text_report_with_every_detail_beside_the_others(cli, tmp_path):
+    done = cli("run", "-s", "isolated-tmp", "-T", "naive-sync", "--format", "terminal",
+               "--format", "json", "--report-dir", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    text = (tmp_path / "latest" / "matrix.txt").read_text()
+    assert "ranks 1-7 (hosts 1-7): ERROR, exit 1" in text
+    assert f"text: {tmp_path / 'latest'}" not in done.stdout  # the run's own directory is named
+    assert "     text: " in done.stdout and "matrix.txt" in done.stdout
+    alone = cli("run", "-s", "baseline", "-T", "naive-sync", "--format", "terminal",
+                "--report-dir", str(tmp_path / "none"))
+    assert alone.returncode == 0, alone.stderr
+    assert not (tmp_path / "none").exists()  # the terminal alone writes nothing

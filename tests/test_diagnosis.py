@@ -7,15 +7,17 @@ crash, a rank the fault plan killed, exec-mode launchers) is exact and fast.
 from __future__ import annotations
 
 import io
+import os
 import xml.etree.ElementTree as ET
 
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
 
+import harness
 from harness.cli import render_world
 from harness.history import Event, format_ranks, ranks_phrase
-from harness.reports.diagnosis import describe, diagnose
+from harness.reports.diagnosis import RankGroup, describe, diagnose, group_line, hide_own_frames
 from harness.reports.html import to_html
 from harness.reports.junit import to_junit
 from harness.reports.markdown import to_markdown
@@ -124,7 +126,7 @@ def test_a_crash_says_how_the_rank_ended() -> None:
     d = diagnose(result)
     assert d.detail == "rank 2 exited with code 3 without a Python exception"
     assert [(g.ranks, g.outcome, g.exit, g.result) for g in d.groups] == [
-        ([0, 1], PASS, "exit 0", "returned 'run-3f2a'"), ([2], CRASH, "exit 3", "")]
+        ([0, 1], "returned", "exit 0", "returned 'run-3f2a'"), ([2], CRASH, "exit 3", "")]
     assert d.tracebacks == [] and d.stacks == []
 
 
@@ -199,3 +201,64 @@ def test_every_report_renders_the_same_groups_and_replay() -> None:
     for rendered in (markdown, page, failure.text):
         assert cell.replay in rendered
         assert "SIGKILL (killed by the fault plan)" in rendered
+
+
+# -- what a person reads starts at the user's code --------------------------------------------
+
+HARNESS = os.path.dirname(os.path.realpath(harness.__file__))
+OWN_HEAD = (f'  File "{HARNESS}/world/bootstrap.py", line 154, in report_and_exit\n'
+            "    value = fn()\n            ^^^^\n"
+            f'  File "{HARNESS}/world/bootstrap.py", line 258, in <lambda>\n'
+            "    report_and_exit(ctx, lambda: resolve_target(target)(*args, **spec.kwargs))\n")
+USER = ('  File "/home/me/proj/sync.py", line 12, in load\n'
+        '    with open("/tmp/cfg.yaml") as f:\n'
+        f'  File "{HARNESS}/workloads/config_sync/naive.py", line 65, in load_synced_config\n'
+        '    with open(temp_config_path, "r") as f:\n')
+OWN_TAIL = (f'  File "{HARNESS}/filesystem/files.py", line 52, in open\n'
+            "    fd = self._open_fd(r, _flags_of(mode), 0o666)\n")
+RAW = ("Traceback (most recent call last):\n" + OWN_HEAD + USER + OWN_TAIL
+       + "FileNotFoundError: [Errno 2] No such file or directory: '/tmp/cfg.yaml'\n")
+
+
+def test_a_traceback_starts_and_ends_at_the_users_code() -> None:
+    assert hide_own_frames(RAW) == ("Traceback (most recent call last):\n" + USER
+                                    + "FileNotFoundError: [Errno 2] No such file or directory: "
+                                      "'/tmp/cfg.yaml'\n")
+
+
+def test_each_chained_traceback_is_trimmed_and_the_harness_own_bug_is_left_whole() -> None:
+    chained = RAW + "\nDuring handling of the above exception, another exception occurred:\n\n" + RAW
+    assert hide_own_frames(chained).count("bootstrap.py") == 0
+    assert hide_own_frames(chained).count("/home/me/proj/sync.py") == 2
+    own_only = "Traceback (most recent call last):\n" + OWN_HEAD + "KeyError: 'x'\n"
+    assert hide_own_frames(own_only) == own_only
+
+
+def test_the_diagnosis_hides_harness_frames_and_the_report_keeps_them() -> None:
+    ranks = [rank(0), rank(1, ERROR, exit_code=1,
+                         error={"type": "FileNotFoundError", "message": "no", "traceback": RAW})]
+    result = world(ranks, ERROR)
+    text = describe(result)
+    assert "bootstrap.py" not in text and "filesystem/files.py" not in text
+    assert ('--- traceback of rank 1 ---\nTraceback (most recent call last):\n'
+            '  File "/home/me/proj/sync.py"') in text
+    assert RankRow.of(result.ranks[1]).traceback == RAW  # what the JSON report writes
+
+
+def test_a_rank_that_returned_in_a_failing_cell_is_not_called_pass() -> None:
+    failing = describe(world([rank(0), rank(1, ERROR, exit_code=1, error=error())], ERROR))
+    assert "  rank 0 (host 0): returned, exit 0: 'run-3f2a'" in failing
+    assert "PASS" not in failing.split("\n", 1)[1]
+    passing = diagnose(world([rank(0), rank(1)], PASS))
+    assert [g.outcome for g in passing.groups] == [PASS]
+
+
+def test_a_group_line_says_no_word_twice() -> None:
+    hung = RankGroup(ranks=[1, 2], hosts=[1, 2], outcome=HANG, exit="HANG", result="HANG")
+    assert group_line(hung) == "ranks 1-2 (hosts 1-2): HANG"
+    blocked = RankGroup(ranks=[1], hosts=[1], outcome=HANG, exit="running",
+                        result="HANG: blocked in rendezvous")
+    assert group_line(blocked) == "rank 1 (host 1): HANG, running: blocked in rendezvous"
+    error_group = RankGroup(ranks=[3], hosts=[3], outcome=ERROR, exit="exit 1",
+                            result="ValueError: bad")
+    assert group_line(error_group) == "rank 3 (host 3): ERROR, exit 1: ValueError: bad"

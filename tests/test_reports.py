@@ -106,26 +106,66 @@ def matrix() -> Matrix:
 
 # -- terminal -----------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("verbose", [False, True])
 @pytest.mark.parametrize("width", [80, 120])
-def test_terminal_fits_the_width_and_lists_every_failing_cell(matrix: Matrix, width: int) -> None:
+def test_terminal_fits_the_width_and_lists_every_failing_cell(matrix: Matrix, width: int,
+                                                              verbose: bool) -> None:
     console = Console(record=True, width=width, file=io.StringIO(), color_system=None)
-    render_matrix(matrix, console)
+    render_matrix(matrix, console, verbose=verbose)
     out = console.export_text(styles=False)
     lines = out.splitlines()
     # Only the replay commands may run past the width (soft-wrapped, so they stay copyable).
     assert all(len(ln) <= width for ln in lines if "replay:" not in ln)
-    grid_rows = {ln.split()[0]: ln for ln in lines[:8] if ln.strip()}
-    assert "naive-sync" in lines[0] and "robust-sync" in lines[0]
+    header = next(i for i, ln in enumerate(lines) if ln.startswith("scenario "))
+    assert "naive-sync" in lines[header] and "robust-sync" in lines[header]
+    grid_rows = {ln.split()[0]: ln for ln in lines[header:header + 8] if ln.strip()}
     assert "HANG ✗" in grid_rows["writer-killed"] and "ERROR ✓" in grid_rows["writer-killed"]
     assert "ERROR ~" in grid_rows["isolated-tmp"]
     flat = " ".join(out.split())
     for c in matrix.cells:
         if c.outcome != "PASS":
             assert c.replay in out  # on one line, whatever the width
-            assert c.detail in flat
+            assert (c.detail if verbose else c.detail[:30]) in flat
     assert "baseline[naive-sync]" not in out  # a PASS/ok cell is not in the list
     assert "7 cells in 6.50 s (seed 7): 3 PASS, 1 FAIL, 2 ERROR, 1 HANG" in out
     assert "4 ok, 1 known, 2 unexpected · the run fails" in out
+
+
+def test_terminal_ends_with_the_grid_and_the_summary(matrix: Matrix) -> None:
+    """The grid is what is on screen when a run ends: every failing cell is above it."""
+    text = render_terminal_text(matrix, width=80)
+    lines = text.splitlines()
+    header = next(i for i, ln in enumerate(lines) if ln.startswith("scenario "))
+    above, below = "\n".join(lines[:header]), "\n".join(lines[header:])
+    for name in ("isolated-tmp[naive-sync]", "writer-killed[naive-sync]",
+                 "transient-eio[naive-sync]"):
+        assert name in above and name not in below
+    assert lines[-1].endswith("the run fails")
+    assert "replay:" not in below
+    # The unexpected cells sit right above the grid; the known failure comes first.
+    order = [ln.split()[2] for ln in lines[:header] if ln and ln[0] in "✗~○"]
+    assert order == ["isolated-tmp[naive-sync]", "writer-killed[naive-sync]",
+                     "transient-eio[naive-sync]"]
+
+
+def test_terminal_cuts_a_long_detail_to_one_line_unless_verbose(matrix: Matrix) -> None:
+    long = "ranks 1-7 raised FileNotFoundError: " + " ".join(f"word{i}" for i in range(200))
+    matrix.cells[2].detail = long
+    compact = render_terminal_text(matrix, width=80)
+    block = compact[compact.index("isolated-tmp[naive-sync]"):].splitlines()[:3]
+    assert block[1].startswith("    ranks 1-7 raised") and block[1].endswith("…")
+    assert len(block[1]) <= 80
+    assert block[2].startswith("    replay: ")
+    assert "word199" not in compact and "exit 1" not in compact
+    full = render_terminal_text(matrix, width=80, verbose=True)
+    assert "word199" in full
+    assert "ranks 1-7 (hosts 1-7): ERROR, exit 1: FileNotFoundError" in " ".join(full.split())
+
+
+def test_the_text_file_has_every_detail(matrix: Matrix, tmp_path: Path) -> None:
+    matrix.cells[2].detail = "the start " + "x " * 100 + "the end"
+    write_reports(matrix, tmp_path, ["terminal"])
+    assert "the end" in (tmp_path / "matrix.txt").read_text()
 
 
 def test_terminal_does_not_read_brackets_as_markup(matrix: Matrix) -> None:

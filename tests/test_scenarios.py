@@ -8,8 +8,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
-from harness.scenarios import CATALOG_ORDER, ScenarioError, catalog, find, load_scenario
+from harness.scenarios import CATALOG_ORDER, ScenarioError, catalog, catalog_dir, find, load_scenario
 
 from support import SCENARIO_HEAD
 
@@ -35,6 +36,28 @@ def test_the_catalog_has_every_config_sync_scenario_of_the_design_in_order():
     assert all(s.finding and s.description for s in catalog())
     assert {s.expect for s in catalog() if s.name in ("writer-killed", "rank0-raises")} == \
         {"fail-loudly"}
+
+
+def test_every_catalog_file_names_the_finding_it_tests():
+    """``finding`` documents the catalog: optional in a user's file, never missing here."""
+    for path in sorted(catalog_dir().glob("*.yaml")):
+        data = yaml.safe_load(path.read_text())
+        assert isinstance(data.get("finding"), str) and data["finding"].strip(), path.name
+
+
+def test_a_users_file_needs_no_finding(tmp_path):
+    path = write(tmp_path, SCENARIO_HEAD.format(name="mine").replace('finding: "seed 000"\n', ""))
+    assert "finding" not in path.read_text()
+    scenario = load_scenario(path)
+    assert scenario.name == "mine" and scenario.finding == ""
+
+
+@pytest.mark.parametrize("field", ["name", "workload", "description", "topology", "expect"])
+def test_the_other_head_fields_are_required(tmp_path, field):
+    text = "".join(line + "\n" for line in SCENARIO_HEAD.format(name="mine").splitlines()
+                   if not line.startswith(f"{field}:"))
+    with pytest.raises(ScenarioError, match="required field is missing"):
+        load_scenario(write(tmp_path, text))
 
 
 def test_a_good_file_loads(tmp_path):
@@ -70,7 +93,7 @@ def test_a_bad_file_names_the_file_line_and_field(tmp_path, text, line, field, m
 
 
 def test_an_unknown_catalog_name_lists_the_catalog():
-    with pytest.raises(ScenarioError, match="no such scenario; the catalog has: baseline"):
+    with pytest.raises(ScenarioError, match="unknown scenario .no-such-scenario.; the catalog has: baseline"):
         find("no-such-scenario")
 
 

@@ -25,13 +25,13 @@ FILENAMES = {"terminal": "matrix.txt", "json": "matrix.json", "junit": "matrix.x
 TEXT_WIDTH = 100
 
 
-def render_terminal_text(matrix: Matrix, width: int = TEXT_WIDTH) -> str:
+def render_terminal_text(matrix: Matrix, width: int = TEXT_WIDTH, verbose: bool = False) -> str:
     """The terminal report as plain text (no colour), as a file or a log shows it."""
     from harness.reports.terminal import render_matrix
 
     console = Console(record=True, width=width, file=io.StringIO(), color_system=None,
                       highlight=False, emoji=False, force_terminal=False)
-    render_matrix(matrix, console)
+    render_matrix(matrix, console, verbose=verbose)
     return "".join(line.rstrip() + "\n" for line in console.export_text(styles=False).splitlines())
 
 
@@ -69,7 +69,9 @@ def write_reports(matrix: Matrix, directory: str | Path,
     directory.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
     for fmt in formats:
-        written[fmt] = atomic_write_text(directory / FILENAMES[fmt], render(matrix, fmt))
+        # The text file is read after the run, not watched scrolling: every detail in full.
+        text = render_terminal_text(matrix, verbose=True) if fmt == "terminal" else render(matrix, fmt)
+        written[fmt] = atomic_write_text(directory / FILENAMES[fmt], text)
     return written
 
 

@@ -11,9 +11,12 @@ and one-line detail are copied from what the world, the checker and the runner s
 
 from __future__ import annotations
 
+import os
+import re
 import signal
 from dataclasses import dataclass, field
 
+import harness
 from harness.history import dropped_line, format_ranks, ranks_phrase
 from harness.reports._common import seconds
 from harness.runner.cells import Cell, FaultRow, RankRow
@@ -21,6 +24,57 @@ from harness.world.result import PASS, WorldResult, one_line
 
 #: How many distinct tracebacks the plain-text diagnosis prints (the reports keep them all).
 TEXT_TRACEBACKS = 1
+#: How a rank that returned is shown inside a cell that did not pass: its value may be the
+#: wrong one, so it is not called PASS.
+RETURNED = "returned"
+
+_HARNESS_DIR = os.path.dirname(os.path.realpath(harness.__file__))
+#: The reference targets are code under test, not the harness's machinery.
+_TARGETS_DIR = os.path.join(_HARNESS_DIR, "workloads")
+_FRAME = re.compile(r'^  File "(?P<path>[^"]+)", line \d+, in ')
+
+
+def _own_frame(path: str) -> bool:
+    """A frame of the harness's machinery (the bootstrap that calls the target, the
+    filesystem view under its ``open``), which no user wrote and none can act on."""
+    real = os.path.realpath(path)
+    return (real.startswith(_HARNESS_DIR + os.sep)
+            and not real.startswith(_TARGETS_DIR + os.sep))
+
+
+def hide_own_frames(text: str) -> str:
+    """A traceback or a stack that starts and ends at the user's code, as pytest hides its own
+    frames: the harness's frames before the first frame outside it and after the last are
+    dropped. A traceback of the harness's frames alone (its own bug) is left whole. The JSON
+    report keeps the raw text."""
+    items: list[tuple[str | None, list[str]]] = []  # (frame path or None, lines)
+    for line in text.splitlines(keepends=True):
+        match = _FRAME.match(line)
+        if match:
+            items.append((match["path"], [line]))
+        elif items and items[-1][0] is not None and line.startswith("    "):
+            items[-1][1].append(line)  # the frame's source line and its carets
+        else:
+            items.append((None, [line]))
+    out: list[str] = []
+    run: list[tuple[str, list[str]]] = []
+
+    def flush() -> None:
+        own = [_own_frame(path) for path, _ in run]
+        if not all(own):
+            first, last = own.index(False), len(own) - own[::-1].index(False)
+            del run[last:], run[:first]
+        out.extend(line for _, lines in run for line in lines)
+        run.clear()
+
+    for path, lines in items:
+        if path is None:
+            flush()
+            out.extend(lines)
+        else:
+            run.append((path, lines))
+    flush()
+    return "".join(out)
 
 
 def signal_name(signum: int) -> str:
@@ -145,6 +199,8 @@ def text_groups(rows: list[RankRow], attr: str, noun: str = "rank") -> list[Trac
     seen: dict[str, Trace] = {}
     for row in sorted(rows, key=lambda r: r.rank):
         text = getattr(row, attr) or ""
+        if attr in ("traceback", "stack"):
+            text = hide_own_frames(text)
         if text.strip():
             trace = seen.setdefault(text, Trace([], text, noun, passed=True))
             trace.ranks.append(row.rank)
@@ -156,7 +212,12 @@ def _assemble(head: Diagnosis, ranks: list[RankRow], launchers: list[RankRow]) -
     """Fill in the parts read from the rows; launchers come first, as they start the ranks."""
     both = ((launchers, "launcher"), (ranks, "rank"))
     for rows, noun in both:
-        head.groups += rank_groups(rows, noun)
+        groups = rank_groups(rows, noun)
+        if head.outcome != PASS:
+            for group in groups:
+                if group.outcome == PASS:
+                    group.outcome = RETURNED
+        head.groups += groups
         head.tracebacks += text_groups(rows, "traceback", noun)
         head.stacks += text_groups(rows, "stack", noun)
         head.stdout += text_groups(rows, "stdout", noun)
@@ -186,9 +247,16 @@ def diagnose(subject: Cell | WorldResult) -> Diagnosis:
 
 
 def group_line(group: RankGroup) -> str:
-    """``ranks 1-7 (hosts 1-7): ERROR, exit 1: FileNotFoundError: ...``."""
-    line = f"{group.label}: {group.outcome}, {group.exit}"
-    return line + (f": {one_line(group.result)}" if group.result else "")
+    """``ranks 1-7 (hosts 1-7): ERROR, exit 1: FileNotFoundError: ...``; ``rank 0 (host 0):
+    returned, exit 0: 'run-3f2a'``. No word is said twice (``HANG, HANG``)."""
+    result = group.result
+    if result.lower().startswith(group.outcome.lower()):  # "returned 'x'" after "returned"
+        result = result[len(group.outcome):].lstrip(" :,")
+    parts = [group.outcome]
+    if group.exit not in ("", "-") and group.exit.lower() != group.outcome.lower():
+        parts.append(group.exit)
+    line = f"{group.label}: {', '.join(parts)}"
+    return line + (f": {one_line(result)}" if result else "")
 
 
 def fault_line(fault: FaultRow) -> str:

@@ -1,4 +1,8 @@
-"""The terminal report: the grid first, then what to do about each failing cell.
+"""The terminal report: what to do about each failing cell, then the grid and the summary.
+
+The grid and the summary come last so that they are what is on screen when a run
+ends; the failing cells above them are one short block each (``verbose`` gives
+each its full detail and how each group of ranks ended).
 
 Everything is built from ``rich.text.Text`` so that a ``[target]`` in a cell
 name or a bracket in an error message is never read as rich markup.
@@ -7,6 +11,7 @@ name or a bracket in an error message is never read as rich markup.
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Iterable
 
 from rich import box
 from rich.console import Console
@@ -14,8 +19,9 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.reports._common import attention_cells, marker, seconds, summary_parts
-from harness.reports.diagnosis import diagnose
+from harness.reports.diagnosis import diagnose, group_line
 from harness.runner.cells import KNOWN, OK, UNEXERCISED, UNEXPECTED, Cell, Matrix
+from harness.world.result import one_line
 
 VERDICT_STYLES = {OK: "green", KNOWN: "yellow dim", UNEXPECTED: "bold red", UNEXERCISED: "bold yellow"}
 
@@ -69,11 +75,18 @@ def legend() -> Text:
     return text.rstrip() or text
 
 
-def print_attention(cell: Cell, console: Console) -> None:
-    """One failing cell: its name and state, the one-line detail, the replay command.
+def cut(text: str, width: int) -> str:
+    """``text`` on one line of at most ``width`` characters, cut with an ellipsis."""
+    return one_line(text, limit=max(width, 8))
 
-    Lines are wrapped here, with a hanging indent, rather than by rich; the
-    replay command is never wrapped so that it stays one line to copy.
+
+def print_attention(cell: Cell, console: Console, verbose: bool = False) -> None:
+    """One failing cell: its state and name, the detail, the replay command.
+
+    Compact (the default): the detail is cut to one line, so a catalog's worth of
+    failing cells does not push the grid off the screen. Verbose: the whole detail
+    and one line per group of ranks, wrapped with a hanging indent. The replay
+    command is never wrapped so that it stays one line to copy.
     """
     d = diagnose(cell)
     width = max(console.width, 40)
@@ -87,9 +100,16 @@ def print_attention(cell: Cell, console: Console) -> None:
     else:
         console.print(head, soft_wrap=True)
         console.print(Text(" " * 8 + meta, style="dim"), soft_wrap=True)
-    detail = textwrap.fill(d.detail or "(no detail recorded)", width=width,
-                           initial_indent=" " * 4, subsequent_indent=" " * 6)
-    console.print(Text(detail), soft_wrap=True)
+    detail = d.detail or "(no detail recorded)"
+    if verbose:
+        lines = [textwrap.fill(detail, width=width, initial_indent=" " * 4,
+                               subsequent_indent=" " * 6)]
+        lines += [textwrap.fill(group_line(g), width=width, initial_indent=" " * 4,
+                                subsequent_indent=" " * 6) for g in d.groups]
+    else:
+        lines = ["    " + cut(detail, width - 4)]
+    for line in lines:
+        console.print(Text(line), soft_wrap=True)
     replay = Text("    replay: ", style="dim")
     replay.append(d.replay or "(none)", style="cyan")
     console.print(replay, soft_wrap=True)
@@ -122,25 +142,32 @@ def summary_lines(matrix: Matrix) -> list[Text]:
     return [first, second]
 
 
-def render_matrix(matrix: Matrix, console: Console) -> None:
-    """Print the matrix to ``console``: grid, legend, failing cells, summary."""
+def reading_order(cells: Iterable[Cell]) -> list[Cell]:
+    """Failing cells with the most urgent last, right above the grid: known failures,
+    then cells that tested nothing, then the unexpected ones."""
+    urgency = {KNOWN: 0, UNEXERCISED: 1, UNEXPECTED: 2}
+    return sorted(cells, key=lambda c: urgency.get(c.verdict, 3))  # stable: matrix order
+
+
+def render_matrix(matrix: Matrix, console: Console, verbose: bool = False) -> None:
+    """Print the matrix to ``console``: failing cells, then grid, legend and summary."""
     if not matrix.cells:
         why = (f"interrupted: 0 of {matrix.planned} cells ran" if matrix.interrupted
                else "the matrix is empty: no cell was run")
         console.print(Text(why, style="bold red" if matrix.interrupted else "yellow"))
         return
+    cells = reading_order(attention_cells(matrix))
+    for i, cell in enumerate(cells):
+        if i and verbose:
+            console.print()
+        print_attention(cell, console, verbose)
+    if cells:
+        console.print()
     for i, table in enumerate(grids(matrix)):
         if i:
             console.print()
         console.print(table)
     console.print(legend())
-    cells = attention_cells(matrix)
-    if cells:
-        console.print()
-        for i, cell in enumerate(cells):
-            if i:
-                console.print()
-            print_attention(cell, console)
     console.print()
     for line in summary_lines(matrix):
         console.print(line)
