@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import time
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -112,9 +113,18 @@ def _end(find: Any, what: str) -> int:
         for pid in pids:
             _signal(pid, signal.SIGKILL)
             ended.add(pid)
+        _wait_gone(pids)
     else:
         log.warning("processes of %s kept appearing after %d rounds", what, ROUNDS)
     return len(ended)
+
+
+def _wait_gone(pids: list[int], limit: float = 2.0) -> None:
+    """A SIGKILL is delivered, not done: wait (briefly) until the processes are dead, so
+    that a world said to be over has no process left running."""
+    end = time.monotonic() + limit
+    while any(_alive(p) for p in pids) and time.monotonic() < end:
+        time.sleep(0.01)
 
 
 def _alive(pid: int) -> bool:
