@@ -81,6 +81,7 @@ class Lifecycle:
         self.pids: dict[int, tuple[str, int]] = {}
         self.leader_pid: int | None = None
         self.done = False
+        self.leader_lost = False  # the leader died before it said the world was over
         self.finish_sent = False
         self.leftovers = 0
         self.hang_report: str | None = None
@@ -260,11 +261,24 @@ class Lifecycle:
         """Might the world be deadlocked (then it is checked often)?"""
         return self._stuck_since is not None
 
+    def leader_gone(self) -> bool:
+        """Has the leader died without saying the world was over? (A rank that kills it,
+        or the fork server it hangs under: then no exit is reported any more.)"""
+        if self.done or self.leader_pid is None:
+            return False
+        try:
+            with open(f"/proc/{self.leader_pid}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return True
+        return state in (b"Z", b"X")
+
     def end_at_deadline(self, stack_wait: float) -> None:
         """Collect the stacks of every unit still alive, write the hang report and
         have the leader kill everything that is left."""
         self.deadline_passed = True
-        live = {r: u for r, u in self.ranks.items() if u.status is None}
+        live = {r: u for r, u in self.ranks.items() if u.status is None
+                and not (self.leader_lost and u.result is not None)}  # it returned: not hung
         live_hosts = {h: u for h, u in self.hosts.items() if u.status is None}
         for unit in (*live.values(), *live_hosts.values()):
             unit.alive_at_deadline = True
@@ -297,6 +311,11 @@ class Lifecycle:
         if self.deadlock_at is not None:
             report += (f" (no rank could make progress any more: declared at "
                        f"{self.deadlock_at:.1f} s, before the deadline)")
+        if self.leader_lost:
+            report = (f"the world's leader process died at {self.coordinator.now():.1f} s "
+                      "before the world was over (killed by a rank, or with the fork server "
+                      "it runs under), so no rank's exit could be followed and the world was "
+                      f"ended then: {report}")
         self.hang_report = report
         self.coordinator.record("hang", detail={"message": report})
         self._tell_leader({"type": "kill"})

@@ -60,6 +60,9 @@ class WorldServer:
             remaining = until - now
             if remaining <= 0 or (abort is not None and abort.is_set()):
                 return False
+            if life.leader_gone():
+                life.leader_lost = True
+                return False
             if detect_deadlock and life.deadlocked():
                 if progress is not None:  # the state it was proven in, for the status line
                     progress(life.progress(self.coordinator.now(), self.timeout))

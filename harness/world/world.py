@@ -143,6 +143,8 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
                                     progress=config.progress)
             if ABORT.is_set():  # the user's Ctrl-C: end it now, no stacks to wait for
                 server.end_at_deadline(hard_end=time.monotonic() + 2.0, stack_wait=0.0)
+            elif server.life.leader_lost:  # nobody reports exits any more: end it now
+                server.end_at_deadline(hard_end=time.monotonic(), stack_wait=0.5)
             elif not finished:
                 stack_wait = grace * 0.6
                 if time.monotonic() < start + timeout - grace:
