@@ -264,21 +264,20 @@ class Lifecycle:
     def leader_gone(self) -> bool:
         """Has the leader died without saying the world was over? (A rank that kills it,
         or the fork server it hangs under: then no exit is reported any more.)"""
-        if self.done or self.leader_pid is None:
-            return False
-        try:
-            with open(f"/proc/{self.leader_pid}/stat", "rb") as f:
-                state = f.read().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            return True
-        return state in (b"Z", b"X")
+        return not self.done and self.leader_pid is not None and not _running(self.leader_pid)
+
+    def all_accounted(self) -> bool:
+        """With the leader gone (no exit is reported any more): has every unit either
+        sent its result or died?"""
+        return all(u.result is not None or u.status is not None or not _running(u.pid)
+                   for u in (*self.ranks.values(), *self.hosts.values()))
 
     def end_at_deadline(self, stack_wait: float) -> None:
         """Collect the stacks of every unit still alive, write the hang report and
         have the leader kill everything that is left."""
         self.deadline_passed = True
-        live = {r: u for r, u in self.ranks.items() if u.status is None
-                and not (self.leader_lost and u.result is not None)}  # it returned: not hung
+        live = {r: u for r, u in self.ranks.items() if u.status is None and not (
+            self.leader_lost and (u.result is not None or not _running(u.pid)))}  # returned, died
         live_hosts = {h: u for h, u in self.hosts.items() if u.status is None}
         for unit in (*live.values(), *live_hosts.values()):
             unit.alive_at_deadline = True
@@ -331,6 +330,16 @@ class Lifecycle:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+
+
+def _running(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except (OSError, IndexError):
+        return False
 
 
 def _has_children(pid: int | None) -> bool:

@@ -60,8 +60,12 @@ class WorldServer:
             remaining = until - now
             if remaining <= 0 or (abort is not None and abort.is_set()):
                 return False
-            if life.leader_gone():
-                life.leader_lost = True
+            if not life.leader_lost and life.leader_gone():
+                leader = self.loop.leader()
+                if leader is not None:  # what it sent before it went: its "done", often
+                    self.loop.read_last(leader, 0.5)
+                life.leader_lost = not life.done
+            if life.leader_lost and life.all_accounted():
                 return False
             if detect_deadlock and life.deadlocked():
                 if progress is not None:  # the state it was proven in, for the status line
