@@ -219,10 +219,12 @@ def test_daemons_of_a_world_whose_fork_server_was_killed_end_with_the_world(tmp_
     assert len(daemons) == 4, result.describe()
     assert [p for p in daemons if alive(p)] == []
     assert processes_of_world(result.world_id) == []
-    # Its leader died with the fork server: the world ends then, not at its deadline, and
-    # the ranks that returned are judged as returned.
+    # Its leader died with the fork server: the world ends then, not at its deadline; a rank
+    # that returned is judged as returned, one the leader's death took with it as a CRASH
+    # (which ranks get there first is the scheduler's), none as a hang.
     assert "the world's leader process died" in result.hang_report
-    assert [r.outcome for r in result.ranks] == ["PASS"] * 4
+    outcomes = [r.outcome for r in result.ranks]
+    assert set(outcomes) <= {"PASS", "CRASH"}, outcomes
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
