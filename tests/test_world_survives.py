@@ -283,3 +283,38 @@ def test_ctrl_c_cancels_the_queue_ends_the_worlds_in_flight_and_writes_the_parti
     summary = json.loads((reports / "latest" / "matrix.json").read_text())["summary"]
     assert summary["interrupted"] is True and summary["planned"] == 3
     assert "interrupted:" in out
+
+
+def test_a_second_ctrl_c_exits_at_once_and_leaves_nothing(tmp_path):
+    """The second Ctrl-C does not wait for the worlds to end: exit 130, and the reaper ends
+    every process the run started (found by a mark in their environment)."""
+    soak = f"second-ctrl-c-{os.getpid()}-{time.monotonic_ns()}"
+    harness = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", "-T", f"{TARGETS}:sleepy_sync", "-s", "baseline",
+         "-s", "api-drift", "-j", "1", "--timeout", "300", "--report-dir", str(tmp_path),
+         "--format", "json"],
+        cwd=str(REPO), env={**os.environ, "SOAK_MARK": soak},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        pattern = os.path.join(tempfile.gettempdir(), f"harness-{harness.pid}-*")
+        deadline = time.monotonic() + 60
+        while not glob.glob(pattern) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        harness.send_signal(signal.SIGINT)
+        harness.send_signal(signal.SIGINT)
+        _, err = harness.communicate(timeout=60)
+    finally:
+        harness.kill()
+    assert harness.returncode == 130, err
+    left = _marked("SOAK_MARK", soak)
+    gone = time.monotonic() + 30  # the reaper's sweep: a condition waited for
+    while left and time.monotonic() < gone:
+        time.sleep(0.2)
+        left = _marked("SOAK_MARK", soak)
+    assert left == []
+
+
+def _marked(key, value):
+    from harness.world.sweep import marked
+
+    return [p for p in marked(key, value) if alive(p)]
