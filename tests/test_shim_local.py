@@ -212,3 +212,18 @@ def test_all_gather_refuses_a_tuple_and_a_scalar_as_the_real_one_does(shim):
     with pytest.raises(IndexError, match="no dimensions"):
         xm.all_gather(torch.tensor(3.0))
     assert xm.all_gather(torch.ones(2)).shape == (2,)
+
+
+def test_output_of_another_shape_takes_the_results_shape_and_value(shim):
+    """Issue 11, bug 3: the real out-collectives replace the output's value and shape; a
+    copy into it refused another shape (or broadcast into a larger one, silently)."""
+    _, xm, _, _ = shim
+    value = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    smaller, larger = torch.zeros(1), torch.zeros(4, 2, 3)
+    assert xm.all_gather(value, output=smaller) is smaller
+    assert smaller.shape == (2, 3) and torch.equal(smaller, value)
+    assert xm.all_gather(value, output=larger) is larger
+    assert larger.shape == (2, 3) and torch.equal(larger, value)
+    out = torch.zeros(5)
+    shard = xm.reduce_scatter(xm.REDUCE_SUM, value, 1.0, 0, 1, output=out)
+    assert shard is out and out.shape == (2, 3) and torch.equal(out, value)

@@ -171,7 +171,7 @@ def all_gather(value: Any, dim: int = 0, groups: list[list[int]] | None = None,
                 raise ValueError("`output` length doesn't match `input` length: "
                                  f"{len(output)} vs {len(value)}.")
             for o, r in zip(output, results):
-                o.copy_(r)
+                _write_out(o, r)
             return output
         return results
     if not _t.is_tensor(value):
@@ -188,9 +188,17 @@ def all_gather(value: Any, dim: int = 0, groups: list[list[int]] | None = None,
         chunks = _t.unpack(data, [meta] * len(group))
         result = _t.torch().cat(chunks, dim=dim)
     if output is not None:
-        output.copy_(result)
+        _write_out(output, result)
         return output
     return result
+
+
+def _write_out(output: Any, result: Any) -> None:
+    """``output=`` takes the result's value and shape, as the real out-collectives do (the
+    XLA tensor takes the result's graph): a CPU tensor by pointing it at the result's data,
+    never by a copy that would refuse, or broadcast into, another shape."""
+    with _t.torch().no_grad():
+        output.set_(result.to(output.dtype).contiguous())
 
 
 def reduce_scatter(reduce_type: str, input: Any, scale: float, scatter_dim: int,
@@ -203,7 +211,7 @@ def reduce_scatter(reduce_type: str, input: Any, scale: float, scatter_dim: int,
                    for t in input]
         if output is not None:
             for o, r in zip(output, results):
-                o.copy_(r)
+                _write_out(o, r)
             return output
         return results
     if not _t.is_tensor(input):
@@ -229,7 +237,7 @@ def reduce_scatter(reduce_type: str, input: Any, scale: float, scatter_dim: int,
         reduced = reduced.mul_(_t.torch().tensor(scale, dtype=reduced.dtype))
     shard = reduced.chunk(shard_count, dim=scatter_dim)[group.index(link.ordinal())].clone()
     if output is not None:
-        output.copy_(shard)
+        _write_out(output, shard)
         return output
     return shard
 
