@@ -38,6 +38,8 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from harness.world.sweep import marked, running
+
 HERE = Path(__file__).resolve().parent
 #: The hostile targets, read from their source (they import torch_xla: only a rank can).
 KINDS = [node.name for node in ast.parse((HERE / "hostile_targets.py").read_text()).body
@@ -50,19 +52,8 @@ TIMEOUT = 4
 
 
 def _marked(soak_id: str) -> list[int]:
-    needle = f"SOAK_ID={soak_id}".encode()
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/environ", "rb") as f:
-                    if needle in f.read().split(b"\0"):
-                        with open(f"/proc/{name}/stat", "rb") as s:
-                            if s.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X"):
-                                found.append(int(name))
-            except OSError:
-                continue
-    return found
+    """The live processes of one round: every one the harness started carries its SOAK_ID."""
+    return [pid for pid in marked(("SOAK_ID", soak_id)) if running(pid)]
 
 
 def one_round(i: int, rng: random.Random, work: Path) -> list[str]:

@@ -133,12 +133,17 @@ def _scenarios(names: tuple[str, ...]) -> list[Any]:
         raise click.BadParameter(str(exc), param_hint="'--scenario'") from None
 
 
-def _targets(specs: tuple[str, ...], workload: str, checker: str | None = None) -> list[Any]:
-    from harness.checkers.validator import validator
-    from harness.workloads.registry import BUILTIN_TARGETS, WORKLOADS, target
+def _known_workload(workload: str) -> None:
+    from harness.workloads.registry import WORKLOADS
     if workload not in WORKLOADS:
         raise click.BadParameter(f"unknown workload {workload!r}: use one of "
                                  f"{', '.join(WORKLOADS)}", param_hint="--workload")
+
+
+def _targets(specs: tuple[str, ...], workload: str, checker: str | None = None) -> list[Any]:
+    from harness.checkers.validator import validator
+    from harness.workloads.registry import BUILTIN_TARGETS, target
+    _known_workload(workload)
     if checker is not None:
         if not specs:
             raise click.UsageError("--checker judges your own target: give it with --target")
@@ -176,11 +181,10 @@ def list_command(workload: str | None, fmt: str) -> None:
     import shutil
 
     from harness.scenarios import catalog
-    from harness.workloads.registry import BUILTIN_TARGETS, WORKLOADS
+    from harness.workloads.registry import BUILTIN_TARGETS
 
-    if workload is not None and workload not in WORKLOADS:
-        raise click.BadParameter(f"unknown workload {workload!r}: use one of "
-                                 f"{', '.join(WORKLOADS)}", param_hint="--workload")
+    if workload is not None:
+        _known_workload(workload)
     scenarios = [s for s in catalog() if workload in (None, s.workload)]
     targets = [t for t in BUILTIN_TARGETS.values() if workload in (None, t.workload)]
     if fmt == "json":

@@ -69,11 +69,9 @@ def world(ranks: list[RankResult], outcome: str | None = None, **fields: Any) ->
 
 def alive(pid: int) -> bool:
     """True if ``pid`` is a live process (a zombie counts as dead)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    from harness.world.sweep import running
+
+    return running(pid)
 
 
 def processes_of_world(world_id: str) -> list[int]:

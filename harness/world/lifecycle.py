@@ -16,7 +16,7 @@ from harness.filesystem.consistency import rank_restarted
 from harness.filesystem.publisher import Publisher
 from harness.filesystem.snapshot import snapshot
 from harness.history import format_ranks
-from harness.world import watchdog
+from harness.world import sweep, watchdog
 from harness.world.coordinator import Coordinator
 from harness.world.loop import EventLoop
 from harness.world.protocol import Fault, Result, Spawning
@@ -264,12 +264,12 @@ class Lifecycle:
     def leader_gone(self) -> bool:
         """Has the leader died without saying the world was over? (A rank that kills it,
         or the fork server it hangs under: then no exit is reported any more.)"""
-        return not self.done and self.leader_pid is not None and not _running(self.leader_pid)
+        return not self.done and self.leader_pid is not None and not sweep.running(self.leader_pid)
 
     def all_accounted(self) -> bool:
         """With the leader gone (no exit is reported any more): has every unit either
         sent its result or died?"""
-        return all(u.result is not None or u.status is not None or not _running(u.pid)
+        return all(u.result is not None or u.status is not None or not sweep.running(u.pid)
                    for u in (*self.ranks.values(), *self.hosts.values()))
 
     def end_at_deadline(self, stack_wait: float) -> None:
@@ -277,7 +277,7 @@ class Lifecycle:
         have the leader kill everything that is left."""
         self.deadline_passed = True
         live = {r: u for r, u in self.ranks.items() if u.status is None and not (
-            self.leader_lost and (u.result is not None or not _running(u.pid)))}  # returned, died
+            self.leader_lost and (u.result is not None or not sweep.running(u.pid)))}  # returned, died
         live_hosts = {h: u for h, u in self.hosts.items() if u.status is None}
         for unit in (*live.values(), *live_hosts.values()):
             unit.alive_at_deadline = True
@@ -332,24 +332,10 @@ class Lifecycle:
                     pass
 
 
-def _running(pid: int | None) -> bool:
-    if pid is None:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
-    except (OSError, IndexError):
-        return False
-
-
 def _has_children(pid: int | None) -> bool:
-    if pid is None:
-        return True
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return bool(f.read().strip())
-    except OSError:
-        return True  # cannot tell: assume a child could still act
+    """Has the process a child that could act? (Cannot tell: assume so.)"""
+    children = _children(pid) if pid is not None else None
+    return children is None or bool(children)
 
 
 def _children(pid: int) -> set[int | None] | None:

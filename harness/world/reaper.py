@@ -80,21 +80,11 @@ def remove_orphaned_dirs(tmp: str | None = None) -> int:
         parts = name.split("-")
         if len(parts) < 3 or parts[0] != "harness" or not parts[1].isdigit():
             continue
-        if _running(int(parts[1])):
+        if sweep.running(int(parts[1])):
             continue
         shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
         removed += 1
     return removed
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def main() -> None:

@@ -67,12 +67,13 @@ def mark_world(world_id: str) -> None:
 def of_world(world_id: str) -> list[int]:
     """Every process of a world: forked under its leader, or started anew by one of them."""
     slot = world_id[:SLOT_WIDTH].ljust(SLOT_WIDTH, "-")
-    return sorted(set(marked(SLOT_KEY, slot)) | set(marked("HARNESS_WORLD_ID", world_id)))
+    return marked((SLOT_KEY, slot), ("HARNESS_WORLD_ID", world_id))
 
 
-def marked(key: str, value: str) -> list[int]:
-    """Every process but this one whose environment holds ``key=value``."""
-    needle = f"{key}={value}".encode() + b"\0"
+def marked(*marks: tuple[str, str]) -> list[int]:
+    """Every process but this one whose environment holds any ``key=value`` of ``marks``
+    (one pass over /proc)."""
+    needles = [b"\0" + f"{key}={value}".encode() + b"\0" for key, value in marks]
     own = os.getpid()
     found = []
     try:
@@ -87,7 +88,8 @@ def marked(key: str, value: str) -> list[int]:
                 env = f.read()
         except OSError:  # gone, or not ours
             continue
-        if (b"\0" + env).find(b"\0" + needle) >= 0:
+        env = b"\0" + env
+        if any(needle in env for needle in needles):
             found.append(int(name))
     return found
 
@@ -99,13 +101,13 @@ def end_world(world_id: str) -> int:
 
 def end(key: str, value: str) -> int:
     """Stop, then kill, every process marked ``key=value``; how many there were."""
-    return _end(lambda: marked(key, value), f"{key}={value}")
+    return _end(lambda: marked((key, value)), f"{key}={value}")
 
 
 def _end(find: Any, what: str) -> int:
     ended: set[int] = set()
     for _ in range(ROUNDS):
-        pids = [p for p in find() if p not in ended or _alive(p)]
+        pids = [p for p in find() if p not in ended or running(p)]
         if not pids:
             break
         for pid in pids:  # stopped first: a stopped process cannot fork while we look
@@ -123,11 +125,14 @@ def _wait_gone(pids: list[int], limit: float = 2.0) -> None:
     """A SIGKILL is delivered, not done: wait (briefly) until the processes are dead, so
     that a world said to be over has no process left running."""
     end = time.monotonic() + limit
-    while any(_alive(p) for p in pids) and time.monotonic() < end:
+    while any(running(p) for p in pids) and time.monotonic() < end:
         time.sleep(0.01)
 
 
-def _alive(pid: int) -> bool:
+def running(pid: int | None) -> bool:
+    """Is ``pid`` a process that still runs? (Gone, or a zombie waiting for its parent: no.)"""
+    if pid is None:
+        return False
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             state = f.read().rsplit(b")", 1)[1].split()[0]
