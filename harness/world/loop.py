@@ -47,16 +47,25 @@ class EventLoop:
         self.conns: dict[socket.socket, Conn] = {}
         self.call: dict[int, socket.socket] = {}  # rank -> the socket its requests come on
         self.control: dict[int, socket.socket] = {}  # rank (host h: -1 - h) -> its stacks socket
+        self._reads_elsewhere = 0  # reads outside ``poll``'s own round (see ``poll``)
 
     def poll(self, wait: float, until: float) -> None:
         """Wait up to ``wait`` seconds for frames and hand over every one that arrives;
         a frame that has begun is read to its end, but no later than ``until``."""
-        for key, _ in self.selector.select(timeout=wait):
+        events = self.selector.select(timeout=wait)
+        read_before = self._reads_elsewhere
+        for key, _ in events:
             sock = key.fileobj
             if sock is self.listener:
                 self._accept()
-            else:
-                self._read(sock, max(until - time.monotonic(), 0.05))  # type: ignore[arg-type]
+                continue
+            # A frame's handler may have read other sockets itself (``settle``,
+            # ``read_last``): their events in this list are stale, and a blocking read
+            # of a socket whose frames are gone would stall every rank until ``until``.
+            if sock not in self.conns or (self._reads_elsewhere != read_before
+                                          and not _readable(sock)):  # type: ignore[arg-type]
+                continue
+            self._read(sock, max(until - time.monotonic(), 0.05))  # type: ignore[arg-type]
 
     def _accept(self) -> None:
         while True:
@@ -114,6 +123,7 @@ class EventLoop:
         would cost the one thread that serves every rank. What such a child sends
         later is not the rank's. (``timeout`` bounds only a frame that has begun.)
         """
+        self._reads_elsewhere += 1
         while sock in self.conns and _readable(sock) and self._read(sock, timeout):
             pass
         if sock in self.conns:
@@ -123,6 +133,7 @@ class EventLoop:
         """Accept every connection in the backlog and read the hello of each one that
         has sent it: a unit killed right after it connected has said who it is, and
         what it sent next, before the harness judges its exit."""
+        self._reads_elsewhere += 1
         self._accept()
         pending = {s.fileno(): s for s, c in self.conns.items() if c.role == "pending"}
         if not pending:
