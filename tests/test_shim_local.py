@@ -55,6 +55,8 @@ def shim(request: pytest.FixtureRequest):
         dist.new_group = new_group
         rendezvous._rendezvous_handlers.clear()
         rendezvous._rendezvous_handlers.update(handlers)
+        if "torch_xla._internal.device" in sys.modules:
+            sys.modules["torch_xla._internal.device"].uninstall()
         _purge_shim()
         sys.path.remove(SHIMS)
 
@@ -227,3 +229,26 @@ def test_output_of_another_shape_takes_the_results_shape_and_value(shim):
     out = torch.zeros(5)
     shard = xm.reduce_scatter(xm.REDUCE_SUM, value, 1.0, 0, 1, output=out)
     assert shard is out and out.shape == (2, 3) and torch.equal(out, value)
+
+
+def test_to_the_device_copies_as_a_transfer_to_a_tpu_does(shim):
+    """Issue 11, bug 8: ``.to(device)`` returned the CPU tensor itself, so an in-place
+    collective on the "device" tensor changed the caller's source; on a TPU the device
+    tensor is another buffer (upstream's test_mp_replication compares the two)."""
+    torch_xla, _, _, _ = shim
+    device = torch_xla.device()
+    ones = torch.ones(2, 3)
+    xones = ones.to(device)
+    assert xones is not ones and xones.data_ptr() != ones.data_ptr()
+    xones.add_(1.0)  # as a list all_reduce, dist.all_reduce or dist.broadcast write it
+    assert torch.equal(ones, torch.ones(2, 3)) and torch.equal(xones, torch.full((2, 3), 2.0))
+    for moved in (ones.to(device=device), ones.to(device, torch.float64), ones.to("xla"),
+                  ones.to(torch.device("xla", 0), non_blocking=True)):
+        assert moved.data_ptr() != ones.data_ptr() and moved.device.type == "cpu"
+    assert ones.to(torch.float64).dtype == torch.float64  # other moves are untouched
+    assert ones.to("cpu") is ones
+    grad = torch.ones(2, requires_grad=True)
+    assert grad.to(device).grad_fn is not None  # a transfer is differentiable, as the real one
+    model = torch.nn.Linear(2, 2)
+    weight = model.weight
+    assert model.to(device) is model and model.weight is weight  # moved in place, as the real

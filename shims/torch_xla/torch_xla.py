@@ -9,13 +9,14 @@ from torch_xla._internal import link
 
 
 def device(index: int | None = None) -> Any:
-    """The rank's device: a real CPU device (see the README: tensors are CPU tensors)."""
-    import torch
+    """The rank's device: a real CPU device (see the README: tensors are CPU tensors),
+    onto which ``.to`` copies as a transfer to a TPU does (``_internal.device``)."""
+    from torch_xla._internal.device import xla_device
 
     if index is not None and index > 1:
         raise IndexError(f"Device index {index} out of range in ['xla:0']")
     link.use()
-    return torch.device("cpu")
+    return xla_device()
 
 
 def devices() -> list[Any]:
