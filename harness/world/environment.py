@@ -19,9 +19,24 @@ def enter_environment(spec: WorldSpec, env: dict[str, str]) -> None:
     posix.chdir(spec.cwd)  # the real one: a launcher forking us may have a view installed
     if spec.shim_root not in sys.path[:1]:
         sys.path.insert(0, spec.shim_root)
-    # A target's earlier import of torch_xla (never expected, but cheap to rule out).
+    forget_foreign_torch_xla(spec.shim_root)
+
+
+def forget_foreign_torch_xla(shim_root: str) -> None:
+    """Drop any ``torch_xla`` module that is not the shim's, so the next import finds the shim.
+
+    Only another package's modules go (a real torch_xla a preloaded library
+    imported in the fork server, where the shim is not on ``sys.path``). The
+    shim's own modules stay: in exec mode a launcher that imported them forks
+    its ranks, and, as a real spawn's worker imports torch_xla once, a rank
+    must keep exactly one copy (a second would run ``torch_xla/__init__`` again
+    and register the ``xla`` backend twice).
+    """
+    root = os.path.join(os.path.abspath(shim_root), "")
     for name in [m for m in sys.modules if m == "torch_xla" or m.startswith("torch_xla.")]:
-        del sys.modules[name]
+        path = getattr(sys.modules[name], "__file__", None)
+        if path is None or not os.path.abspath(path).startswith(root):
+            del sys.modules[name]
 
 
 def seed_temp_names(rank: int, life: int) -> None:
