@@ -39,21 +39,23 @@ def forget_foreign_torch_xla(shim_root: str) -> None:
             del sys.modules[name]
 
 
-def seed_temp_names(rank: int, life: int) -> None:
+def seed_temp_names(rank: int, life: int, round_: int = 0) -> None:
     """``tempfile``'s names drawn from a generator seeded by the rank and its life.
 
     Real names are random per process; here they are the same in every run of a
     world, so that a run is reproducible to its paths (a report names the same
     ``tmpk3j9x2ab.tmp`` every time) and a staging file learned from the target's
     fault-free run (written, then renamed onto the handoff) is the one its cells
-    write too. Ranks and lives draw distinct names, as distinct processes do.
+    write too. Ranks, lives and spawn rounds draw distinct names, as distinct
+    processes do.
     """
     from harness.imports import when_imported
 
     def seed(tempfile: Any) -> None:
         names = getattr(tempfile, "_get_candidate_names", None)
         if names is not None:  # private since Python 2, still there: else left random
-            names().rng.seed(f"harness-tempfile:{rank}:{life}")
+            key = f"{rank}:{life}" + (f":{round_}" if round_ else "")  # round 0: as before
+            names().rng.seed(f"harness-tempfile:{key}")
 
     when_imported("tempfile", seed)
 
