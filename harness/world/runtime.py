@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -131,8 +132,6 @@ def become_single() -> RankContext:
     if ctx.role == "rank":
         return ctx
     if ctx.single is None:
-        import sys
-
         shim = sys.modules[SHIM_RUNTIME_MODULE]
         ctx.single = shim.LocalRuntime(ctx.spec.profile)
         for name, value in (("PJRT_LOCAL_PROCESS_COUNT", "1"), ("TPU_VISIBLE_CHIPS", "0"),
