@@ -29,9 +29,9 @@ _NO_ERROR = {"type": "Error", "message": "the rank reported a failure without sa
 def world_result(life: Lifecycle, coordinator: Coordinator, duration: float) -> WorldResult:
     spec, topology = life.spec, life.topology
     launcher_of = {rank: host for host, rank in life.promoted.items()}
-    ranks = [unit_result(spec.outdir, r, topology.host_of(r), u,
+    ranks = [unit_result(spec.outdir, r, topology.host_of(r), life.reported(r),
                          f"host-{launcher_of[r]}" if r in launcher_of else f"rank-{r}")
-             for r, u in life.ranks.items()]
+             for r in life.ranks]
     hosts = [unit_result(spec.outdir, h, h, u, f"host-{h}") for h, u in life.hosts.items()]
     if hosts:
         for r in ranks:

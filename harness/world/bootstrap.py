@@ -28,13 +28,14 @@ from harness.world.runtime import RankContext
 from harness.world.spec import WorldSpec
 
 
-def become_rank(spec: WorldSpec, rank: int, life: int = 0) -> RankContext:
-    """Turn this freshly forked process into ``rank`` of ``spec``'s world."""
+def become_rank(spec: WorldSpec, rank: int, life: int = 0, round_: int = 0) -> RankContext:
+    """Turn this freshly forked process into ``rank`` of ``spec``'s world (in exec
+    mode, in its launcher's ``round_``-th ``xmp.spawn``, counted from 0)."""
     topology = spec.topology
     name = f"rank-{rank}"
     if spec.record_files:
         imported.mark()
-    redirect_output(spec, name, life)
+    redirect_output(spec, name, life, round_)
     enter_environment(spec, {**topology.rank_environment(rank, spec.profile),
                              "HARNESS_LIFE": str(life)})
     inherited = runtime.active()
@@ -44,7 +45,7 @@ def become_rank(spec: WorldSpec, rank: int, life: int = 0) -> RankContext:
     ctx = RankContext(spec, "rank", rank, topology.host_of(rank), channel)
     runtime.enter(ctx)
     arm_fallback_stacks(spec, name)
-    _enter_world(ctx, rank, life)
+    _enter_world(ctx, rank, life, round_)
     return ctx
 
 
@@ -56,14 +57,14 @@ def become_host(spec: WorldSpec, host: int) -> RankContext:
     redirect_output(spec, name)
     enter_environment(spec, spec.topology.host_environment(host, spec.profile))
     channel = Channel(spec.address, "host", host)
-    ctx = RankContext(spec, "host", None, host, channel)
+    ctx = RankContext(spec, "host", None, host, channel, launcher=True)
     runtime.enter(ctx)
     arm_fallback_stacks(spec, name)
     _enter_world(ctx, spec.topology.ranks_of_host(host)[0])
     return ctx
 
 
-def _enter_world(ctx: RankContext, rank: int, life: int = 0) -> None:
+def _enter_world(ctx: RankContext, rank: int, life: int = 0, round_: int = 0) -> None:
     """The sandboxed filesystem, the fault engine and the seeded generators."""
     from harness.faults.engine import FaultEngine
 
@@ -83,7 +84,7 @@ def _enter_world(ctx: RankContext, rank: int, life: int = 0) -> None:
         patch.install(view)
         ctx.view = view
     seed_generators(seed)
-    seed_temp_names(rank, life)
+    seed_temp_names(rank, life, round_)
 
 
 # -- running a target ---------------------------------------------------------

@@ -74,8 +74,9 @@ class Coordinator:
         self.mismatches: list[str] = []
         self.waiting: dict[int, Waiting] = {}
         self.exited: dict[int, str] = {}
-        self._steps: dict[int, _Step] = {}
+        self._steps: dict[tuple[int, int], _Step] = {}  # (spawn round, step) -> its arrivals
         self._next_step = [0] * world_size
+        self._round = [0] * world_size  # exec mode: which xmp.spawn of its launcher a rank runs
         self._mailboxes: dict[str, deque[bytes | bytearray]] = {}
         self._receivers: dict[str, int] = {}
 
@@ -90,7 +91,7 @@ class Coordinator:
 
     # -- collectives -----------------------------------------------------
     def collective(self, rank: int, call: Collective) -> list[Reply]:
-        step_no = self._next_step[rank]
+        step_no, round_ = self._next_step[rank], self._round[rank]
         self._next_step[rank] += 1
         op, tag, site = call.op, call.tag, call.site
         detail: dict[str, Any] = {}
@@ -100,15 +101,17 @@ class Coordinator:
             detail["payload_bytes"] = len(call.payload)
         if call.groups is not None:
             detail["groups"] = call.groups
+        if round_:
+            detail["round"] = round_
         self.record("call", rank=rank, op=op, tag=tag, step=step_no, site=site, detail=detail)
         self.waiting[rank] = Waiting(rank, op, tag, step_no, site, self.now(), call.guarded)
 
-        step = self._steps.setdefault(step_no, _Step())
+        step = self._steps.setdefault((round_, step_no), _Step())
         step.arrivals[rank] = call
         self._check_agreement(step_no, step, rank)
         if step.mismatch is not None or len(step.arrivals) < self.world_size:
             return []
-        del self._steps[step_no]
+        del self._steps[(round_, step_no)]
         return self._complete(step_no, step)
 
     def _check_agreement(self, step_no: int, step: _Step, rank: int) -> None:
@@ -229,12 +232,26 @@ class Coordinator:
         """
         for step in self._steps.values():
             step.arrivals.pop(rank, None)
-        self._steps = {n: st for n, st in self._steps.items() if st.arrivals}
+        self._steps = {k: st for k, st in self._steps.items() if st.arrivals}
         for box, receiver in list(self._receivers.items()):
             if receiver == rank:
                 del self._receivers[box]
         others = [n for r, n in enumerate(self._next_step) if r != rank]
-        self._next_step[rank] = min(self._steps, default=max(others, default=0))
+        open_steps = [n for r, n in self._steps if r == self._round[rank]]
+        self._next_step[rank] = min(open_steps, default=max(others, default=0))
+        self.waiting.pop(rank, None)
+        self.exited.pop(rank, None)
+
+    def next_round(self, rank: int) -> None:
+        """Exec mode: ``rank`` lives again in its launcher's next ``xmp.spawn``.
+
+        Its collective sequence starts afresh at step 0 of the new round and
+        pairs only with the same round of every other rank, as a real spawn's
+        processes join a runtime of their own: a step an earlier round left
+        open (a peer that never came) is never completed by a later one.
+        """
+        self._round[rank] += 1
+        self._next_step[rank] = 0
         self.waiting.pop(rank, None)
         self.exited.pop(rank, None)
 
@@ -248,20 +265,21 @@ class Coordinator:
         """What is wrong with the steps still open: mismatched calls, ranks left waiting
         on a rank that is gone. Computed at the end, over every arrival."""
         out = []
-        for step_no, step in sorted(self._steps.items()):
+        for (round_, step_no), step in sorted(self._steps.items()):
+            where = f"step {step_no}" + (f" of spawn round {round_}" if round_ else "")
             if step.mismatch is not None:
                 groups: dict[str, list[int]] = {}
                 for r, call in sorted(step.arrivals.items()):
                     groups.setdefault(_describe_call(call), []).append(r)
                 parts = "; ".join(f"{ranks_phrase(rs)}: {call}" for call, rs in groups.items())
-                out.append(f"collective mismatch at step {step_no}: {parts} "
+                out.append(f"collective mismatch at {where}: {parts} "
                            "(a real pod hangs or fails here)")
             gone = sorted(r for r in self.exited if r not in step.arrivals)
             if gone and step.arrivals:
                 call = next(iter(step.arrivals.values()))
                 out.append(f"{ranks_phrase(gone)} exited while {ranks_phrase(step.arrivals)} wait for "
                            f"{'it' if len(gone) == 1 else 'them'} in {_describe_call(call)} "
-                           f"(step {step_no}); a real rendezvous never times out")
+                           f"({where}); a real rendezvous never times out")
         return out
 
     def blocked(self) -> list[str]:

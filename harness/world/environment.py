@@ -19,26 +19,43 @@ def enter_environment(spec: WorldSpec, env: dict[str, str]) -> None:
     posix.chdir(spec.cwd)  # the real one: a launcher forking us may have a view installed
     if spec.shim_root not in sys.path[:1]:
         sys.path.insert(0, spec.shim_root)
-    # A target's earlier import of torch_xla (never expected, but cheap to rule out).
+    forget_foreign_torch_xla(spec.shim_root)
+
+
+def forget_foreign_torch_xla(shim_root: str) -> None:
+    """Drop any ``torch_xla`` module that is not the shim's, so the next import finds the shim.
+
+    Only another package's modules go (a real torch_xla a preloaded library
+    imported in the fork server, where the shim is not on ``sys.path``). The
+    shim's own modules stay: in exec mode a launcher that imported them forks
+    its ranks, and, as a real spawn's worker imports torch_xla once, a rank
+    must keep exactly one copy (a second would run ``torch_xla/__init__`` again
+    and register the ``xla`` backend twice).
+    """
+    root = os.path.join(os.path.abspath(shim_root), "")
     for name in [m for m in sys.modules if m == "torch_xla" or m.startswith("torch_xla.")]:
-        del sys.modules[name]
+        path = getattr(sys.modules[name], "__file__", None)
+        if path is None or not os.path.abspath(path).startswith(root):
+            del sys.modules[name]
 
 
-def seed_temp_names(rank: int, life: int) -> None:
+def seed_temp_names(rank: int, life: int, round_: int = 0) -> None:
     """``tempfile``'s names drawn from a generator seeded by the rank and its life.
 
     Real names are random per process; here they are the same in every run of a
     world, so that a run is reproducible to its paths (a report names the same
     ``tmpk3j9x2ab.tmp`` every time) and a staging file learned from the target's
     fault-free run (written, then renamed onto the handoff) is the one its cells
-    write too. Ranks and lives draw distinct names, as distinct processes do.
+    write too. Ranks, lives and spawn rounds draw distinct names, as distinct
+    processes do.
     """
     from harness.imports import when_imported
 
     def seed(tempfile: Any) -> None:
         names = getattr(tempfile, "_get_candidate_names", None)
         if names is not None:  # private since Python 2, still there: else left random
-            names().rng.seed(f"harness-tempfile:{rank}:{life}")
+            key = f"{rank}:{life}" + (f":{round_}" if round_ else "")  # round 0: as before
+            names().rng.seed(f"harness-tempfile:{key}")
 
     when_imported("tempfile", seed)
 

@@ -19,7 +19,16 @@ from harness.world.runtime import RankContext, guarded
 
 
 def spawn_local_ranks(ctx: RankContext, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    """Fork this host's ranks for one ``xmp.spawn`` call and wait for them all.
+
+    Every call forks a fresh set (a spawn round): the k-th call's processes
+    are the k-th lives of the host's ranks, and the harness pairs their
+    collectives with the k-th round of every other host. Spawning does not
+    initialise the launcher's own runtime, so it may spawn again.
+    """
     spec = ctx.spec
+    round_ = ctx.rounds
+    ctx.rounds += 1
     children: dict[int, tuple[int, int]] = {}  # pid -> (rank, read end of its result pipe)
     for rank in spec.topology.ranks_of_host(ctx.host):
         read_fd, write_fd = os.pipe()
@@ -33,14 +42,13 @@ def spawn_local_ranks(ctx: RankContext, fn: Callable[..., Any], args: tuple[Any,
                     os.close(other)
                 process.after_fork()
                 process.die_with_parent()
-                child = bootstrap.become_rank(spec, rank)
+                child = bootstrap.become_rank(spec, rank, round_=round_)
                 child.result_fd = write_fd
                 bootstrap.report_and_exit(child, lambda r=rank: fn(r, *args))
             finally:
                 os._exit(70)
         os.close(write_fd)
         children[pid] = (rank, read_fd)
-    ctx.runtime_used = True
     assert ctx.channel is not None
     # From here this process only waits for its ranks (unless a thread or a timer of its
     # own could act): the harness may count it out when it looks for a proven deadlock.

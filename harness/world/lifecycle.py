@@ -9,7 +9,7 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from harness.faults.kinds import KINDS
 from harness.filesystem.consistency import rank_restarted
@@ -58,6 +58,16 @@ class Unit:
     life: int = 0  # how many times the fault plan's pre-emptions brought it back
     doomed_by: str | None = None  # the fault kind (kill/preempt) that took this life
     refused: str | None = None  # why the harness dropped its connection (a malformed frame)
+    round: int = 0  # exec mode: which xmp.spawn call of its launcher started this life
+    earlier: list[Unit] = field(default_factory=list)  # exec mode: its lives in earlier spawns
+
+    @property
+    def failed(self) -> bool:
+        """Did this life end without returning (raised, was killed, exited non-zero)?"""
+        if self.status is None:
+            return False
+        return self.result is None or not self.result.ok or os.WIFSIGNALED(self.status) \
+            or os.WEXITSTATUS(self.status) != 0
 
 
 class Lifecycle:
@@ -96,7 +106,36 @@ class Lifecycle:
     def started(self, pid: int | None, role: str, ident: int) -> None:
         if pid is not None:
             self.pids[pid] = (role, ident)
-        (self.ranks if role == "rank" else self.hosts)[ident].pid = pid
+        unit = (self.ranks if role == "rank" else self.hosts)[ident]
+        if role == "rank" and self.spec.exec_mode and None not in (pid, unit.pid) \
+                and pid != unit.pid:
+            self._next_round(ident, pid)  # type: ignore[arg-type]
+            return
+        unit.pid = pid
+
+    def _next_round(self, rank: int, pid: int) -> None:
+        """Exec mode: another xmp.spawn of its launcher started ``rank`` again.
+
+        The launcher forks a new round only once every rank of the last one is
+        gone, so what the old life sent is all buffered: it is read now, before
+        the new life takes the rank's place (its exit, on the launcher's
+        connection, may still come: ``exited`` gives it to the oldest life).
+        """
+        old = self.ranks[rank]
+        for sock, conn in list(self.loop.conns.items()):
+            if conn.role == "rank" and conn.ident == rank and conn.pid == old.pid:
+                self.loop.read_last(sock, 0.5)
+        earlier, old.earlier = [*old.earlier, old], []
+        self.ranks[rank] = Unit(pid=pid, round=old.round + 1, earlier=earlier)
+        self.coordinator.next_round(rank)
+        self.coordinator.record("spawn", rank=rank, detail={
+            "message": f"rank {rank} starts again, in xmp.spawn call {old.round + 2} of its "
+                       "launcher", "round": old.round + 1})
+
+    def reported(self, rank: int) -> Unit:
+        """The life a report shows for ``rank``: its first that failed, else its last."""
+        unit = self.ranks[rank]
+        return next((u for u in unit.earlier if u.failed), unit)
 
     def fault(self, rank: int | None, msg: Fault) -> None:
         """A fault fired: the kinds that end or hold a rank change how its exit is judged."""
@@ -119,6 +158,13 @@ class Lifecycle:
     def exited(self, unit: tuple[str, int], status: int) -> None:
         role, ident = unit
         table = self.ranks if role == "rank" else self.hosts
+        if role == "rank":  # exec mode: a life of an earlier xmp.spawn may still be unjudged
+            earlier = next((u for u in table[ident].earlier if u.status is None), None)
+            if earlier is not None:
+                earlier.status = status
+                self.coordinator.record("exit", rank=ident, detail={
+                    "message": self._how(earlier, status), "round": earlier.round})
+                return
         if table[ident].status is not None:
             return
         table[ident].status = status
@@ -140,7 +186,7 @@ class Lifecycle:
             if role == "rank" and restarts and unit_.life < self.max_restarts:
                 self._restart(rank)
                 return
-            self.coordinator.rank_exited(rank, self._how(rank, status))
+            self.coordinator.rank_exited(rank, self._how(self.ranks[rank], status))
             self.publisher.rank_exited(rank)
             self.publish_due()
         self._finish_if_over()
@@ -185,9 +231,9 @@ class Lifecycle:
         return snapshot(self.spec.sandbox, self.spec.mounts, self.topology, rank, self.watch,
                         self.spec.cwd, self.spec.home)
 
-    def _how(self, rank: int, status: int) -> str:
+    def _how(self, unit: Unit, status: int) -> str:
         code, sig = decode_status(status)
-        result = self.ranks[rank].result
+        result = unit.result
         if sig is not None:
             return f"was killed by {signal.Signals(sig).name}"
         if result is not None and result.ok:

@@ -56,13 +56,17 @@ def output_paths(spec: WorldSpec, name: str) -> tuple[str, str]:
             os.path.join(spec.outdir, f"{name}.stderr"))
 
 
-def redirect_output(spec: WorldSpec, name: str, life: int = 0) -> None:
-    """Point fds 1 and 2 at the capture files; a restarted rank appends to its own."""
-    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if life else os.O_TRUNC)
+def redirect_output(spec: WorldSpec, name: str, life: int = 0, round_: int = 0) -> None:
+    """Point fds 1 and 2 at the capture files; a restarted rank, or one a later
+    ``xmp.spawn`` of its launcher started again, appends to its own."""
+    again = (f"--- restarted after pre-emption (life {life}) ---\n" if life else
+             f"--- started again by xmp.spawn call {round_ + 1} of its launcher ---\n"
+             if round_ else "")
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if again else os.O_TRUNC)
     for fd, path in zip((1, 2), output_paths(spec, name)):
         target = os.open(path, flags, 0o644)
-        if life:
-            os.write(target, f"--- restarted after pre-emption (life {life}) ---\n".encode())
+        if again:
+            os.write(target, again.encode())
         os.dup2(target, fd)
         os.close(target)
 

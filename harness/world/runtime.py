@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,14 +39,19 @@ class RankContext:
     view: Any = None  # the filesystem view, when the world has a sandbox
     runtime_used: bool = False
     result_fd: int | None = None  # exec mode: the launcher that forked us reads our fate here
+    launcher: bool = False  # exec mode: the host's launcher, even once it became its rank
+    single: Any = None  # a launcher after xmp.spawn(nprocs=1): the shim's world of one
+    rounds: int = 0  # a launcher: how many xmp.spawn calls have forked its ranks
 
     @property
     def world_size(self) -> int:
-        return self.spec.topology.world_size
+        return 1 if self.single is not None else self.spec.topology.world_size
 
     @property
     def local_rank(self) -> int:
-        return 0 if self.rank is None else self.spec.topology.local_rank(self.rank)
+        if self.rank is None or self.single is not None:
+            return 0
+        return self.spec.topology.local_rank(self.rank)
 
 
 _context: RankContext | None = None
@@ -100,11 +106,39 @@ def promote_host_to_rank() -> RankContext:
             f"harness exec: this script uses the XLA runtime without xmp.spawn on a host "
             f"of {topology.ranks_per_host} ranks; call xmp.spawn(fn) as PJRT code does, "
             f"or run on a topology with one rank per host (e.g. {topology.hosts}x1)")
+    if ctx.rounds:
+        raise RuntimeError(
+            "harness exec: this launcher uses the XLA runtime itself after its xmp.spawn "
+            "already ran its host's rank; the harness does not model a launcher that "
+            "becomes the rank its spawned processes were: use the device in the spawned "
+            "function only")
     rank = ctx.host
     os.environ.update(topology.rank_environment(rank, ctx.spec.profile))
     assert ctx.channel is not None
     ctx.channel.notify({"type": "promote", "rank": rank})
     ctx.role, ctx.rank = "rank", rank
+    return ctx
+
+
+def become_single() -> RankContext:
+    """``xmp.spawn(nprocs=1)`` in a launcher: this process is a world of one device.
+
+    As torch_xla's ``_run_singleprocess``: one chip's topology in the
+    environment (where the launcher's has none), ordinal 0, world size 1, and
+    collectives that complete at once, in this process, never reaching the
+    other hosts. A launcher that already became its host's rank stays it.
+    """
+    ctx = current()
+    if ctx.role == "rank":
+        return ctx
+    if ctx.single is None:
+        shim = sys.modules[SHIM_RUNTIME_MODULE]
+        ctx.single = shim.LocalRuntime(ctx.spec.profile)
+        for name, value in (("PJRT_LOCAL_PROCESS_COUNT", "1"), ("TPU_VISIBLE_CHIPS", "0"),
+                            ("TPU_CHIPS_PER_PROCESS_BOUNDS", "1,1,1"),
+                            ("TPU_PROCESS_BOUNDS", "1,1,1")):
+            os.environ.setdefault(name, value)
+    ctx.runtime_used = True
     return ctx
 
 
@@ -128,7 +162,7 @@ class HarnessRuntime:
 
     def use(self) -> None:
         ctx = current()
-        if ctx.role == "host":
+        if ctx.role == "host" and ctx.single is None:
             promote_host_to_rank()
         ctx.runtime_used = True
 
@@ -136,12 +170,14 @@ class HarnessRuntime:
         return current().runtime_used
 
     def is_launcher(self) -> bool:
-        return current().role == "host"
+        return current().launcher
 
     def ordinal(self) -> int:
-        rank = current().rank
-        assert rank is not None
-        return rank
+        ctx = current()
+        if ctx.single is not None:
+            return 0
+        assert ctx.rank is not None
+        return ctx.rank
 
     def world_size(self) -> int:
         return current().world_size
@@ -157,17 +193,26 @@ class HarnessRuntime:
 
     def collective(self, op: str, kind: str, payload: Any, site: str | None,
                    meta: dict[str, Any]) -> tuple[dict, bytearray]:
-        channel = _channel()
         before_collective(op, meta.get("tag"))
+        single = current().single
+        if single is not None:
+            return single.collective(op, kind, payload, site, meta)
+        channel = _channel()
         header = {"type": "collective", "op": op, "kind": kind, "site": site,
                   "guarded": guarded(), **meta}
         return channel.request(header, payload)
 
     def send(self, box: Any, peer: int, payload: Any, site: str | None) -> None:
+        single = current().single
+        if single is not None:
+            return single.send(box, peer, payload, site)
         _channel().request({"type": "send", "box": box_name(box), "peer": peer, "site": site},
                            payload)
 
     def recv(self, box: Any, peer: int, site: str | None) -> bytearray:
+        single = current().single
+        if single is not None:
+            return single.recv(box, peer, site)
         _, data = _channel().request({"type": "recv", "box": box_name(box), "peer": peer,
                                       "site": site, "guarded": guarded()})
         return data
@@ -176,6 +221,9 @@ class HarnessRuntime:
         from harness.world.launcher import spawn_local_ranks
 
         spawn_local_ranks(current(), fn, args)
+
+    def single(self) -> None:
+        become_single()
 
     def run_script(self, argv: tuple[str, ...]) -> None:
         from harness.world.bootstrap import run_script

@@ -28,7 +28,7 @@ class Runtime(Protocol):
         """Has this process used the runtime (or spawned ranks that did)?"""
 
     def is_launcher(self) -> bool:
-        """Is this an exec-mode launcher that has not become a rank?"""
+        """Is this an exec-mode launcher (the process ``xmp.spawn`` starts ranks from)?"""
 
     def ordinal(self) -> int: ...
 
@@ -53,7 +53,12 @@ class Runtime(Protocol):
     def recv(self, box: Any, peer: int, site: str | None) -> bytearray: ...
 
     def spawn(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
-        """In a launcher: run ``fn(rank, *args)`` on each of this host's ranks, PJRT-style."""
+        """In a launcher: run ``fn(rank, *args)`` on each of this host's ranks, PJRT-style,
+        each in a new process; every call starts a fresh set of them."""
+
+    def single(self) -> None:
+        """In a launcher: become a world of one device, as ``xmp.spawn(nprocs=1)`` makes it
+        (ordinal 0, world size 1, collectives that complete at once); the runtime is used."""
 
     def run_script(self, argv: tuple[str, ...]) -> None:
         """Run ``python ARGV...`` in this process (the legacy ``xla_dist`` launcher)."""
@@ -138,6 +143,9 @@ class LocalRuntime:
 
     def spawn(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
         raise RuntimeError("a LocalRuntime is a rank, not a launcher: it has no ranks to spawn")
+
+    def single(self) -> None:
+        self._used = True  # already a world of one
 
     def run_script(self, argv: tuple[str, ...]) -> None:
         raise RuntimeError("a LocalRuntime runs in-process code only, not scripts")

@@ -1,11 +1,15 @@
 """``xmp.spawn``: start this host's ranks inside the harness world.
 
-In a launcher (``harness exec``) the runtime forks one process per local
-rank, as PJRT's spawn does, waits for all of them, and raises the first
+As torch_xla 2.9's ``pjrt.spawn``: ``nprocs=1`` runs ``fn(0)`` in the calling
+process as a world of one device (``_run_singleprocess``); otherwise, in a
+launcher (``harness exec``), every call forks one new process per local rank
+(one process even on a host of one chip, as ``run_multiprocess``'s
+``ProcessPoolExecutor`` does), waits for all of them, and raises the first
 failure in ordinal order with its own type; a rank killed hard surfaces as
-``BrokenProcessPool`` and takes its local siblings with it, as
-``ProcessPoolExecutor`` does. Inside a rank that is already running (a
-``run_world`` target) it simply calls ``fn(ordinal, *args)``.
+``BrokenProcessPool`` and takes its local siblings with it. Only a launcher
+that used the XLA device itself is refused. Inside a rank that is already
+running (a ``run_world`` target, or a spawned rank) it calls
+``fn(ordinal, *args)``.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from torch_xla._internal import runtime as _runtime
 
 def spawn(fn: Callable[..., Any], args: tuple[Any, ...] = (), nprocs: int | None = None,
           join: bool = True, daemon: bool = False, start_method: str = "spawn") -> None:
+    """Run ``fn(global_ordinal, *args)`` on every device of this host; returns None."""
     runtime = _runtime.current()
     local = runtime.ranks_per_host()
     allowed = (None, 1) if link.profile() == "current" else (None, 1, local)
@@ -30,12 +35,13 @@ def spawn(fn: Callable[..., Any], args: tuple[Any, ...] = (), nprocs: int | None
     if not runtime.is_launcher():
         fn(link.ordinal(), *args)
         return None
+    if nprocs == 1:
+        runtime.single()
+        fn(link.ordinal(), *args)
+        return None
     if runtime.used():
         raise RuntimeError("Runtime is already initialized. Do not use the XLA device before "
                            "calling xmp.spawn.")
-    if nprocs == 1 or local == 1:
-        fn(link.ordinal(), *args)
-        return None
     runtime.spawn(fn, args)
     return None
 
