@@ -25,6 +25,8 @@ import torch_xla.distributed.xla_multiprocessing as xmp
 
 def _mp_fn(index):
     xm.rendezvous("sync")
+    if sys.argv[1] == "ranks-raise":
+        raise ValueError("rank %d refuses" % (index % 2))
 
 if __name__ == "__main__":
     mode = sys.argv[1]
@@ -92,6 +94,14 @@ def test_a_launcher_that_raises_after_its_ranks_returned_says_so(script):
     assert [r.outcome for r in result.ranks] == [PASS] * 4
     assert result.detail() == ("launchers 0-1 raised AssertionError: the launcher's own check "
                                "failed after their ranks 0-3 returned")
+
+
+def test_a_launcher_whose_ranks_raised_is_left_to_their_fates(script):
+    """xmp.spawn raises its ranks' error in the launcher: the ranks' errors are the reason."""
+    result = _world(script, "ranks-raise")
+    assert result.outcome == ERROR
+    assert result.detail() == ("ranks 0,2 raised ValueError: rank 0 refuses; "
+                               "ranks 1,3 raised ValueError: rank 1 refuses")
 
 
 def test_a_launcher_that_is_its_hosts_rank_is_judged_once_as_the_rank(script):

@@ -123,8 +123,9 @@ class WorldResult:
     def _launchers_phrase(self) -> tuple[str, set[int]]:
         """Exec mode: the launchers that failed the run, and what became of their ranks
         (``launcher 0 raised ValueError: x before starting its ranks (ranks 0-7 never
-        started)``), with the ranks that says all there is about. A launcher that is its
-        host's rank (no ``xmp.spawn``) is judged as that rank, not here."""
+        started)``), with the ranks that says all there is about. A launcher whose ranks
+        failed is left to their fates (its spawn raised theirs), and one that is its host's
+        rank (no ``xmp.spawn``) is judged as that rank."""
         as_rank = {r.pid for r in self.ranks if r.pid is not None}
         groups: dict[str, tuple[list[int], list[int]]] = {}
         for host in self.hosts:
@@ -135,8 +136,8 @@ class WorldResult:
                 how = " before starting {its} {noun} ({ranks} never started)"
             elif mine and all(r.outcome == PASS for r in mine):
                 how = " after {its} {ranks} returned"
-            else:
-                how, mine = "", []
+            else:  # its ranks failed: it failed with them, and their fates say why
+                continue
             launchers, ranks = groups.setdefault(host.summary() + how, ([], []))
             launchers.append(host.rank)
             ranks += [r.rank for r in mine]
