@@ -42,6 +42,8 @@ if __name__ == "__main__":
     if mode == "host-1-skips" and os.environ["TPU_WORKER_ID"] == "1":
         sys.exit(0)
     xmp.spawn(_mp_fn)
+    if mode == "exit-true-after":  # unittest.main() ends so when a test failed
+        sys.exit(True)
     if mode == "raise-after":
         raise AssertionError("the launcher's own check failed")
 """
@@ -94,6 +96,16 @@ def test_a_launcher_that_raises_after_its_ranks_returned_says_so(script):
     assert [r.outcome for r in result.ranks] == [PASS] * 4
     assert result.detail() == ("launchers 0-1 raised AssertionError: the launcher's own check "
                                "failed after their ranks 0-3 returned")
+
+
+def test_a_launcher_that_exits_true_exits_1_as_python_does(script):
+    """``sys.exit(True)`` (how ``unittest.main()`` ends after a failure) is exit status 1;
+    it was sent as the bool ``True``, which the protocol refused, hiding the script's end."""
+    result = _world(script, "exit-true-after")
+    assert result.outcome == ERROR
+    assert [h.exit_code for h in result.hosts] == [1, 1]
+    assert result.detail() == ("launchers 0-1 raised SystemExit: True after their ranks 0-3 "
+                               "returned")
 
 
 def test_a_launcher_whose_ranks_raised_is_left_to_their_fates(script):
