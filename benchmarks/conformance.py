@@ -102,7 +102,7 @@ _SUMMARY = re.compile(r"^(PASS|FAIL|ERROR|HANG|CRASH): (.*)$", re.M)
 _RAN = re.compile(r"^Ran (\d+) tests? in ", re.M)
 _OK = re.compile(r"^OK(?: \((.*)\))?\s*$", re.M)
 _FAILED = re.compile(r"^FAILED \((.*)\)\s*$", re.M)
-_TEST_ERROR = re.compile(r"^(?:ERROR|FAIL): \S+[^\n]*\n-{20,}\n(.*?)(?=\n(?:={20,}|-{20,})\n|\Z)",
+_TEST_ERROR = re.compile(r"^(?:ERROR|FAIL): \S+[^\n]*\n(?:[^\n]*\n){0,2}?-{20,}\n(.*?)(?=\n(?:={20,}|-{20,})\n|\Z)",
                          re.M | re.S)
 _ERROR_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b.*$", re.M)
 

@@ -82,7 +82,8 @@ def test_causes_are_named_from_the_first_error_line(why, cause):
 def test_a_failing_unittest_is_read_from_its_first_failing_tests_traceback():
     """absltest ends in SystemExit; the reason is the first failing test's last line."""
     output = (TABLE + "ERROR: launcher 0 raised SystemExit: True after its ranks 0-1 returned\n"
-              + "=" * 70 + "\nERROR: test_all_gather (__main__.T.test_all_gather)\n" + "-" * 70
+              + "=" * 70 + "\nERROR: test_all_gather (__main__.T.test_all_gather)\n"
+              "T.test_all_gather\n" + "-" * 70  # absltest names the test again
               + "\nTraceback (most recent call last):\n  File \"t.py\", line 3, in test\n"
               "    xmp.spawn(f)\nRuntimeError: Runtime is already initialized. Do not use the "
               "XLA device before calling xmp.spawn.\n\n" + "=" * 70
