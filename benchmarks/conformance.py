@@ -102,8 +102,9 @@ _SUMMARY = re.compile(r"^(PASS|FAIL|ERROR|HANG|CRASH): (.*)$", re.M)
 _RAN = re.compile(r"^Ran (\d+) tests? in ", re.M)
 _OK = re.compile(r"^OK(?: \((.*)\))?\s*$", re.M)
 _FAILED = re.compile(r"^FAILED \((.*)\)\s*$", re.M)
-_TEST_ERROR = re.compile(r"^(?:ERROR|FAIL): \S+[^\n]*\n(?:[^\n]*\n){0,2}?-{20,}\n(.*?)(?=\n(?:={20,}|-{20,})\n|\Z)",
-                         re.M | re.S)
+#: A failing test's block: its name (absltest names it again), a rule, its traceback.
+_TEST_ERROR = re.compile(r"^(?:ERROR|FAIL): \S+[^\n]*\n(?:[^\n]*\n){0,2}?-{20,}\n"
+                         r"(.*?)(?=\n(?:={20,}|-{20,})\n|\Z)", re.M | re.S)
 _ERROR_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b.*$", re.M)
 
 
@@ -197,7 +198,8 @@ def classify(file: str, topology: str, output: str, returncode: int | None,
             if tests.skipped:
                 run.note = f"{tests.skipped} of {tests.ran} tests skipped themselves"
         return run
-    run.why = (first_test_error(output) if "SystemExit" in detail else "") or _unwrap(detail)
+    run.why = _trim((first_test_error(output) if "SystemExit" in detail else "")
+                    or _unwrap(detail))
     expected = AS_REAL.get(file)
     if expected and expected in run.why:
         run.status, run.cause = AS_2_9, "fails as torch_xla 2.9 fails"
@@ -206,6 +208,11 @@ def classify(file: str, topology: str, output: str, returncode: int | None,
         if not run.cause and run.why.startswith("AssertionError"):
             run.cause = FILE_CAUSES.get(file, "")
     return run
+
+
+def _trim(why: str) -> str:
+    """The error without the advice torch appends to it (dynamo's user-code frames)."""
+    return re.split(r"\s+(?:from user code:|Set TORCHDYNAMO_VERBOSE=1)", why, maxsplit=1)[0]
 
 
 def _unwrap(detail: str) -> str:

@@ -163,3 +163,13 @@ def test_extract_reads_the_ref_from_a_git_dir_and_choose_picks_the_first_set(tmp
     assert conformance.choose(tree, wider=True, only=[]) == \
         ["test/pjrt/test_mesh_service.py", "test/test_mp_a.py", "test/pjrt/test_ddp.py"]
     assert conformance.choose(tree, wider=True, only=["ddp"]) == ["test/pjrt/test_ddp.py"]
+
+
+def test_dynamos_advice_is_cut_from_the_error():
+    out = (TABLE + "ERROR: ranks 0-1 raised torch._dynamo.exc.InternalTorchDynamoError: "
+           "RuntimeError: Rendezvous handler for xla:// already registered from user code: "
+           'File "t.py", line 10, in all_gather Set TORCHDYNAMO_VERBOSE=1 for more\n')
+    run = conformance.classify("test/test_mp_all_gather.py", "1x2", out, 1)
+    assert run.why == ("torch._dynamo.exc.InternalTorchDynamoError: RuntimeError: Rendezvous "
+                       "handler for xla:// already registered")
+    assert run.cause == "shim: torch_xla is imported a second time in the rank (bug 1)"
