@@ -17,7 +17,8 @@ Each run is one of: ``pass`` (the world passed and at least one test ran), ``as 
 proves nothing), ``fail`` (with the first error line and its cause), ``hang``. The table
 is printed, written as Markdown with ``--markdown PATH``, and with ``--write-readme``
 replaces the table between the conformance markers of the README's "Where the shim
-departs from torch_xla 2.9". Not part of the test suite: it needs the upstream sources.
+departs from torch_xla 2.9". Not part of the test suite: it needs the upstream sources,
+and ``absl-py`` in the harness's environment (most upstream files are absltests).
 """
 
 from __future__ import annotations
