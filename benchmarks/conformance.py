@@ -86,6 +86,9 @@ CAUSES: tuple[tuple[str, str], ...] = (
      "harness: the launcher used the runtime before spawn on a host of several ranks"),
     (r"FileNotFoundError: .*site-packages",
      "harness: the rank's filesystem view hides installed code under /tmp"),
+    (r"initialize the default process group twice",
+     "shim: on one rank per host the function runs in the launcher, so a second launch "
+     "finds the first one's process group (bug 5)"),
     (r"must be launched with torchrun", "upstream: the test runs only under torchrun"),
     (r"NotImplementedError", "shim: not modelled"),
 )
@@ -212,8 +215,10 @@ def classify(file: str, topology: str, output: str, returncode: int | None,
 
 
 def _trim(why: str) -> str:
-    """The error without the advice torch appends to it (dynamo's user-code frames)."""
-    return re.split(r"\s+(?:from user code:|Set TORCHDYNAMO_VERBOSE=1)", why, maxsplit=1)[0]
+    """The error without what only this machine or torch's advice adds to it (dynamo's
+    user-code frames, the path of the module an ImportError names)."""
+    why = re.split(r"\s+(?:from user code:|Set TORCHDYNAMO_VERBOSE=1)", why, maxsplit=1)[0]
+    return re.sub(r" \(/[^()]*\)$", "", why)  # an ImportError's file: this machine's path
 
 
 def _unwrap(detail: str) -> str:
@@ -257,7 +262,13 @@ def render_markdown(runs: list[Run], topologies: list[str], ref: str) -> str:
             cells.append("-" if run is None else run.status + (" *" if run.note else ""))
         lines.append(f"| `{file.removeprefix('test/')}` | " + " | ".join(cells) + " | "
                      + _whys([at[(file, t)] for t in topologies if (file, t) in at]) + " |")
-    lines += ["", summary_line(runs, topologies)]
+    first = [r for r in runs if is_first(r.file)]
+    wider = [r for r in runs if not is_first(r.file)]
+    lines += ["", f"The {len({r.file for r in first})} files named first: "
+              + summary_line(first, topologies)] if first else [""]
+    if wider:
+        lines += ["", f"The {len({r.file for r in wider})} wider ones: "
+                  + summary_line(wider, topologies)]
     notes = sorted({f"`{r.file.removeprefix('test/')}`: {r.note}" for r in runs if r.note})
     lines += [f"\\* {n}" for n in notes]
     return "\n".join(lines) + "\n"
@@ -271,12 +282,13 @@ def _column(topology: str) -> str:
 
 
 def _whys(runs: list[Run]) -> str:
-    groups: dict[tuple[str, str], list[str]] = {}
-    for run in runs:
+    groups: dict[str, tuple[str, str, list[str]]] = {}
+    for run in runs:  # one cause is said once, with its first error line (values may differ)
         if run.status != PASSED and run.why:
-            groups.setdefault((run.why, run.cause), []).append(run.topology)
+            groups.setdefault(run.cause or run.why, (run.why, run.cause, []))[2].append(
+                run.topology)
     parts = []
-    for (why, cause), tops in groups.items():
+    for why, cause, tops in groups.values():
         where = "" if len(tops) == len(runs) else f"{', '.join(tops)}: "
         parts.append(where + _cell(why) + (f" ({cause})" if cause else ""))
     return "; ".join(parts)
@@ -350,9 +362,14 @@ def _git_dir(path: str) -> str | None:
     return None
 
 
+def is_first(file: str) -> bool:
+    """One of the files issue 11 names first."""
+    return any(fnmatch.fnmatch(file, pattern) for pattern in FIRST)
+
+
 def choose(tree: list[str], wider: bool, only: list[str]) -> list[str]:
     """The files to run, in a stable order: the first set, then the wider one."""
-    first = sorted({f for pattern in FIRST for f in fnmatch.filter(tree, pattern)})
+    first = sorted(f for f in tree if is_first(f))
     chosen = first + ([f for f in WIDER if f in tree and f not in first] if wider else [])
     if only:
         chosen = [f for f in chosen if any(fnmatch.fnmatch(f, f"*{o}*") for o in only)]

@@ -123,7 +123,8 @@ def test_the_table_has_a_column_per_world_size_and_each_reason_once():
     assert "| file | 8 (`single-host-8`) | 1 (`1x1`) | why (and cause) |" in table
     assert "| `test_mp_save.py` | pass | pass * |  |" in table
     assert "| `test_mp_x.py` | fail | fail | E: a \\| b (shim: c) |" in table
-    assert "`single-host-8`: 1 pass, 1 fail of 2; `1x1`: 1 pass, 1 fail of 2." in table
+    assert ("The 2 files named first: `single-host-8`: 1 pass, 1 fail of 2; `1x1`: 1 pass, "
+            "1 fail of 2.") in table
     assert "\\* `test_mp_save.py`: 1 of 2 tests skipped themselves" in table
 
 
@@ -173,3 +174,25 @@ def test_dynamos_advice_is_cut_from_the_error():
     assert run.why == ("torch._dynamo.exc.InternalTorchDynamoError: RuntimeError: Rendezvous "
                        "handler for xla:// already registered")
     assert run.cause == "shim: torch_xla is imported a second time in the rank (bug 1)"
+
+
+def test_one_cause_is_said_once_and_the_wider_files_are_counted_apart():
+    wider = "test/torch_distributed/test_torch_distributed_all_gather_xla_backend.py"
+    runs = [conformance.Run(wider, "single-host-8", "fail", why="AssertionError: 7 != 0",
+                            cause="shim: bug 8"),
+            conformance.Run(wider, "1x2", "fail", why="AssertionError: 1 != 0",
+                            cause="shim: bug 8"),
+            conformance.Run("test/test_mp_save.py", "single-host-8", "pass"),
+            conformance.Run("test/test_mp_save.py", "1x2", "pass")]
+    table = conformance.render_markdown(runs, ["single-host-8", "1x2"], "v2.9.0")
+    assert "| fail | fail | AssertionError: 7 != 0 (shim: bug 8) |" in table
+    assert "The 1 files named first: `single-host-8`: 1 pass of 1; `1x2`: 1 pass of 1." in table
+    assert "The 1 wider ones: `single-host-8`: 1 fail of 1; `1x2`: 1 fail of 1." in table
+
+
+def test_an_import_errors_path_on_this_machine_is_left_out():
+    out = (TABLE + "ERROR: launcher 0 raised ImportError: cannot import name 'pjrt' from "
+           "'torch_xla._internal' (/tmp/x/shims/torch_xla/_internal/__init__.py) before "
+           "starting its ranks (ranks 0-1 never started)\n")
+    run = conformance.classify("test/pjrt/test_ddp.py", "1x2", out, 1)
+    assert run.why == "ImportError: cannot import name 'pjrt' from 'torch_xla._internal'"
