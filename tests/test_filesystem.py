@@ -539,3 +539,15 @@ def test_a_new_harness_removes_the_world_directories_of_harness_processes_that_a
     assert remove_orphaned_dirs(str(tmp_path)) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         f"harness-{os.getpid()}-0-cd34-xyz", "harness-notapid-x"]
+
+
+def test_a_rank_lists_its_installed_packages_whatever_the_working_directory(tmp_path):
+    """torch.compile lists torch/_dynamo/backends: with the venv under /tmp and the script
+    elsewhere, the rank's fresh /tmp used to hide it (FileNotFoundError)."""
+    script = tmp_path / "lists.py"
+    script.write_text("import os, sysconfig\n"
+                      "def run():\n"
+                      "    return len(os.listdir(sysconfig.get_paths()['purelib'])) > 0\n")
+    result = run_world(f"{script}:run", topology="1x2", timeout=15, cwd=str(tmp_path))
+    assert result.outcome == PASS, result.describe()
+    assert result.values == [True, True]

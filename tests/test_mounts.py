@@ -4,6 +4,8 @@ keys and backing directories, and how a path is normalised. Pure data, no world.
 from __future__ import annotations
 
 import posixpath
+import sys
+import sysconfig
 
 import pytest
 from hypothesis import given
@@ -13,6 +15,7 @@ from harness.filesystem.mounts import (
     Mount,
     MountTable,
     default_table,
+    installed_code,
     normalize,
     real_root,
     scope_keys,
@@ -142,3 +145,12 @@ def test_match_returns_the_longest_mount_containing_the_path(mount_paths, path):
     assert found.path == max(containing, key=len)
     assert _contains(found.path, path)
     assert posixpath.normpath(found.path) == found.path
+
+
+def test_default_table_overlays_the_installed_code_under_a_fresh_tmp():
+    """A venv under /tmp stays visible to each host, as installed code is on every VM."""
+    t = default_table(get_topology("1x1"), home="/h", cwd="/w", installed=("/tmp/venv",))
+    assert t.match("/tmp/venv/lib/python3.11/site-packages/torch").base == "overlay"
+    assert t.match("/tmp/other").base == "fresh"
+    assert sys.prefix in installed_code()
+    assert sysconfig.get_paths()["purelib"] in installed_code()

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import os
 import posixpath
+import sys
+import sysconfig
 from dataclasses import dataclass, field, replace
 
 from harness.topology import Topology
@@ -122,12 +124,26 @@ def normalize(path: str, cwd: str, home: str) -> str:
     return posixpath.normpath(path).replace("//", "/")
 
 
-def default_table(topology: Topology, home: str, cwd: str) -> MountTable:
+def installed_code() -> tuple[str, ...]:
+    """Where this interpreter's code is installed: the prefixes and the library directories.
+    A pod's VMs all have it; a venv under ``/tmp`` (a CI checkout, a scratch venv) must not
+    vanish behind each host's fresh ``/tmp`` when code lists or reads its own package files
+    (``torch.compile`` lists its backends, ``importlib.resources`` reads data files)."""
+    paths = sysconfig.get_paths()
+    return tuple(dict.fromkeys(
+        p for p in (sys.prefix, sys.exec_prefix, sys.base_prefix,
+                    *(paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")))
+        if p))
+
+
+def default_table(topology: Topology, home: str, cwd: str,
+                  installed: tuple[str, ...] | None = None) -> MountTable:
     """What a host of ``topology`` sees unless a scenario says otherwise.
 
     Every host has its own disk (``/`` is an overlay per host: installed code
     reads through, writes stay on that host) and its own empty ``/tmp``; the
-    working directory and home are always overlays of the real ones. On
+    working directory, home and the interpreter's installed code are always overlays of
+    the real ones. On
     one host that is the same as sharing everything. Seed 004's v6e-256 adds a
     read-only data disk and a gcsfuse bucket shared by all hosts.
     """
@@ -143,10 +159,10 @@ def default_table(topology: Topology, home: str, cwd: str) -> MountTable:
             Mount("/mnt/checkpoints", scope="shared", base="fresh", consistency="object"),
         ]
     table = MountTable(tuple(mounts))
-    # The working directory (the user's repository) and home are per-host copies
-    # of the real ones, even when they lie under a fresh mount such as /tmp (a CI
-    # checkout often does): every VM of a pod has the code and the user's files.
-    for path in (home, cwd):
+    # The working directory (the user's repository), home and the installed code are
+    # per-host copies of the real ones, even when they lie under a fresh mount such as
+    # /tmp (a CI checkout often does): every VM of a pod has the code and the user's files.
+    for path in (home, cwd, *(installed_code() if installed is None else installed)):
         path = posixpath.normpath(path)
         if path != "/" and table.match(path).base == "fresh":
             table = table.with_mount(Mount(path, scope="host", base="overlay"))

@@ -20,7 +20,7 @@ import harness
 from harness.history import dropped_line, format_ranks, ranks_phrase
 from harness.reports._common import seconds
 from harness.runner.cells import Cell, FaultRow, RankRow
-from harness.world.result import PASS, WorldResult, one_line
+from harness.world.result import NEVER_STARTED, PASS, WorldResult, one_line
 
 #: How many distinct tracebacks the plain-text diagnosis prints (the reports keep them all).
 TEXT_TRACEBACKS = 1
@@ -85,11 +85,14 @@ def signal_name(signum: int) -> str:
 
 
 def exit_text(row: RankRow) -> str:
-    """How a rank ended, in words: ``exit 1``, ``SIGKILL``, ``running`` (a hung rank)."""
+    """How a rank ended, in words: ``exit 1``, ``SIGKILL``, ``running`` (a hung rank), ``-``
+    (a rank that never started)."""
     if row.signal is not None:
         text = signal_name(row.signal)
     elif row.exit_code is not None:
         text = f"exit {row.exit_code}"
+    elif (row.error or "").startswith(NEVER_STARTED + ":"):
+        text = "-"  # no process of it ever ran, so none is still running
     else:
         text = "running" if row.outcome == "HANG" else "-"
     if row.killed_by_fault:

@@ -37,10 +37,13 @@ def world_result(life: Lifecycle, coordinator: Coordinator, duration: float) -> 
         for r in ranks:
             host = hosts[r.host]
             if r.pid is None and r.outcome == CRASH and host.outcome != PASS:
-                r.outcome, r.error, r.stack = host.outcome, host.error, host.stack
+                # the launcher's fate is the world's word for a rank it never started; its
+                # error and traceback stay the launcher's own, shown once, as the launcher's
+                r.outcome, r.error = host.outcome, _never_started(
+                    f"launcher {host.rank} {host.summary()} before starting it")
             elif r.pid is None and host.outcome == PASS:
-                r.error = {"type": NEVER_STARTED, "message": f"launcher {host.rank} exited "
-                           f"{host.exit_code} without starting it", "traceback": ""}
+                r.error = _never_started(
+                    f"launcher {host.rank} exited {host.exit_code} without starting it")
         if all(r.pid is None for r in ranks) and all(h.outcome == PASS for h in hosts):
             ranks = []  # the script ran to its end on every host and started no rank: none failed
     return WorldResult(
@@ -55,6 +58,10 @@ def world_result(life: Lifecycle, coordinator: Coordinator, duration: float) -> 
                          if u.result is not None for name in u.result.imported or ()}),
         files={r: life.files_of(r) for r in life.ranks} if life.watch and spec.mounts
         is not None else {})
+
+
+def _never_started(message: str) -> dict[str, str]:
+    return {"type": NEVER_STARTED, "message": message, "traceback": ""}
 
 
 def unit_result(outdir: str, ident: int, host: int, unit: Unit, name: str) -> RankResult:
@@ -87,8 +94,7 @@ def unit_result(outdir: str, ident: int, host: int, unit: Unit, name: str) -> Ra
         out.outcome = ERROR
         out.error = {"type": "ProtocolError", "message": unit.refused, "traceback": ""}
     if unit.pid is None and unit.status is None:  # a HANG too, if the deadline came first
-        out.error = {"type": NEVER_STARTED, "message": "the process never started",
-                     "traceback": ""}
+        out.error = _never_started("the process never started")
     return out
 
 

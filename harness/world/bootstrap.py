@@ -163,7 +163,9 @@ def report_and_exit(ctx: RankContext, fn: Callable[[], Any]) -> None:
         except Exception as exc:  # noqa: BLE001
             result["pickle_error"] = f"{type(exc).__name__}: {exc}"
     except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        # sys.exit(True), as unittest.main() ends after a failure, is status 1: a bool is
+        # an int to Python, never to the protocol
+        code = int(exc.code) if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if code == 0:
             result = {"type": "result", "ok": True, "value": pickle.dumps(None), "exit_code": 0}
         else:

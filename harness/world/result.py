@@ -50,6 +50,11 @@ class RankResult:
         return self._value
 
     @property
+    def never_started(self) -> bool:
+        """No process of this rank ever ran (its launcher ended, or the world, first)."""
+        return bool(self.error) and self.error.get("type") == NEVER_STARTED
+
+    @property
     def exit_description(self) -> str:
         if self.signal is not None:
             return f"killed by {signal.Signals(self.signal).name}"
@@ -58,7 +63,7 @@ class RankResult:
         return "still running"
 
     def summary(self) -> str:
-        if self.error and self.error.get("type") == NEVER_STARTED:
+        if self.never_started:
             message = self.error["message"]
             return "never started" + ("" if message == "the process never started" else
                                       f": {one_line(message)}")
@@ -107,9 +112,40 @@ class WorldResult:
         if self.hosts and not self.ranks and self.outcome == PASS:
             return (f"no rank started: {ranks_phrase([h.rank for h in self.hosts], 'launcher')} "
                     "ran the script to its end (exit 0) without xmp.spawn or the XLA runtime")
+        launchers, accounted = self._launchers_phrase()
+        if launchers:
+            others = [r for r in self.ranks if r.outcome != PASS and r.rank not in accounted]
+            return "; ".join([launchers] + ([fates_phrase(others)] if others else []))
         if all(r.outcome == PASS for r in self.ranks):
             return f"all {len(self.ranks)} ranks returned"
         return fates_phrase([r for r in self.ranks if r.outcome != PASS])
+
+    def _launchers_phrase(self) -> tuple[str, set[int]]:
+        """Exec mode: the launchers that failed the run, and what became of their ranks
+        (``launcher 0 raised ValueError: x before starting its ranks (ranks 0-7 never
+        started)``), with the ranks that says all there is about. A launcher whose ranks
+        failed is left to their fates (its spawn raised theirs), and one that is its host's
+        rank (no ``xmp.spawn``) is judged as that rank."""
+        as_rank = {r.pid for r in self.ranks if r.pid is not None}
+        groups: dict[str, tuple[list[int], list[int]]] = {}
+        for host in self.hosts:
+            if host.outcome == PASS or (host.pid is not None and host.pid in as_rank):
+                continue
+            mine = [r for r in self.ranks if r.host == host.rank]
+            if mine and all(r.never_started for r in mine):
+                how = " before starting {its} {noun} ({ranks} never started)"
+            elif mine and all(r.outcome == PASS for r in mine):
+                how = " after {its} {ranks} returned"
+            else:  # its ranks failed: it failed with them, and their fates say why
+                continue
+            launchers, ranks = groups.setdefault(host.summary() + how, ([], []))
+            launchers.append(host.rank)
+            ranks += [r.rank for r in mine]
+        phrases = [f"{ranks_phrase(launchers, 'launcher')} " + what.format(
+                       its="its" if len(launchers) == 1 else "their",
+                       noun="rank" if len(ranks) == 1 else "ranks", ranks=ranks_phrase(ranks))
+                   for what, (launchers, ranks) in groups.items()]
+        return "; ".join(phrases), {r for _, ranks in groups.values() for r in ranks}
 
     def describe(self) -> str:
         """The whole diagnosis, as ``harness exec`` and a failing pytest show it."""
