@@ -18,7 +18,8 @@ proves nothing), ``fail`` (with the first error line and its cause), ``hang``. T
 is printed, written as Markdown with ``--markdown PATH``, and with ``--write-readme``
 replaces the table between the conformance markers of the README's "Where the shim
 departs from torch_xla 2.9". Not part of the test suite: it needs the upstream sources,
-and ``absl-py`` in the harness's environment (most upstream files are absltests).
+and ``absl-py`` in the harness's environment (``pip install .[conformance]``: most upstream
+files are absltests).
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ AS_REAL = {
 #: Why a run failed, by the first error line, so a re-run after a fix is read at a glance.
 #: The first pattern that matches names the cause.
 CAUSES: tuple[tuple[str, str], ...] = (
-    (r"No module named 'absl'", "environment: absl-py is not installed (pip install absl-py)"),
+    (r"No module named 'absl'", "environment: absl-py is not installed (pip install harness[conformance])"),
     (r"No module named '(torch_xla[\w.]*)'", r"shim: module \1 is missing"),
     (r"cannot import name '(\w+)' from '(torch_xla[\w.]*)'", r"shim: \2.\1 is missing"),
     (r"module '(torch_xla[\w.]*)' has no attribute '(\w+)'", r"shim: \1.\2 is missing"),

@@ -72,7 +72,7 @@ def test_a_launcher_error_is_read_as_its_error_with_its_cause():
     ("RuntimeError: Rendezvous handler for xla:// already registered",
      "shim: torch_xla is imported a second time in the rank (bug 1)"),
     ("ModuleNotFoundError: No module named 'absl'",
-     "environment: absl-py is not installed (pip install absl-py)"),
+     "environment: absl-py is not installed (pip install harness[conformance])"),
     ("ZeroDivisionError: division by zero", ""),
 ])
 def test_causes_are_named_from_the_first_error_line(why, cause):
