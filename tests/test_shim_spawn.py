@@ -183,6 +183,10 @@ def test_exec_nprocs_1_runs_fn_0_in_the_launcher_as_a_world_of_one(tmp_path, how
         one = f"0 1 0 0 {h.rank} [1.0, 1.0] [b'x']"
         assert h.stdout.splitlines() == [one, one, f"refused: {ALREADY}"], h.stdout
     assert result.ranks == []  # no rank of the 4-rank world started
+    assert result.single_hosts == [0, 1]
+    assert result.detail() == ("no rank started: launchers 0-1 ran the script to its end "
+                               "(exit 0), each running the function itself as a world of one "
+                               "(xmp.spawn with nprocs=1)")
 
 
 # -- bug 5: one rank per host ------------------------------------------------------------

@@ -53,7 +53,7 @@ def world_result(life: Lifecycle, coordinator: Coordinator, duration: float) -> 
         dropped=coordinator.history.dropped if coordinator.history.dropped.count else None,
         mismatches=coordinator.mismatches + coordinator.findings(),
         hang_report=life.hang_report, duration_s=round(duration, 4), hosts=hosts,
-        leftovers=life.leftovers,
+        leftovers=life.leftovers, single_hosts=sorted(life.single),
         imported=sorted({name for u in (*life.ranks.values(), *life.hosts.values())
                          if u.result is not None for name in u.result.imported or ()}),
         files={r: life.files_of(r) for r in life.ranks} if life.watch and spec.mounts

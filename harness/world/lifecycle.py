@@ -101,6 +101,7 @@ class Lifecycle:
         self.deadlock_at: float | None = None
         #: exec mode: host -> guarded, for launchers that only wait for the ranks they spawned
         self.spawn_waiting: dict[int, bool] = {}
+        self.single: set[int] = set()  # exec mode: hosts whose launcher ran a world of one
 
     # -- starts and faults ------------------------------------------------------
     def started(self, pid: int | None, role: str, ident: int) -> None:
@@ -153,6 +154,11 @@ class Lifecycle:
             self.spawn_waiting[host] = msg.guarded
         else:
             self.spawn_waiting.pop(host, None)
+        if msg.single and host not in self.single:
+            self.single.add(host)
+            self.coordinator.record("spawn", detail={
+                "message": f"launcher {host} runs its function itself, as a world of one "
+                           "(xmp.spawn with nprocs=1)", "host": host})
 
     # -- exits ----------------------------------------------------------------
     def exited(self, unit: tuple[str, int], status: int) -> None:

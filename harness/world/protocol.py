@@ -99,10 +99,12 @@ class RankExit:
 class Spawning:
     """An exec-mode launcher's word on its ``xmp.spawn``: it now only waits for its ranks
     (``waiting``), or no longer does; ``guarded`` as a rank's collective (another thread or
-    a timer of the launcher could act)."""
+    a timer of the launcher could act); ``single``: it runs the function itself, as a world
+    of one (``nprocs=1``), and starts no rank."""
 
     waiting: bool
     guarded: bool = True
+    single: bool = False
 
 
 @dataclass(slots=True)
@@ -235,7 +237,7 @@ _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
     "promote": (Promote, {"rank": _I}),
     "stacks": (Stacks, {"stacks": _S}),
     "rank-exit": (RankExit, {"rank": _I, "status": _I}),
-    "spawning": (Spawning, {"waiting": _B, "guarded": _B}),
+    "spawning": (Spawning, {"waiting": _B, "guarded": _B, "single": _B}),
     "fault": (Fault, {"fault": _S, "index": _I0, "op": _S0, "path": _S0, "detail": (dict,)}),
     "hold": (Hold, {"src": _S, "dst": _S, "path": _S, "until": _S, "writer": _I0,
                     "delay_ms": (int, float), "copy": _B, "fault": _S0}),

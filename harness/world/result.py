@@ -100,6 +100,8 @@ class WorldResult:
     imported: list[str] = field(default_factory=list)
     #: what the bounded history left out of a long run (also a ``dropped`` event in it)
     dropped: Dropped | None = None
+    #: exec mode: hosts whose launcher ran its function as a world of one (``nprocs=1``)
+    single_hosts: list[int] = field(default_factory=list)
 
     @property
     def values(self) -> list[Any]:
@@ -110,8 +112,15 @@ class WorldResult:
         if self.outcome == HANG and self.hang_report:
             return self.hang_report
         if self.hosts and not self.ranks and self.outcome == PASS:
-            return (f"no rank started: {ranks_phrase([h.rank for h in self.hosts], 'launcher')} "
-                    "ran the script to its end (exit 0) without xmp.spawn or the XLA runtime")
+            launchers = ranks_phrase([h.rank for h in self.hosts], "launcher")
+            if self.single_hosts:
+                which = ("" if len(self.hosts) == 1 else "each " if len(self.single_hosts)
+                         == len(self.hosts) else ranks_phrase(self.single_hosts, "launcher") + " ")
+                return (f"no rank started: {launchers} ran the script to its end (exit 0), "
+                        f"{which}running the function itself as a world of one "
+                        "(xmp.spawn with nprocs=1)")
+            return (f"no rank started: {launchers} ran the script to its end (exit 0) "
+                    "without xmp.spawn or the XLA runtime")
         launchers, accounted = self._launchers_phrase()
         if launchers:
             others = [r for r in self.ranks if r.outcome != PASS and r.rank not in accounted]

@@ -138,6 +138,7 @@ def become_single() -> RankContext:
                             ("TPU_CHIPS_PER_PROCESS_BOUNDS", "1,1,1"),
                             ("TPU_PROCESS_BOUNDS", "1,1,1")):
             os.environ.setdefault(name, value)
+        _channel().notify({"type": "spawning", "waiting": False, "single": True})
     ctx.runtime_used = True
     return ctx
 
