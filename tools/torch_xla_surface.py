@@ -13,7 +13,8 @@ A module's public names are its ``__all__`` when it has one; otherwise what it
 defines at top level (functions, classes, assignments) whose name does not start
 with ``_``, and, in a package's ``__init__``, what it imports by name from
 torch_xla; a ``from X import *`` anywhere re-exports X's public names. Imported modules are
-recorded in ``ALIASES`` (``torch_xla.tpu`` is ``torch_xla._internal.tpu``).
+recorded in ``ALIASES`` (``torch_xla.tpu`` is ``torch_xla._internal.tpu``), and such a
+module is listed too.
 """
 
 from __future__ import annotations
@@ -134,7 +135,10 @@ def surface(wheel: str) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
         return result
 
     modules = {m: names_of(m) for m in sorted(trees) if _is_public(m)}
-    return modules, {k: v for k, v in sorted(aliases.items()) if k.rsplit(".", 1)[0] in modules}
+    aliases = {k: v for k, v in sorted(aliases.items()) if k.rsplit(".", 1)[0] in modules}
+    for target in aliases.values():  # a public name that is a private module makes it public
+        modules.setdefault(target, names_of(target))
+    return dict(sorted(modules.items())), aliases
 
 
 def main(wheel: str) -> None:
