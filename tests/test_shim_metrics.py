@@ -139,3 +139,9 @@ def test_torch_compile_openxla_runs_collectives_eagerly(n):
         assert obs["out2"] == [2.0 * sum(range(1, n + 1)) + 1] * 2
         assert obs["gathered"] == [float(r) for r in range(n)]
         assert obs["extracted"]
+
+
+def test_loader_batches_are_counted_transfers():
+    (obs,) = per_rank("loader_transfers", 1)
+    assert obs == {"batches": 3, "handles": 6, "transfers": 3, "bytes": 3 * (16 + 32),
+                   "moved_is_copy": True}

@@ -185,3 +185,18 @@ def compiled() -> dict[str, Any]:
     gathered = compiled_gather(torch.full((1,), float(me)))
     return {"out": out.tolist(), "out2": out2.tolist(), "gathered": gathered.tolist(),
             "extracted": (met.counter_value("DynamoExtractCompiledGraph") or 0) > 0, "n": n}
+
+
+def loader_transfers() -> dict[str, Any]:
+    """MpDeviceLoader moves each batch with send_cpu_data_to_device: one counted transfer each."""
+    import torch_xla
+    import torch_xla.debug.metrics as met
+    import torch_xla.distributed.parallel_loader as pl
+
+    met.clear_all()
+    batches = [(torch.ones(4), torch.zeros(4, dtype=torch.int64)) for _ in range(3)]
+    seen = list(pl.MpDeviceLoader(batches, torch_xla.device()))
+    outbound = met.metric_data("OutboundData")
+    return {"batches": len(seen), "handles": met.counter_value("CreateDataHandles"),
+            "transfers": met.metric_data("TransferToDeviceTime")[0],
+            "bytes": outbound[1], "moved_is_copy": seen[0][0] is not batches[0][0]}

@@ -560,12 +560,12 @@ def send_cpu_data_to_device(datas: Any, device: Any, input_sharding: Any = None)
         not_modelled("torch_xla.core.xla_model.send_cpu_data_to_device",
                      "input_sharding is SPMD")
     tt = _t.torch()
-    target = tt.device(device) if isinstance(device, str) and device.startswith("cpu") else \
-        torch_xla.device()
 
     def convert_fn(tensors: list[Any]) -> list[Any]:
+        # New device tensors: another buffer, outside the autograd graph, as on a TPU.
         start = time.perf_counter_ns()
-        moved = [t.to(target) for t in tensors]
+        with tt.no_grad():
+            moved = [t.detach().clone() for t in tensors]
         _metrics._transfer("to", tensors, time.perf_counter_ns() - start)
         return moved
 
