@@ -135,6 +135,16 @@ def test_stand_ins_subclass_and_introspect_as_a_script_needs(shim):
     assert issubclass(NotModelledError, NotImplementedError)
 
 
+def test_every_unmodelled_api_raises_the_one_error(shim):
+    import torch_xla.runtime as xr
+    from torch_xla._internal.surface import NotModelledError
+
+    with pytest.raises(NotModelledError, match=r"^torch_xla\.runtime\.use_spmd is not modelled by "
+                       r"the harness: .* \(it runs one process per chip, not SPMD\)$"):
+        xr.use_spmd()
+    assert shim.__version__ == "2.9.0+harness"
+
+
 def test_importing_the_shim_does_not_import_torch():
     code = textwrap.dedent(f"""
         import sys
