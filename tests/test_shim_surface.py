@@ -259,8 +259,9 @@ def test_pjrt_and_tpu(shim, monkeypatch):
     from torch_xla._internal import pjrt, tpu
     from torch_xla._internal.surface import NotModelledError
 
-    with pytest.raises(NotModelledError, match="run_multiprocess is not modelled"):
-        pjrt.run_multiprocess(print)
+    assert pjrt.run_multiprocess(lambda x, y=0: x + y, 40, y=2) == {0: 42}
+    with pytest.raises(NotModelledError, match="spawn_threads is not modelled"):
+        pjrt.spawn_threads(print)
     monkeypatch.setenv("TPU_PROCESS_BOUNDS", "2,2,1")
     monkeypatch.setenv("CLOUD_TPU_TASK_ID", "3")
     assert tpu.process_bounds_size() == 4 and tpu.task_id() == 3
@@ -330,3 +331,15 @@ def test_generator_reads_names_from_a_wheel(tmp_path):
         "torch_xla.torch_xla": {"sync": "function"},
     }
     assert aliases == {"torch_xla.tpu": "torch_xla._internal.tpu"}
+
+
+def test_the_finder_makes_modules_only_under_the_shim(shim):
+    """A finder left behind (a purged shim) never stands in for a torch_xla that is not there."""
+    _purge_shim()
+    sys.path.remove(SHIMS)
+    try:
+        assert importlib.util.find_spec("torch_xla") is None
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module("torch_xla.distributed.fsdp")
+    finally:
+        sys.path.insert(0, SHIMS)

@@ -17,6 +17,7 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -129,6 +130,16 @@ class _Absent(importlib.abc.Loader):
         complete(module)
 
 
+_SHIM_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _under_shim(module: Any) -> bool:
+    """Is ``module`` a package of this shim (a file of it, or a module made here)?"""
+    if isinstance(getattr(module, "__loader__", None), _Absent):
+        return True
+    return (getattr(module, "__file__", None) or "").startswith(_SHIM_DIR + os.sep)
+
+
 class SurfaceFinder(importlib.abc.MetaPathFinder):
     """First on ``sys.meta_path``; answers only for the real package's modules."""
 
@@ -151,6 +162,8 @@ class SurfaceFinder(importlib.abc.MetaPathFinder):
         if spec is not None and spec.loader is not None:
             spec.loader = _Completing(spec.loader)
             return spec
+        if not _under_shim(sys.modules.get(fullname.rpartition(".")[0])):
+            return None  # only under the shim's own package, never in place of a missing one
         return importlib.util.spec_from_loader(fullname, _Absent(),
                                                is_package=fullname in _PACKAGES)
 
