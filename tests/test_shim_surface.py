@@ -343,3 +343,21 @@ def test_the_finder_makes_modules_only_under_the_shim(shim):
             importlib.import_module("torch_xla.distributed.fsdp")
     finally:
         sys.path.insert(0, SHIMS)
+
+
+def test_the_cpp_bindings_scripts_call(shim):
+    """``torch_xla._XLAC``: what upstream scripts call on it works; the rest is a stand-in."""
+    import torch_xla.backends
+    import torch_xla.debug.metrics as met
+    from torch_xla._internal.surface import NotModelledError
+
+    assert torch_xla.backends.get_mat_mul_precision() == "default"
+    shim._XLAC._xla_set_mat_mul_precision("highest")  # test_mp_distributed_mm does
+    assert torch_xla.backends.get_mat_mul_precision() == "highest"
+    with pytest.raises(ValueError, match="Invalid precision: fast"):
+        torch_xla.backends.set_mat_mul_precision("fast")
+    shim._XLAC._xla_increment_counter("FakeCounter", 2)  # test_metrics does
+    assert met.counter_value("FakeCounter") == 2 and shim._XLAC._xla_counter_value("FakeCounter") == 2
+    assert shim._XLAC._xla_get_default_device() == "xla:0"
+    with pytest.raises(NotModelledError, match=r"torch_xla\._XLAC\._xla_get_tensor_id is not"):
+        shim._XLAC._xla_get_tensor_id(torch.ones(1))

@@ -50,6 +50,10 @@ def _own_getattr(name: str) -> object:
     # The version follows the installed runtime's profile, known only once one is.
     if name == "__version__":
         return "2.9.0+harness" if _link.profile() == "current" else "2.0.0+harness"
+    if name == "_XLAC":  # the C++ bindings: a module of the shim's
+        import importlib
+
+        return importlib.import_module("torch_xla._XLAC")
     if name == "eager_mode":
         from torch_xla.experimental.eager import eager_mode
 
