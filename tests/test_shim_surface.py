@@ -285,7 +285,7 @@ def test_torch_compile_openxla_in_a_world_of_one(shim):
     import torch_xla.core.xla_model as xm
     import torch_xla.debug.metrics as met
 
-    fn = torch.compile(lambda x: xm.all_reduce("sum", x * 2) + 1, backend="openxla")
+    fn = torch.compile(lambda x: xm.all_reduce("sum", x * 2) + 1, backend="openxla", fullgraph=True)
     assert fn(torch.ones(2)).tolist() == [3.0, 3.0]
     assert met.counter_value("DynamoExtractCompiledGraph") >= 1
 

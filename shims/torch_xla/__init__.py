@@ -46,6 +46,14 @@ from torch_xla._internal.imports import when_imported as _when_imported  # noqa:
 _when_imported("torch.distributed", _register_xla_backend)
 
 
+def _register_ops(_module: object) -> None:
+    import torch_xla._internal.ops  # noqa: F401 - the collectives as ops, for torch.compile
+
+
+# torch.compile traces the collectives as ops (see _internal/ops.py): registered with torch.
+_when_imported("torch", _register_ops)
+
+
 def _own_getattr(name: str) -> object:
     # The version follows the installed runtime's profile, known only once one is.
     if name == "__version__":

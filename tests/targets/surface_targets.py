@@ -178,8 +178,8 @@ def compiled() -> dict[str, Any]:
     def gather(x: torch.Tensor) -> torch.Tensor:
         return xm.all_gather(x, dim=0)
 
-    compiled_fn = torch.compile(fn, backend="openxla")
-    compiled_gather = torch.compile(gather, backend="openxla")
+    compiled_fn = torch.compile(fn, backend="openxla", fullgraph=True)
+    compiled_gather = torch.compile(gather, backend="openxla", fullgraph=True)
     out = compiled_fn(torch.full((2,), float(me)))
     out2 = compiled_fn(torch.full((2,), float(me + 1)))
     gathered = compiled_gather(torch.full((1,), float(me)))

@@ -214,6 +214,9 @@ def _always_allreduce() -> bool:
 def all_reduce(reduce_type: str, inputs: Any, scale: float = 1.0,
                groups: list[list[int]] | None = None, pin_layout: bool = True) -> Any:
     """Tensor: out of place, returns a new tensor. List: in place, returns the list."""
+    if _t.compiling() and _t.is_tensor(inputs):
+        return _t.torch().ops.harness_xla.all_reduce(inputs, reduce_type, float(scale),
+                                                     _t.encode_lists(groups), pin_layout)
     if link.world_size() == 1 and not _always_allreduce():
         return inputs.clone() if _t.is_tensor(inputs) else inputs
     if reduce_type not in _REDUCE_TYPES:
@@ -250,6 +253,9 @@ def all_gather(value: Any, dim: int = 0, groups: list[list[int]] | None = None,
                output: Any = None, pin_layout: bool = True, channel_id: int | None = None,
                use_global_device_ids: bool | None = None) -> Any:
     """Concatenation along ``dim`` in group order; ``output=`` is written and returned."""
+    if _t.compiling() and _t.is_tensor(value) and output is None:
+        return _t.torch().ops.harness_xla.all_gather(value, dim, _t.encode_lists(groups),
+                                                     pin_layout)
     if isinstance(value, list):  # a list only: the real one refuses a tuple (below)
         if pin_layout:
             raise RuntimeError("For xm.all_gather with list of tensors input, pin_layout=True "
@@ -307,6 +313,10 @@ def reduce_scatter(reduce_type: str, input: Any, scale: float, scatter_dim: int,
                    pin_layout: bool = True, channel_id: int | None = None,
                    use_global_device_ids: bool | None = None) -> Any:
     """Reduce across the group, then keep this rank's shard of ``scatter_dim``."""
+    if _t.compiling() and _t.is_tensor(input) and output is None:
+        return _t.torch().ops.harness_xla.reduce_scatter(
+            input, reduce_type, float(scale), scatter_dim, shard_count, _t.encode_lists(groups),
+            pin_layout)
     if isinstance(input, (list, tuple)):
         results = [reduce_scatter(reduce_type, t, scale, scatter_dim, shard_count, groups)
                    for t in input]
@@ -348,6 +358,10 @@ def reduce_scatter(reduce_type: str, input: Any, scale: float, scatter_dim: int,
 def all_to_all(value: Any, split_dimension: int, concat_dimension: int, split_count: int,
                groups: list[list[int]] | None = None, pin_layout: bool = True) -> Any:
     """Chunk j of every rank's value goes to the j-th rank of the group."""
+    if _t.compiling():
+        return _t.torch().ops.harness_xla.all_to_all(value, split_dimension, concat_dimension,
+                                                     split_count, _t.encode_lists(groups),
+                                                     pin_layout)
     group = _my_group(groups)
     if split_count != len(group):
         raise RuntimeError(f"all_to_all: split_count {split_count} does not match the "
@@ -371,6 +385,9 @@ def all_to_all(value: Any, split_dimension: int, concat_dimension: int, split_co
 
 def collective_permute(value: Any, pairs: list[list[int]]) -> Any:
     """Every ``[src, dst]`` pair sends src's value to dst; a rank no one sends to gets zeros."""
+    if _t.compiling():
+        return _t.torch().ops.harness_xla.collective_permute(
+            value, _t.encode_lists(pairs))
     world_size = link.world_size()
     for pair in pairs:
         if len(pair) != 2 or not all(0 <= p < world_size for p in pair):
