@@ -209,6 +209,13 @@ def test_rng_state_seeds_the_device_generator(shim):
     assert xm.get_rng_state() == 1234
 
 
+def test_is_xla_tensor_does_not_start_the_runtime(shim):
+    import torch_xla.core.xla_model as xm
+    from torch_xla._internal import runtime
+
+    assert xm.is_xla_tensor(torch.ones(1)) and not runtime.current().used()
+
+
 def test_device_helpers(shim):
     import torch_xla.core.xla_model as xm
 
