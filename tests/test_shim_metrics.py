@@ -42,8 +42,10 @@ EXPECTED_MULTI = {
     "reduce_scatter_out": {"xla::ReduceScatterOut": 1},
     "all_to_all": {"xla::AllToAll": 1},
     "collective_broadcast": {"xla::AllReduceInPlace": 1},
-    "rendezvous": {"xla::all_reduce": 2, "MarkStep": 3},
-    "rendezvous_empty": {"xla::all_reduce": 1, "MarkStep": 2},
+    # test_mesh_service: an empty payload is one transfer to the CPU (the size); a payload is
+    # that, the padding's sizes, and each rank's payload.
+    "rendezvous": {"xla::all_reduce": 2, "MarkStep": 3, "xla::_to_cpu": "5+n"},
+    "rendezvous_empty": {"xla::all_reduce": 1, "MarkStep": 2, "xla::_to_cpu": 1},
     "sync": {"MarkStep": 1},
     "mark_step": {"MarkStep": 1},
     "step": {"MarkStep": 2},  # one as the block starts, one as it ends
@@ -52,13 +54,16 @@ EXPECTED_MULTI = {
 # A world of one: all_reduce (and what is built on it) short-circuits; the other bindings
 # and the step markers count as at any size.
 EXPECTED_ONE = {**EXPECTED_MULTI, "all_reduce": {}, "all_reduce_scaled": {}, "all_reduce_list": {},
-                "all_gather": {}, "collective_broadcast": {}, "rendezvous": {"MarkStep": 3},
-                "rendezvous_empty": {"MarkStep": 2}}
+                "all_gather": {}, "collective_broadcast": {},
+                "rendezvous": {"MarkStep": 3, "xla::_to_cpu": "5+n"},
+                "rendezvous_empty": {"MarkStep": 2, "xla::_to_cpu": 1}}
 
 
 @pytest.mark.parametrize("n", [1, 2, 8])
 def test_each_collective_bumps_its_real_counter(n):
     expected = EXPECTED_ONE if n == 1 else EXPECTED_MULTI
+    expected = {call: {c: 5 + n if v == "5+n" else v for c, v in counters.items()}
+                for call, counters in expected.items()}
     for obs in per_rank("counters", n):
         assert obs["deltas"] == expected
 
@@ -75,7 +80,7 @@ def test_names_and_reports_follow_the_real_format():
     # torch::lazy's arena first (xla:: ops), then the runtime's (MarkStep, data handles).
     assert obs["names"] == ["xla::AllGather", "xla::AllGatherOut", "xla::AllReduce",
                             "xla::AllReduceInPlace", "xla::AllToAll", "xla::ReduceScatter",
-                            "xla::ReduceScatterOut", "xla::all_reduce",
+                            "xla::ReduceScatterOut", "xla::_to_cpu", "xla::all_reduce",
                             "CreateDataHandles", "MarkStep"]
     assert "Counter: xla::all_reduce\n  Value: 5\n" in obs["report"]
     assert obs["report"].index("Metric: LazyTracing") < obs["report"].index("Counter: xla::")

@@ -24,7 +24,7 @@ def _with(context: Any) -> None:
 
 COUNTERS = ["xla::all_reduce", "xla::AllReduce", "xla::AllReduceInPlace", "xla::AllGather",
             "xla::AllGatherOut", "xla::ReduceScatter", "xla::ReduceScatterOut", "xla::AllToAll",
-            "MarkStep", "CreateDataHandles"]
+            "MarkStep", "CreateDataHandles", "xla::_to_cpu"]
 
 
 def counters() -> dict[str, Any]:

@@ -461,11 +461,15 @@ def _exchange(payload: bytes, tag: str | None, **meta: Any) -> list[bytes]:
             gathered.append(bytes(data[offset:offset + size]))
             offset += size
     torch_xla.sync()
+    _metrics._count("xla::_to_cpu")  # max_size.item()
     if max(len(p) for p in gathered) < 1:
         return gathered
     if counted:
         _metrics._count("xla::all_reduce")  # the padded payloads
     torch_xla.sync()
+    # The padding's max_size.item() and size.item(), torch.split's int(max_size), sizes.cpu(),
+    # and each payload's .cpu().
+    _metrics._count("xla::_to_cpu", 4 + len(gathered))
     return gathered
 
 
