@@ -199,3 +199,13 @@ def test_run_multiprocess_returns_every_local_ranks_value(tmp_path):
     result = harness.run_world(argv=(str(script), "raise"), topology="1x2", timeout=60,
                                profile="current")
     assert [h.stdout for h in result.hosts] == ["TypeError `payload` must be bytes, not <class 'str'>\n"]
+
+
+def test_reduce_gradients_divides_by_the_world_size():
+    """The real xm.reduce_gradients scales by 1 / world size, groups or not; with
+    ALLREDUCE_GRADIENTS_BUCKET_SIZE_MB it all-reduces in buckets (one here: the grads are small)."""
+    for me, obs in enumerate(per_rank("reduce_gradients", 4)):
+        assert obs["world"] == ([[2.5, 2.5]] * 3, 1)
+        group_sum = 3.0 if me < 2 else 7.0
+        assert obs["groups"] == ([[group_sum / 4] * 2] * 3, 1)
+        assert obs["bucketed"] == ([[2.5, 2.5]] * 3, 1)

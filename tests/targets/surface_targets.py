@@ -200,3 +200,28 @@ def loader_transfers() -> dict[str, Any]:
     return {"batches": len(seen), "handles": met.counter_value("CreateDataHandles"),
             "transfers": met.metric_data("TransferToDeviceTime")[0],
             "bytes": outbound[1], "moved_is_copy": seen[0][0] is not batches[0][0]}
+
+
+def reduce_gradients() -> dict[str, Any]:
+    """xm.reduce_gradients: the mean over the world, in groups or not, bucketed or not."""
+    import os
+
+    import torch_xla.core.xla_model as xm
+    import torch_xla.debug.metrics as met
+    import torch_xla.runtime as xr
+
+    me = xr.global_ordinal()
+    obs: dict[str, Any] = {}
+    for name, groups, bucket in (("world", None, None), ("groups", [[0, 1], [2, 3]], None),
+                                 ("bucketed", None, "1")):
+        params = [torch.nn.Parameter(torch.zeros(2)) for _ in range(3)]
+        for p in params:
+            p.grad = torch.full((2,), float(me + 1))
+        if bucket:
+            os.environ["ALLREDUCE_GRADIENTS_BUCKET_SIZE_MB"] = bucket
+        before = met.counter_value("xla::AllReduceInPlace") or 0
+        xm.reduce_gradients(torch.optim.SGD(params, lr=0.1), groups=groups)
+        os.environ.pop("ALLREDUCE_GRADIENTS_BUCKET_SIZE_MB", None)
+        obs[name] = ([p.grad.tolist() for p in params],
+                     (met.counter_value("xla::AllReduceInPlace") or 0) - before)
+    return obs

@@ -524,7 +524,8 @@ def do_on_ordinals(target: Callable[..., Any], data: Any = (),
 
 def reduce_gradients(optimizer: Any, groups: list[list[int]] | None = None,
                      pin_layout: bool = True) -> None:
-    count = len(groups[0]) if groups else link.world_size()
+    # The world size, with groups or without, as the real one scales (not the group's size).
+    count = link.world_size()
     if count > 1:
         gradients = [p.grad for group in optimizer.param_groups for p in group["params"]
                      if p.grad is not None]
