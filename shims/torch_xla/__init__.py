@@ -50,8 +50,9 @@ def _register_ops(_module: object) -> None:
     import torch_xla._internal.ops  # noqa: F401 - the collectives as ops, for torch.compile
 
 
-# torch.compile traces the collectives as ops (see _internal/ops.py): registered with torch.
-_when_imported("torch", _register_ops)
+# torch.compile traces the collectives as ops (see _internal/ops.py): registered when dynamo
+# is first imported (torch.compile imports it), not with torch, which many ranks never compile.
+_when_imported("torch._dynamo", _register_ops)
 
 
 def _own_getattr(name: str) -> object:

@@ -14,8 +14,6 @@ the shim has no file for (``torch_xla.distributed.fsdp``, ``torch_xla.stablehlo`
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -104,7 +102,7 @@ def complete(module: Any) -> None:
         module.__getattr__ = module_getattr(module.__name__, own)
 
 
-class _Completing(importlib.abc.Loader):
+class _Completing:  # a loader (importlib.abc is not imported: it costs every rank ~8 ms)
     def __init__(self, loader: Any) -> None:
         self.loader = loader
 
@@ -119,7 +117,7 @@ class _Completing(importlib.abc.Loader):
         return getattr(self.loader, name)
 
 
-class _Absent(importlib.abc.Loader):
+class _Absent:  # a loader
     """Makes a real module the shim has no file for: all stand-ins."""
 
     def create_module(self, spec: Any) -> Any:
@@ -140,7 +138,7 @@ def _under_shim(module: Any) -> bool:
     return (getattr(module, "__file__", None) or "").startswith(_SHIM_DIR + os.sep)
 
 
-class SurfaceFinder(importlib.abc.MetaPathFinder):
+class SurfaceFinder:  # a meta-path finder
     """First on ``sys.meta_path``; answers only for the real package's modules."""
 
     _torch_xla_surface = True

@@ -3,17 +3,15 @@ in torch_xla 2.9 (environment flags, nested-structure walks, synthetic data, tim
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import os
-import shutil
-import socket
 import sys
-import tempfile
 import time
 from collections.abc import Callable
-from concurrent import futures
 from typing import Any
+
+# shutil, socket, tempfile and concurrent.futures are imported where used: every rank
+# imports this module (through xm), few call those helpers.
 
 
 class Cleaner:
@@ -44,6 +42,9 @@ class TmpFolder:
     """A temporary directory removed when the object is collected."""
 
     def __init__(self) -> None:
+        import shutil
+        import tempfile
+
         self.name = tempfile.mkdtemp()
         self.cleaner = Cleaner(lambda: shutil.rmtree(self.name))
 
@@ -245,6 +246,9 @@ def timed(fn: Callable[[], Any], msg: str = "", printfn: Callable[..., None] | N
 
 
 def get_free_tcp_ports(n: int = 1) -> list[int]:
+    import contextlib
+    import socket
+
     ports = []
     for _ in range(n):
         with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
@@ -255,6 +259,8 @@ def get_free_tcp_ports(n: int = 1) -> list[int]:
 
 def parallel_work(num_workers: int, fn: Callable[..., Any], *args: Any) -> list[Any]:
     """``fn`` over ``args`` on a thread pool; a worker's exception is re-raised."""
+    from concurrent import futures
+
     with futures.ThreadPoolExecutor(max_workers=num_workers) as executor:
         return list(executor.map(fn, *args))
 
