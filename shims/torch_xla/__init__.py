@@ -11,11 +11,26 @@ itself is imported only when a tensor is touched. Departures from torch_xla
 import os as _os
 
 from torch_xla._internal import link as _link
+from torch_xla._internal import surface as _surface
 
 # The real package selects a device when imported; a harness world is a TPU.
 _os.environ.setdefault("PJRT_DEVICE", "TPU")
 
-from torch_xla.torch_xla import device, devices, launch, sync  # noqa: E402
+# Every public module and name of the real package imports under the shim (what the
+# shim does not model raises NotModelledError naming itself when used).
+_surface.install()
+
+from torch_xla.torch_xla import (  # noqa: E402, F401 - the public API
+    compile,
+    device,
+    device_count,
+    devices,
+    launch,
+    manual_seed,
+    real_devices,
+    step,
+    sync,
+)
 
 
 def _register_xla_backend(_module: object) -> None:
@@ -31,11 +46,28 @@ from torch_xla._internal.imports import when_imported as _when_imported  # noqa:
 _when_imported("torch.distributed", _register_xla_backend)
 
 
-def __getattr__(name: str) -> str:
+def _register_ops(_module: object) -> None:
+    import torch_xla._internal.ops  # noqa: F401 - the collectives as ops, for torch.compile
+
+
+# torch.compile traces the collectives as ops (see _internal/ops.py): registered when dynamo
+# is first imported (torch.compile imports it), not with torch, which many ranks never compile.
+_when_imported("torch._dynamo", _register_ops)
+
+
+def _own_getattr(name: str) -> object:
     # The version follows the installed runtime's profile, known only once one is.
     if name == "__version__":
         return "2.9.0+harness" if _link.profile() == "current" else "2.0.0+harness"
+    if name == "_XLAC":  # the C++ bindings: a module of the shim's
+        import importlib
+
+        return importlib.import_module("torch_xla._XLAC")
+    if name == "eager_mode":
+        from torch_xla.experimental.eager import eager_mode
+
+        return eager_mode
     raise AttributeError(f"module 'torch_xla' has no attribute {name!r}")
 
 
-__all__ = ["device", "devices", "launch", "sync", "__version__"]
+__getattr__ = _surface.module_getattr(__name__, _own_getattr)

@@ -10,6 +10,7 @@ import os
 
 from torch_xla._internal import link
 from torch_xla._internal import runtime as _runtime
+from torch_xla._internal.surface import not_modelled
 
 
 def device_type() -> str | None:
@@ -83,7 +84,7 @@ def is_spmd() -> bool:
 
 
 def use_spmd(auto: bool | None = False) -> None:
-    raise NotImplementedError("the harness shim emulates one process per chip; SPMD is not modelled")
+    not_modelled("torch_xla.runtime.use_spmd", "it runs one process per chip, not SPMD")
 
 
 def get_master_ip() -> str:

@@ -1,7 +1,9 @@
-"""``torch_xla.device()``, ``torch_xla.sync()`` and ``torch_xla.launch()``."""
+"""``torch_xla.device()``, ``torch_xla.sync()``, ``torch_xla.step()``/``compile()``,
+``torch_xla.manual_seed()`` and ``torch_xla.launch()``."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -23,9 +25,54 @@ def devices() -> list[Any]:
     return [device()]
 
 
+def real_devices() -> list[str]:
+    """The process's one chip, as PJRT names it (``TPU:<global ordinal>``)."""
+    from torch_xla.core import xla_model as xm
+
+    return xm.xla_real_devices()
+
+
+def device_count() -> int:
+    return len(real_devices())
+
+
 def sync(wait: bool = False, reset_scope: bool = True) -> None:
-    """A step marker. CPU tensors are always materialised, so nothing waits."""
+    """A step marker: counted (``MarkStep``), then the step closures run, as in the real one.
+    CPU tensors are always materialised, so nothing waits."""
+    from torch_xla.core import xla_model as xm
+    from torch_xla.debug import metrics
+
     link.use()
+    metrics._count("MarkStep")
+    xm._run_step_closures()
+
+
+def step() -> Any:
+    """``with torch_xla.step():`` a step marker before and after the block."""
+    return compile()
+
+
+def compile(f: Callable[..., Any] | None = None, full_graph: bool | None = False,
+            name: str | None = None, max_different_graphs: int | None = None) -> Any:
+    """The real one traces ``f`` lazily between two step markers; the shim runs it eagerly
+    between the same two markers (``full_graph`` and ``max_different_graphs`` are not checked:
+    nothing is traced)."""
+
+    @contextlib.contextmanager
+    def _compile() -> Any:
+        sync()
+        try:
+            yield
+        finally:
+            sync()
+
+    return _compile() if f is None else _compile()(f)
+
+
+def manual_seed(seed: int, device: Any = None) -> None:
+    from torch_xla.core import xla_model as xm
+
+    xm.set_rng_state(seed, device)
 
 
 def launch(fn: Callable[..., Any], args: tuple[Any, ...] = (), start_method: str = "spawn",

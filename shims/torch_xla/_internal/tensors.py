@@ -17,6 +17,22 @@ def is_tensor(value: Any) -> bool:
     return mod is not None and isinstance(value, mod.Tensor)
 
 
+def compiling() -> bool:
+    """Is dynamo tracing the caller? (``torch.compile``: the collectives become graph ops.)"""
+    mod = sys.modules.get("torch")
+    return mod is not None and mod.compiler.is_compiling()
+
+
+def encode_lists(lists: Any) -> str:
+    """Replica groups or pairs as a string a torch op can take ("0,1;2,3"); plain string
+    operations, which dynamo traces (json does not)."""
+    return ";".join(",".join(str(int(x)) for x in inner) for inner in lists or [])
+
+
+def decode_lists(text: str) -> list[list[int]]:
+    return [[int(x) for x in inner.split(",") if x] for inner in text.split(";")] if text else []
+
+
 def dtype_name(t: Any) -> str:
     return str(t.dtype).removeprefix("torch.")
 

@@ -8,8 +8,9 @@ The semantics are torch_xla 2.9's, observable step by step:
 - every batch is moved to the device the way ``xm.send_cpu_data_to_device``
   moves it: each plain CPU ``torch.Tensor`` in the (nested) batch becomes a
   new tensor (a copy, outside autograd), tuples become lists, dicts and sets
-  are rebuilt, an object met twice is converted once, anything else (a
-  Parameter, a number, a string) passes through unchanged;
+  are rebuilt, an object met twice is converted once, any other object with a
+  ``__dict__`` (a Parameter too) is shallow-copied, anything else (a number,
+  a string) passes through unchanged (it is ``xm.send_cpu_data_to_device``);
 - ``next()`` calls ``torch_xla.sync()`` once every ``batches_per_execution``
   batches with the real counter (with 1, before every batch, the first one
   included), and once more when the loader is exhausted;
@@ -43,6 +44,7 @@ from typing import Any
 
 import torch
 import torch_xla
+import torch_xla.core.xla_model as xm
 
 logger = logging.getLogger(__name__)
 
@@ -55,40 +57,6 @@ def _device_key(device: Any) -> Any:
     if dev.type == "xla" and dev.index in (None, 0):
         return torch_xla.device()
     return dev
-
-
-def _to_device(batch: Any) -> Any:
-    """``xm.send_cpu_data_to_device`` on a CPU device: copy every plain CPU tensor."""
-    converted: dict[int, Any] = {}
-
-    def walk(value: Any) -> Any:
-        done = converted.get(id(value))
-        if done is not None:
-            return done
-        if type(value) is torch.Tensor and value.device.type == "cpu":
-            result: Any = value.detach().clone()
-            converted[id(value)] = result
-        elif isinstance(value, dict):
-            result = {}
-            converted[id(value)] = result
-            for k, v in value.items():
-                result[walk(k)] = walk(v)
-        elif isinstance(value, set):
-            result = set()
-            converted[id(value)] = result
-            for x in value:
-                result.add(walk(x))
-        elif isinstance(value, (list, tuple)):
-            result = []
-            converted[id(value)] = result
-            for x in value:
-                result.append(walk(x))
-        else:
-            result = value
-        return result
-
-    with torch.no_grad():
-        return walk(batch)
 
 
 class PerDeviceLoader:
@@ -195,9 +163,9 @@ class ParallelLoader:
                 missing = [k for k in batch if k not in self._input_sharding]
                 if self._input_sharding and missing:
                     raise KeyError(f"Keys: {missing} are missing from input_sharding.")
-                result.append(_to_device(batch))
+                result.extend(xm.send_cpu_data_to_device([batch], device))
             return result
-        return [_to_device(b) for b in batches]
+        return xm.send_cpu_data_to_device(batches, device)
 
     # -- internals -----------------------------------------------------------
     def _take_exception(self) -> BaseException | None:

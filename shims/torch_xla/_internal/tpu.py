@@ -1,0 +1,92 @@
+"""``torch_xla._internal.tpu``: the TPU host as the rank's environment describes it.
+
+What the real module reads from the environment (``TPU_PROCESS_BOUNDS``,
+``CLOUD_TPU_TASK_ID``) is read the same way; what it reads from PCI devices
+(chips) or the GCE metadata server (worker id) is the harness topology's
+(ranks per host, host index). What needs the metadata server's accelerator
+type (``version``, ``get_tpu_env``, worker IPs, topology set-up) is not modelled.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from typing import NamedTuple, TypedDict
+
+from torch_xla._internal import link
+from torch_xla.core import xla_env_vars as xenv
+from torch_xla.utils import utils as xu
+
+
+class TpuEnv(TypedDict):
+    ACCELERATOR_TYPE: str
+    TPU_PROCESS_BOUNDS: str
+    TPU_CHIPS_PER_HOST_BOUNDS: str
+    WORKER_ID: int
+
+
+class MeshShape(NamedTuple):
+    """A TPU mesh shape ('2,2,1')."""
+
+    x: int
+    y: int
+    z: int
+
+    @classmethod
+    def from_string(cls, mesh: str) -> MeshShape:
+        dims = tuple(int(d) for d in mesh.split(","))
+        if len(dims) != 3:
+            raise ValueError(f"Mesh shape '{mesh}' should be length 3")
+        return MeshShape(*dims)
+
+    @property
+    def size(self) -> int:
+        return functools.reduce(operator.mul, self)
+
+    def __mul__(self, other: object) -> MeshShape:  # type: ignore[override]
+        return MeshShape(*(d1 * d2 for d1, d2 in zip(self, other)))  # type: ignore[call-overload]
+
+
+def process_bounds_size() -> int | None:
+    """Processes across all TPU hosts, or None if unknown."""
+    bounds = xu.getenv_as(xenv.TPU_PROCESS_BOUNDS, str)
+    return MeshShape.from_string(bounds).size if bounds else None
+
+
+def num_available_chips() -> int:
+    """The chips of this host: its ranks, one per chip."""
+    return link.use().ranks_per_host()
+
+
+def num_logical_cores_per_chip() -> int:
+    """One XLA device per chip (v4 and later, which is what the harness models)."""
+    return 1
+
+
+def num_available_devices() -> int:
+    return num_available_chips() * num_logical_cores_per_chip()
+
+
+def num_local_processes() -> int:
+    local_chips = num_available_chips()
+    total = process_bounds_size()
+    return local_chips if not total else min(local_chips, total)
+
+
+def num_tpu_workers() -> int:
+    """The hosts of the slice."""
+    runtime = link.use()
+    return runtime.world_size() // max(1, runtime.ranks_per_host())
+
+
+def num_expected_global_devices() -> int:
+    return num_available_devices() * num_tpu_workers()
+
+
+def task_id() -> int | None:
+    return xu.getenv_as(xenv.CLOUD_TPU_TASK_ID, int)
+
+
+def worker_id() -> int:
+    """This host's index in the slice."""
+    return link.host_index()
