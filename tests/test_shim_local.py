@@ -247,6 +247,11 @@ def test_to_the_device_copies_as_a_transfer_to_a_tpu_does(shim):
         assert moved.data_ptr() != ones.data_ptr() and moved.device.type == "cpu"
     assert ones.to(torch.float64).dtype == torch.float64  # other moves are untouched
     assert ones.to("cpu") is ones
+    from torch_xla.debug import metrics
+
+    before = metrics.counter_value("CreateDataHandles")
+    ones.to(device)
+    assert metrics.counter_value("CreateDataHandles") == before + 1  # counted as a transfer
     grad = torch.ones(2, requires_grad=True)
     assert grad.to(device).grad_fn is not None  # a transfer is differentiable, as the real one
     model = torch.nn.Linear(2, 2)

@@ -14,6 +14,7 @@ the README).
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 _device: Any = None  # the one device object torch_xla.device() hands out
@@ -56,12 +57,18 @@ def install() -> None:
     _real_to = real = torch.Tensor.to
 
     def to(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if (args and _to_device(args[0])) or _to_device(kwargs.get("device")):
-            args = tuple(_cpu(a) for a in args[:1]) + args[1:]
-            if "device" in kwargs:
-                kwargs["device"] = _cpu(kwargs["device"])
-            kwargs["copy"] = True
-        return real(self, *args, **kwargs)
+        if not ((args and _to_device(args[0])) or _to_device(kwargs.get("device"))):
+            return real(self, *args, **kwargs)
+        from torch_xla.debug import metrics
+
+        args = tuple(_cpu(a) for a in args[:1]) + args[1:]
+        if "device" in kwargs:
+            kwargs["device"] = _cpu(kwargs["device"])
+        kwargs["copy"] = True
+        start = time.perf_counter_ns()
+        moved = real(self, *args, **kwargs)
+        metrics._transfer("to", [moved], time.perf_counter_ns() - start)  # one, as a real one
+        return moved
 
     to.__doc__ = real.__doc__
     torch.Tensor.to = to  # type: ignore[method-assign]
