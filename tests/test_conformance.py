@@ -196,3 +196,17 @@ def test_an_import_errors_path_on_this_machine_is_left_out():
            "starting its ranks (ranks 0-1 never started)\n")
     run = conformance.classify("test/pjrt/test_ddp.py", "1x2", out, 1)
     assert run.why == "ImportError: cannot import name 'pjrt' from 'torch_xla._internal'"
+
+
+def test_ranks_raising_inside_a_test_that_expects_it_is_the_runners_pass():
+    """Upstream's test_rendezvous_string_payload asserts that run_multiprocess raises the
+    rank's TypeError: the harness reports the rank's ERROR, the runner says OK."""
+    detail = ("rank 0 raised TypeError: `payload` must be bytes, not <class 'str'>; "
+              f"launcher 0 exited 0 all the same ({conformance.CAUGHT})")
+    out = TABLE + f"ERROR: {detail}\n" + unittest_tail(7, "OK")
+    run = conformance.classify("test/pjrt/test_mesh_service.py", "1x1", out, 1)
+    assert run.status == "pass", run
+    assert run.note == ("ranks raised as its tests expected: TypeError: `payload` must be "
+                        "bytes, not <class 'str'>")
+    failing = TABLE + f"ERROR: {detail}\n" + unittest_tail(7, "FAILED (failures=1)")
+    assert conformance.classify("test/x.py", "1x1", failing, 1).status == "fail"

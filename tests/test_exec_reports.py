@@ -25,7 +25,7 @@ import torch_xla.distributed.xla_multiprocessing as xmp
 
 def _mp_fn(index):
     xm.rendezvous("sync")
-    if sys.argv[1] == "ranks-raise":
+    if sys.argv[1] in ("ranks-raise", "catches"):
         raise ValueError("rank %d refuses" % (index % 2))
 
 if __name__ == "__main__":
@@ -41,6 +41,11 @@ if __name__ == "__main__":
         raise ValueError("the rank refuses")
     if mode == "host-1-skips" and os.environ["TPU_WORKER_ID"] == "1":
         sys.exit(0)
+    if mode == "catches":  # a test that expects its ranks to raise: spawn re-raises, it catches
+        try:
+            xmp.spawn(_mp_fn, args=())
+        except ValueError:
+            sys.exit(0)
     xmp.spawn(_mp_fn)
     if mode == "exit-true-after":  # unittest.main() ends so when a test failed
         sys.exit(True)
@@ -144,3 +149,15 @@ def test_exec_prints_the_launchers_error_as_the_reason(script):
             "ranks (ranks 0-7 never started)") in flat
     assert "ranks 0-7 raised" not in flat
     assert flat.count("traceback of") == 1
+
+
+def test_ranks_that_raised_in_a_launcher_that_caught_it_say_the_launcher_went_on(script):
+    """The ranks' error is the run's (ERROR), and the line says the script caught what its
+    spawn raised: "all the same" is why the launcher's exit 0 is no contradiction."""
+    result = _world(script, "catches")
+    assert result.outcome == ERROR, result.describe()
+    assert [h.outcome for h in result.hosts] == [PASS, PASS]
+    assert result.detail() == ("ranks 0,2 raised ValueError: rank 0 refuses; "
+                               "ranks 1,3 raised ValueError: rank 1 refuses; launchers 0-1 "
+                               "exited 0 all the same (the script caught what its xmp.spawn "
+                               "raised)")

@@ -127,7 +127,11 @@ class WorldResult:
             return "; ".join([launchers] + ([fates_phrase(others)] if others else []))
         if all(r.outcome == PASS for r in self.ranks):
             return f"all {len(self.ranks)} ranks returned"
-        return fates_phrase([r for r in self.ranks if r.outcome != PASS])
+        fates = fates_phrase([r for r in self.ranks if r.outcome != PASS])
+        if self.hosts and all(h.outcome == PASS for h in self.hosts):
+            fates += (f"; {ranks_phrase([h.rank for h in self.hosts], 'launcher')} exited 0 "
+                      f"all the same ({CAUGHT})")
+        return fates
 
     def _launchers_phrase(self) -> tuple[str, set[int]]:
         """Exec mode: the launchers that failed the run, and what became of their ranks
@@ -161,6 +165,11 @@ class WorldResult:
         from harness.reports.diagnosis import describe  # presentation lives with the reports
 
         return describe(self)
+
+
+#: what a launcher that exits 0 after its ranks failed did: ``xmp.spawn`` re-raises the first
+#: failure, so the script caught it (a test that expects a rank to raise, for one)
+CAUGHT = "the script caught what its xmp.spawn raised"
 
 
 def fates_phrase(ranks: list[RankResult]) -> str:
