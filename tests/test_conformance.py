@@ -210,3 +210,12 @@ def test_ranks_raising_inside_a_test_that_expects_it_is_the_runners_pass():
                         "bytes, not <class 'str'>")
     failing = TABLE + f"ERROR: {detail}\n" + unittest_tail(7, "FAILED (failures=1)")
     assert conformance.classify("test/x.py", "1x1", failing, 1).status == "fail"
+
+
+def test_a_failure_the_real_runtime_has_at_one_world_size_only_is_fidelity_there_only():
+    """all_reduce is a no-op in a world of one on a real chip (scale included), so upstream's
+    bucketed all_reduce test fails there on a TPU too; at 8 the same line is a failure."""
+    file = "test/torch_distributed/test_torch_distributed_bucketed_all_reduce_xla_backend.py"
+    out = TABLE + "ERROR: rank 0 raised AssertionError: \n"
+    assert conformance.classify(file, "1x1", out, 1).status == "as 2.9"
+    assert conformance.classify(file, "single-host-8", out, 1).status == "fail"
