@@ -218,12 +218,17 @@ class Resolution:
     def _whited_out_above(self, r: Resolved) -> bool:
         if not r.whiteout:
             return False
-        root = whiteout_root(self.sandbox, r.mount, r.key)
-        parent = os.path.dirname(r.whiteout)
-        while len(parent) > len(root):
-            if machine.exists(parent) and not machine.is_dir(parent):
+        root = whiteout_root(self.sandbox, r.mount, r.key).rstrip("/")
+        parts = r.whiteout[len(root):].strip("/").split("/")[:-1]
+        # From the top down: below an ancestor the whiteouts do not have, none can be
+        # (most lookups end at the first, where upwards cost an lstat per level).
+        ancestor = root
+        for part in parts:
+            ancestor += "/" + part
+            if not machine.exists(ancestor):
+                return False
+            if not machine.is_dir(ancestor):
                 return True
-            parent = os.path.dirname(parent)
         return False
 
     def _write_location(self, r: Resolved, keep_content: bool, staged: bool = True) -> str:
