@@ -144,6 +144,12 @@ def test_torch_compile_openxla_runs_collectives_eagerly(n):
         assert obs["out2"] == [2.0 * sum(range(1, n + 1)) + 1] * 2
         assert obs["gathered"] == [float(r) for r in range(n)]
         assert obs["extracted"]
+        assert obs["executed"] == 3  # each run of a compiled graph is one execution
+
+
+def test_eager_mode_counts_each_collective_as_an_executed_op():
+    for obs in per_rank("eager_collectives", 2):
+        assert obs["counts"] == [0, 1]
 
 
 def test_loader_batches_are_counted_transfers():

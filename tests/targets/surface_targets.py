@@ -180,11 +180,29 @@ def compiled() -> dict[str, Any]:
 
     compiled_fn = torch.compile(fn, backend="openxla", fullgraph=True)
     compiled_gather = torch.compile(gather, backend="openxla", fullgraph=True)
+    met.clear_all()
     out = compiled_fn(torch.full((2,), float(me)))
     out2 = compiled_fn(torch.full((2,), float(me + 1)))
     gathered = compiled_gather(torch.full((1,), float(me)))
     return {"out": out.tolist(), "out2": out2.tolist(), "gathered": gathered.tolist(),
-            "extracted": (met.counter_value("DynamoExtractCompiledGraph") or 0) > 0, "n": n}
+            "extracted": (met.counter_value("DynamoExtractCompiledGraph") or 0) > 0, "n": n,
+            "executed": (met.metric_data("ExecuteTime") or [0])[0]}
+
+
+def eager_collectives() -> dict[str, Any]:
+    """In eager mode every collective is an op executed at once (upstream's
+    test_eager_all_reduce_in_place counts them); in the default mode none is."""
+    import torch_xla
+    import torch_xla.core.xla_model as xm
+    import torch_xla.debug.metrics as met
+
+    counts = []
+    for eager in (False, True):
+        torch_xla.experimental.eager_mode(eager)
+        met.clear_all()
+        xm.all_reduce(xm.REDUCE_SUM, [torch.ones(1), torch.ones(1, dtype=torch.int32)])
+        counts.append((met.metric_data("EagerOpExecuteTime") or [0])[0])
+    return {"counts": counts}
 
 
 def loader_transfers() -> dict[str, Any]:

@@ -16,7 +16,12 @@ from torch_xla.debug import metrics as _metrics
 
 def extract_compiled_graph(xla_model: Any, xla_args: Any) -> Callable[..., Any]:
     _metrics._count("DynamoExtractCompiledGraph")
-    return xla_model
+
+    def run(*args: Any) -> Any:
+        with _metrics._timed("ExecuteTime"):  # one execution of the compiled graph
+            return xla_model(*args)
+
+    return run
 
 
 def is_xla_tensor(tensor: Any) -> bool:

@@ -15,8 +15,13 @@ names, bumped where the real C++ bumps them, for what the shim models:
   ``xm.save``/``mesh_reduce``/``do_on_ordinals`` bringing tensors back):
   ``TransferToDeviceTime``/``OutboundData``/``CreateDataHandles`` and
   ``TransferFromDeviceTime``/``InboundData``;
-- compilations and executions: none (nothing is compiled), so ``CompileTime``
-  and ``ExecuteTime`` have no samples and, as a real counter at zero, are absent.
+- executions: ``ExecuteTime``, one sample each time a graph ``torch.compile``
+  (``openxla``) traced runs, and ``EagerOpExecuteTime``, one per collective in
+  eager mode (``torch_xla.experimental.eager_mode(True)``), as the real ones
+  execute; the lazy tensors of the real default mode are not modelled, so a step
+  marker executes nothing;
+- compilations: none (nothing is compiled), so ``CompileTime`` has no samples and,
+  as a real counter at zero, is absent.
 
 As in the real one, a counter at zero or a metric without samples is left out
 of the names and the reports, and ``counter_value``/``metric_data`` return None.
@@ -29,7 +34,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 _LOCK = threading.Lock()
 _MAX_SAMPLES = int(os.environ.get("XLA_METRICS_SAMPLES", "1024"))
@@ -141,7 +146,8 @@ def _counter_report(name: str, value: int) -> str:
 # (XLA_COUNTER: MarkStep, transfers, compile and execute times).
 _LAZY, _RUNTIME = _Arena(), _Arena()
 _TIME_METRICS = {"LazyTracing": _LAZY, "TransferToDeviceTime": _RUNTIME,
-                 "TransferFromDeviceTime": _RUNTIME}
+                 "TransferFromDeviceTime": _RUNTIME, "ExecuteTime": _RUNTIME,
+                 "EagerOpExecuteTime": _RUNTIME}
 _BYTES_METRICS = {"OutboundData": _RUNTIME, "InboundData": _RUNTIME}
 _RUNTIME_COUNTERS = frozenset({"MarkStep", "CreateDataHandles"})
 
@@ -180,8 +186,12 @@ def _timed(name: str) -> Iterator[None]:
 def _traced_collective(fn_name: str) -> Iterator[None]:
     """TORCH_LAZY_FN_COUNTER_TIMED_TRACING("xla::") in the real binding named ``fn_name``."""
     _count(f"xla::{fn_name}")
-    with _timed("LazyTracing"):
-        yield
+    from torch_xla.experimental.eager import is_eager_mode
+
+    # In eager mode the real one executes the op at once: one execution per collective.
+    with _timed("EagerOpExecuteTime") if is_eager_mode() else nullcontext():
+        with _timed("LazyTracing"):
+            yield
 
 
 def _transfer(direction: str, tensors: list, elapsed_ns: float) -> None:
