@@ -274,6 +274,15 @@ def test_pjrt_and_tpu(shim, monkeypatch):
     assert tpu.process_bounds_size() == 4 and tpu.task_id() == 3
     assert tpu.MeshShape.from_string("2,2,1").size == 4
     assert (tpu.num_available_chips(), tpu.worker_id(), tpu.num_tpu_workers()) == (1, 0, 1)
+    # tpu-env is what the host's environment says (a harness host carries the topology's)
+    for accelerator, version, kind in (("v4-64", 4, "v4"), ("v6e-256", 6, "v6e"),
+                                       ("v5litepod-16", 5, "v5litepod")):
+        monkeypatch.setenv("TPU_ACCELERATOR_TYPE", accelerator)
+        assert (tpu.version(), tpu.get_tpu_type()) == (version, kind)
+        assert tpu.get_tpu_env()["ACCELERATOR_TYPE"] == accelerator
+    monkeypatch.setenv("TPU_ACCELERATOR_TYPE", "gpu-8")
+    with pytest.raises(OSError, match="Failed to parse TPU version from metadata"):
+        tpu.version()
 
 
 def test_profiler_step_trace_is_a_step_marker(shim):

@@ -3,14 +3,17 @@
 What the real module reads from the environment (``TPU_PROCESS_BOUNDS``,
 ``CLOUD_TPU_TASK_ID``) is read the same way; what it reads from PCI devices
 (chips) or the GCE metadata server (worker id) is the harness topology's
-(ranks per host, host index). What needs the metadata server's accelerator
-type (``version``, ``get_tpu_env``, worker IPs, topology set-up) is not modelled.
+(ranks per host, host index). The metadata server's ``tpu-env`` is what a
+harness host's environment says (``TPU_ACCELERATOR_TYPE``: the topology's), so
+``get_tpu_env``, ``version`` and ``get_tpu_type`` answer from it; worker IPs and
+the topology set-up are not modelled.
 """
 
 from __future__ import annotations
 
 import functools
 import operator
+import re
 from typing import NamedTuple, TypedDict
 
 from torch_xla._internal import link
@@ -90,3 +93,35 @@ def task_id() -> int | None:
 def worker_id() -> int:
     """This host's index in the slice."""
     return link.host_index()
+
+
+def get_tpu_env() -> TpuEnv:
+    """``tpu-env`` as the real ``build_tpu_env_from_vars`` reads it from the environment
+    (where the real one asks the metadata server, which says the same on a TPU VM)."""
+    link.use()
+    return {  # type: ignore[return-value]
+        xenv.ACCELERATOR_TYPE: xu.getenv_as(xenv.TPU_ACCELERATOR_TYPE, str),
+        xenv.TPU_PROCESS_BOUNDS: xu.getenv_as(
+            xenv.TPU_PROCESS_BOUNDS, str, xu.getenv_as(xenv.TPU_HOST_BOUNDS, str)),
+        xenv.TPU_CHIPS_PER_PROCESS_BOUNDS: xu.getenv_as(
+            xenv.TPU_CHIPS_PER_PROCESS_BOUNDS, str,
+            xu.getenv_as(xenv.TPU_CHIPS_PER_HOST_BOUNDS, str)),
+        xenv.WORKER_ID: xu.getenv_as(xenv.CLOUD_TPU_TASK_ID, str,
+                                     xu.getenv_as(xenv.TPU_WORKER_ID, str)),
+    }
+
+
+def version() -> int:
+    """The TPU generation, from the accelerator type (``v4-64`` -> 4), as the real one."""
+    accelerator = get_tpu_env()[xenv.ACCELERATOR_TYPE] or ""
+    match = re.match(r"^(?:v|tpu)(\d)([A-Za-z]?){7}-(\d+)$", accelerator)
+    if not match:
+        raise OSError("Failed to parse TPU version from metadata")
+    return int(match.groups()[0])
+
+
+def get_tpu_type() -> str:
+    """``v6e-8`` -> ``v6e``, as the real one."""
+    accelerator = get_tpu_env()[xenv.ACCELERATOR_TYPE] or ""
+    match = re.search(r"^([^-]*)-", accelerator)
+    return match.group(1) if match else accelerator
