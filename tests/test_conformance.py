@@ -219,3 +219,18 @@ def test_a_failure_the_real_runtime_has_at_one_world_size_only_is_fidelity_there
     out = TABLE + "ERROR: rank 0 raised AssertionError: \n"
     assert conformance.classify(file, "1x1", out, 1).status == "as 2.9"
     assert conformance.classify(file, "single-host-8", out, 1).status == "fail"
+
+
+def test_mesh_service_on_several_hosts_fails_as_on_a_pod_and_its_tests_error_is_read():
+    """run_multiprocess gives this host's values, rendezvous every host's: upstream's
+    expectation holds on one host only. The runner's first failure is the line shown."""
+    detail = ("ranks 0-7 raised TypeError: `payload` must be bytes, not <class 'str'>; "
+              f"launchers 0-1 exited 0 all the same ({conformance.CAUGHT})")
+    block = ("=" * 70 + "\nFAIL: test_mesh_reduce (__main__.PjRtMeshServiceTest)\n"
+             + "-" * 70 + "\nTraceback (most recent call last):\n  File \"t.py\", line 3\n"
+             "AssertionError: {0: [1]} != {0: [2]}\n\n")
+    out = TABLE + f"ERROR: {detail}\n" + block + unittest_tail(7, "FAILED (failures=5)")
+    file = "test/pjrt/test_mesh_service.py"
+    run = conformance.classify(file, "2x4", out, 1)
+    assert (run.status, run.why) == ("as 2.9", "AssertionError: {0: [1]} != {0: [2]}")
+    assert conformance.classify(file, "single-host-8", out, 1).status == "fail"
