@@ -302,8 +302,6 @@ def render_markdown(runs: list[Run], topologies: list[str], ref: str) -> str:
 
 
 def _column(topology: str) -> str:
-    from harness.topology import Topology, get_topology
-
     size = get_topology(topology).world_size
     return f"{size} (`{topology}`)"
 
