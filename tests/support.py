@@ -7,10 +7,11 @@ reads it through ``RankResult.value`` exactly as it reads a live world's.
 
 from __future__ import annotations
 
+import contextlib
 import pickle
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -80,3 +81,45 @@ def processes_of_world(world_id: str) -> list[int]:
     from harness.world.sweep import of_world
 
     return [pid for pid in of_world(world_id) if alive(pid)]
+
+
+SHIMS = str(REPO / "shims")
+
+
+def purge_shim() -> None:
+    """Forget every torch_xla module (the next import is a fresh one of whichever is first
+    on sys.path)."""
+    for name in [m for m in sys.modules if m == "torch_xla" or m.startswith("torch_xla.")]:
+        del sys.modules[name]
+
+
+@contextlib.contextmanager
+def local_shim(profile: str = "current") -> Iterator[Any]:
+    """A fresh import of the shim, in this process, with its one-rank ``LocalRuntime`` of
+    ``profile`` installed (before the API modules: profile-dependent names are decided at
+    import); yields the runtime. What the shim registers in torch.distributed, the finder
+    it adds and its wrap of ``Tensor.to`` are undone afterwards."""
+    import torch.distributed as dist
+
+    rendezvous = sys.modules["torch.distributed.rendezvous"]  # the module; dist's is a function
+    new_group, handlers = dist.new_group, dict(rendezvous._rendezvous_handlers)
+    meta_path = list(sys.meta_path)
+    sys.path.insert(0, SHIMS)
+    purge_shim()
+    try:
+        from torch_xla._internal import runtime
+
+        local = runtime.LocalRuntime(profile)
+        runtime.install(local)
+        yield local
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        dist.new_group = new_group
+        rendezvous._rendezvous_handlers.clear()
+        rendezvous._rendezvous_handlers.update(handlers)
+        if "torch_xla._internal.device" in sys.modules:
+            sys.modules["torch_xla._internal.device"].uninstall()
+        sys.meta_path[:] = meta_path
+        purge_shim()
+        sys.path.remove(SHIMS)

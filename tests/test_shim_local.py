@@ -7,7 +7,6 @@ The shim reaches a world only through the runtime protocol it defines
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -18,47 +17,18 @@ import pytest
 torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402 - after the skip
 
-SHIMS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "shims")
-
-
-def _purge_shim() -> None:
-    for name in [m for m in sys.modules if m == "torch_xla" or m.startswith("torch_xla.")]:
-        del sys.modules[name]
+from support import SHIMS, local_shim  # noqa: E402
 
 
 @pytest.fixture
 def shim(request: pytest.FixtureRequest):
-    """A fresh import of the shim with a LocalRuntime of the requested profile installed.
-
-    Profile-dependent names are decided at import, so the runtime is installed
-    before the API modules are imported. torch.distributed keeps what the shim
-    registers in it; that is undone afterwards.
-    """
-    rendezvous = sys.modules["torch.distributed.rendezvous"]  # the module; dist's name is a function
-    profile = getattr(request, "param", "current")
-    new_group, handlers = dist.new_group, dict(rendezvous._rendezvous_handlers)
-    sys.path.insert(0, SHIMS)
-    _purge_shim()
-    try:
-        from torch_xla._internal import runtime
-
-        local = runtime.LocalRuntime(profile)
-        runtime.install(local)
+    """A fresh import of the shim with a LocalRuntime of the requested profile installed."""
+    with local_shim(getattr(request, "param", "current")) as local:
         import torch_xla
         import torch_xla.core.xla_model as xm
         import torch_xla.runtime as xr
 
         yield torch_xla, xm, xr, local
-    finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
-        dist.new_group = new_group
-        rendezvous._rendezvous_handlers.clear()
-        rendezvous._rendezvous_handlers.update(handlers)
-        if "torch_xla._internal.device" in sys.modules:
-            sys.modules["torch_xla._internal.device"].uninstall()
-        _purge_shim()
-        sys.path.remove(SHIMS)
 
 
 def test_the_shim_imports_and_refuses_use_without_the_harness(tmp_path):

@@ -22,10 +22,10 @@ import zipfile
 import pytest
 
 torch = pytest.importorskip("torch")
-import torch.distributed as dist  # noqa: E402 - after the skip
+
+from support import SHIMS, local_shim, purge_shim  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHIMS = os.path.join(ROOT, "shims")
 
 
 def _load(name: str, path: str):
@@ -39,35 +39,13 @@ REAL = _load("_real_surface", os.path.join(SHIMS, "torch_xla", "_internal", "rea
 GENERATOR = _load("_surface_generator", os.path.join(ROOT, "tools", "torch_xla_surface.py"))
 
 
-def _purge_shim() -> None:
-    for name in [m for m in sys.modules if m == "torch_xla" or m.startswith("torch_xla.")]:
-        del sys.modules[name]
-
-
 @pytest.fixture
 def shim():
     """A fresh import of the shim with a LocalRuntime (a world of one) installed."""
-    rendezvous = sys.modules["torch.distributed.rendezvous"]
-    new_group, handlers = dist.new_group, dict(rendezvous._rendezvous_handlers)
-    meta_path = list(sys.meta_path)
-    sys.path.insert(0, SHIMS)
-    _purge_shim()
-    try:
-        from torch_xla._internal import runtime
-
-        runtime.install(runtime.LocalRuntime("current"))
+    with local_shim("current"):
         import torch_xla
 
         yield torch_xla
-    finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
-        dist.new_group = new_group
-        rendezvous._rendezvous_handlers.clear()
-        rendezvous._rendezvous_handlers.update(handlers)
-        sys.meta_path[:] = meta_path
-        _purge_shim()
-        sys.path.remove(SHIMS)
 
 
 def test_the_list_is_the_real_wheels():
@@ -351,7 +329,7 @@ def test_generator_reads_names_from_a_wheel(tmp_path):
 
 def test_the_finder_makes_modules_only_under_the_shim(shim):
     """A finder left behind (a purged shim) never stands in for a torch_xla that is not there."""
-    _purge_shim()
+    purge_shim()
     sys.path.remove(SHIMS)
     try:
         assert importlib.util.find_spec("torch_xla") is None
