@@ -66,3 +66,18 @@ def backend_ops() -> dict[str, Any]:
     observed = {name: _outcome(op) for name, op in ops.items()}
     observed["version"] = torch_xla.__version__
     return observed
+
+
+def subgroup_broadcast() -> dict[str, Any]:
+    """``dist.broadcast`` from each group's rank 1 in the subgroups [0, 1] and [2, 3] of four
+    ranks (an SPMD mesh, as upstream's tests make one): ``src`` 1 and 3, group rank 1 in
+    both, which 2.7 and 2.8 passed to the collective as the global ordinal."""
+    import torch_xla.distributed.xla_backend  # noqa: F401 - registers the backend
+
+    dist.init_process_group("xla", init_method="xla://")
+    rank = dist.get_rank()
+    options = {"xla_pg_options": {"spmd": True}}
+    groups = [dist.new_group([0, 1], pg_options=options), dist.new_group([2, 3], pg_options=options)]
+    t = torch.tensor([float(rank + 1)])
+    dist.broadcast(t, src=1 if rank < 2 else 3, group=groups[rank // 2])
+    return {"rank": rank, "value": t.item(), "mesh": groups[rank // 2]._mesh}
