@@ -206,13 +206,15 @@ def test_all_gather_into_tensor_fails_in_2_7_only():
     for obs in backend_world("2.7"):
         assert obs["all_gather_into_tensor"]["raised"] == "IndexError"
         assert obs["all_gather_into_tensor"]["message"].startswith("invalid index of a 0-dim tensor")
-    for profile in ("2.8", "current"):
+    for profile in ("legacy", "2.8", "current"):
         for obs in backend_world(profile):
             assert obs["all_gather_into_tensor"] == {"returned": [1.0, 2.0]}
 
 
-def test_every_operation_works_under_current():
-    r0, r1 = backend_world("current")
+@pytest.mark.parametrize("profile", ["legacy", "current"])
+def test_every_operation_works_under_current_and_legacy(profile):
+    """``legacy`` keeps 2.9's backend (2.0's is not modelled), as it did before 2.7 and 2.8."""
+    r0, r1 = backend_world(profile)
     assert (r0["gather"], r1["gather"]) == ({"returned": [1.0, 2.0]}, {"returned": None})
     assert (r0["reduce"], r1["reduce"]) == ({"returned": 3.0}, {"returned": 2.0})
     assert (r0["scatter"], r1["scatter"]) == ({"returned": 0.0}, {"returned": 10.0})

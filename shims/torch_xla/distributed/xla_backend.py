@@ -40,13 +40,14 @@ release torch_xla 2.9 pairs with) calls ``_allgather_base``,
 without the new names ``all_gather_into_tensor`` and ``reduce_scatter_tensor``
 would fail here where they work on a pod.
 
-Under the ``2.7`` and ``2.8`` profiles the group is that release's (``_since`` marks each
-difference): ``reduce``, ``gather`` and ``all_to_all`` (and ``scatter`` in 2.7) raise a bare
-``NotImplementedError``; ``send``/``recv`` raise it too (their ``make_send_channel_id`` /
-``make_recv_channel_id`` placeholders), without the inefficiency warning; ``broadcast``
-takes the group's root rank as a global ordinal (2.9 translates it: a subgroup's broadcast
-then reads from the wrong rank, or from none in the group); and in 2.7
-``all_gather_into_tensor`` hands its tensors to ``allgather``, which fails on them.
+Under the ``2.7`` and ``2.8`` profiles the group is that release's (``_before`` marks each
+difference; ``legacy`` keeps 2.9's group): ``reduce``, ``gather`` and ``all_to_all`` (and
+``scatter`` in 2.7) raise a bare ``NotImplementedError``; ``send``/``recv`` raise it too
+(their ``make_send_channel_id`` / ``make_recv_channel_id`` placeholders), without the
+inefficiency warning; ``broadcast`` takes the group's root rank as a global ordinal (2.9
+translates it: a subgroup's broadcast then reads from the wrong rank, or from none in the
+group); and in 2.7 ``all_gather_into_tensor`` hands its tensors to ``allgather``, which fails
+on them.
 
 Departures (what a user could observe):
 
@@ -89,9 +90,16 @@ from torch_xla._internal import tensors as _t
 logger = logging.getLogger(__name__)
 
 
+def _before(release: str) -> bool:
+    """Is the profile's backend one from before ``release``? Only the profiles from 2.7 on
+    model their release's backend: ``legacy`` keeps 2.9's whole op set, as it always has
+    (2.0's backend, which lacked still more, is not modelled)."""
+    return link.since("2.7") and not link.since(release)
+
+
 def _since(release: str) -> None:
     """Raise as the profile's release does where it has no such operation (bare, as theirs)."""
-    if not link.since(release):
+    if _before(release):
         raise NotImplementedError
 
 _SEND_RECV_WARNING = (
@@ -226,7 +234,7 @@ class ProcessGroupXla(ProcessGroup):
     def all_gather_single(self, output_tensor: Any, input_tensor: Any,
                           opts: AllgatherOptions) -> Any:
         """``dist.all_gather_into_tensor``: the output is the inputs concatenated or stacked."""
-        if not link.since("2.8"):  # 2.7's _allgather_base passed the tensors on as lists
+        if _before("2.8"):  # 2.7's _allgather_base passed the tensors on as lists
             return self.allgather(output_tensor, input_tensor, opts)
         _check_xla_tensors([input_tensor])
         if input_tensor.dim() == 0:
@@ -273,7 +281,7 @@ class ProcessGroupXla(ProcessGroup):
         _check_xla_tensors(tensors)
         root_tensor = tensors[opts.rootTensor]
         # Before 2.9 the group's root rank went to the collective as a global ordinal.
-        global_src = dist.get_global_rank(self, opts.rootRank) if link.since("2.9") else opts.rootRank
+        global_src = opts.rootRank if _before("2.9") else dist.get_global_rank(self, opts.rootRank)
         xm.collective_broadcast([root_tensor], global_src, groups=self._mesh, pin_layout=False)
         return _ret_work([root_tensor])
 
