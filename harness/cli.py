@@ -73,7 +73,7 @@ def cli(verbose: int) -> None:
 @click.option("--timeout", default=60.0, show_default=True, type=_Seconds(),
               help="Seconds before the watchdog reports a hang and ends the world.")
 @click.option("--profile", type=click.Choice(PROFILES), default="legacy", show_default=True,
-              help="torch_xla API: legacy (get_ordinal, xla_dist) or current (2.9).")
+              help="torch_xla API: legacy (2.0: get_ordinal, xla_dist), 2.7, 2.8 or current (2.9).")
 @click.option("--seed", default=0, show_default=True, type=SEED, help="Seed of the world.")
 @click.option("--output/--no-output", default=False,
               help="Print every rank's captured stdout/stderr, not only failing ranks'.")

@@ -23,7 +23,7 @@ from harness.faults.plan import PlanError, make_plan
 from harness.filesystem.mounts import KERNEL_TREES, MAX_DELAY_MS, MAX_MOUNT_PATH, Mount, is_under
 from harness.roles import MEANING, Roles
 from harness.scenario_yaml import ScenarioError, read_yaml
-from harness.topology import get_topology
+from harness.topology import PROFILES, get_topology
 from harness.workloads import registry
 from harness.workloads.base import WorkloadInputs
 
@@ -92,7 +92,7 @@ class Scenario(BaseModel):
     finding: str = ""
     topology: str
     expect: Literal["pass", "fail-loudly"]
-    profile: Literal["legacy", "current"] = "legacy"
+    profile: Literal[PROFILES] = "legacy"  # type: ignore[valid-type]
     # Strict: a bool or a quoted "3" is a mistake, not a number; nan and inf are refused.
     timeout: float = Field(default=6.0, gt=0, le=MAX_TIMEOUT, strict=True, allow_inf_nan=False)
     mounts: list[MountSpec] = Field(default_factory=list)

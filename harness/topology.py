@@ -13,10 +13,11 @@ from dataclasses import dataclass
 
 __all__ = ["Topology", "TOPOLOGIES", "get_topology", "PROFILES"]
 
-#: API profiles of the shim: ``legacy`` is what the seed's code was written
-#: against (XRT era, ``get_ordinal``/``xrt_world_size`` present); ``current``
-#: is torch_xla 2.9 (those removed).
-PROFILES = ("legacy", "current")
+#: API profiles of the shim, oldest first: ``legacy`` is what the seed's code was written
+#: against (torch_xla 2.0, XRT era, ``get_ordinal``/``xrt_world_size`` present); ``2.7`` and
+#: ``2.8`` are those releases; ``current`` is torch_xla 2.9. The release each one is lives
+#: in the shim (``torch_xla._internal.link.RELEASES``), which answers every API difference.
+PROFILES = ("legacy", "2.7", "2.8", "current")
 
 # Variables a real TPU VM / PJRT worker may carry; a rank's environment never
 # inherits them from the machine the harness runs on.

@@ -58,7 +58,7 @@ _when_imported("torch._dynamo", _register_ops)
 def _own_getattr(name: str) -> object:
     # The version follows the installed runtime's profile, known only once one is.
     if name == "__version__":
-        return "2.9.0+harness" if _link.profile() == "current" else "2.0.0+harness"
+        return f"{_link.release()}+harness"
     if name == "_XLAC":  # the C++ bindings: a module of the shim's
         import importlib
 

@@ -7,6 +7,7 @@ device, so ordinals, process indices and device counts coincide.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from torch_xla._internal import link
 from torch_xla._internal import runtime as _runtime
@@ -100,5 +101,22 @@ def using_pjrt() -> bool:
     return True
 
 
-__getattr__ = link.legacy_only(__name__, using_pjrt)
-del using_pjrt
+def xla_device(n: int | None = None, devkind: str | None = None) -> Any:
+    """Removed in 2.8 (present under ``2.7`` and ``legacy``): what 2.7's ``xm.xla_device``
+    called. As the real one, an index past the devices raises IndexError (``n == len``
+    from the list itself)."""
+    import torch_xla
+
+    if n is None:
+        return torch_xla.device()
+    from torch_xla.core import xla_model as xm
+
+    devices = xm.get_xla_supported_devices(devkind=devkind)
+    if n > len(devices):
+        raise IndexError(f"Device index {n} out of range in {devices}")
+    devices[n]  # noqa: B018 - the real one indexes the list, which raises for n == len
+    return torch_xla.device()
+
+
+__getattr__ = link.removed_in(__name__, {using_pjrt: "2.5", xla_device: "2.8"})
+del using_pjrt, xla_device

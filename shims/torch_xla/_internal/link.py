@@ -13,26 +13,57 @@ from torch_xla._internal import runtime as _runtime
 _SHIM_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+#: The torch_xla release each API profile is (what ``torch_xla.__version__`` says): the one
+#: table of profiles in the shim; the harness's ``topology.PROFILES`` names the same ones.
+RELEASES = {"legacy": "2.0.0", "2.7": "2.7.0", "2.8": "2.8.0", "current": "2.9.0"}
+
+
 def profile() -> str:
     """The installed runtime's API profile; the shim alone is torch_xla 2.9 (``current``)."""
     runtime = _runtime.installed()
     return "current" if runtime is None else runtime.profile
 
 
-def legacy_only(module: str, *functions: Callable[..., Any]) -> Callable[[str], Any]:
-    """A module ``__getattr__`` that shows ``functions`` under the ``legacy`` profile only.
+def release() -> str:
+    """The torch_xla release the profile is, as ``"2.9.0"``."""
+    return RELEASES[profile()]
 
-    The names were removed from torch_xla after 2.0; asking at each lookup
-    lets the runtime be installed after the module is imported.
+
+def _parse(text: str) -> tuple[int, int]:
+    major, minor = text.split(".")[:2]
+    return int(major), int(minor)
+
+
+def version() -> tuple[int, int]:
+    """The profile's torch_xla release as ``(major, minor)``, for comparisons."""
+    return _parse(release())
+
+
+def since(release_: str) -> bool:
+    """Is the profile torch_xla ``release_`` (``"2.8"``) or later? Every API difference
+    between profiles asks this, so that a new profile is one line of ``RELEASES``."""
+    return version() >= _parse(release_)
+
+
+def removed_in(module: str, functions: dict[Callable[..., Any], str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` that shows each function only under the profiles older than
+    the release that removed it (``{get_ordinal: "2.7"}``).
+
+    Asking at each lookup lets the runtime be installed after the module is imported.
     """
-    table = {fn.__name__: fn for fn in functions}
+    table = {fn.__name__: (fn, gone) for fn, gone in functions.items()}
 
     def __getattr__(name: str) -> Any:
-        if name in table and profile() == "legacy":
-            return table[name]
+        if name in table and not since(table[name][1]):
+            return table[name][0]
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
 
     return __getattr__
+
+
+def legacy_only(module: str, *functions: Callable[..., Any]) -> Callable[[str], Any]:
+    """Names removed in 2.7 (``get_ordinal``, ``xrt_world_size``): the ``legacy`` profile's."""
+    return removed_in(module, {fn: "2.7" for fn in functions})
 
 
 def use() -> _runtime.Runtime:

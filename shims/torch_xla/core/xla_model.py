@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import sys
 import threading
 import time
@@ -62,7 +63,7 @@ def master_print(*args: Any, fd: TextIO = sys.stdout, local: bool = False,
 
 
 def _deprecated(new: str) -> None:
-    if link.profile() == "current":
+    if link.since("2.8"):  # 2.8 decorated xla_device and mark_step with @deprecated
         warnings.warn(f"Use {new} instead", DeprecationWarning, stacklevel=3)
 
 
@@ -76,10 +77,39 @@ def xla_device_hw(device: Any) -> str:
     return os.environ.get("PJRT_DEVICE", "TPU").split("_")[0]
 
 
-def get_xla_supported_devices(max_devices: int | None = None) -> list[str]:
+def get_xla_supported_devices(devkind: str | None = None,
+                              max_devices: int | None = None) -> list[str] | None:
+    """2.7 and before: the device kind first; a kind that matches no device returns None."""
     link.use()
     devices = ["xla:0"]
-    return devices[:max_devices] if max_devices is not None else devices
+    if not devkind:
+        return devices[:max_devices] if max_devices else devices
+    warnings.warn("`devkind` argument is deprecated and will be removed in a future release.",
+                  stacklevel=1)  # as the real one: the warning points into xla_model
+    if re.match(devkind + r":\d+$", xla_real_devices()[0]):
+        return devices[:max_devices] if max_devices else devices
+    return None
+
+
+_supported_devices_by_kind = get_xla_supported_devices
+
+
+def get_xla_supported_devices(max_devices: int | None = None) -> list[str]:  # noqa: F811
+    """2.8 and later: ``devkind`` is gone (a 2.7 script's ``('TPU')`` is a max_devices)."""
+    link.use()
+    devices = ["xla:0"]
+    return devices[:max_devices] if max_devices else devices
+
+
+_supported_devices = get_xla_supported_devices
+
+
+def get_xla_supported_devices(*args: Any, **kwargs: Any) -> list[str] | None:  # noqa: F811
+    """The profile's signature (2.8 dropped ``devkind``): the two above are named as the real
+    one, so that a wrong call's TypeError reads as on a TPU VM."""
+    if link.since("2.8"):
+        return _supported_devices(*args, **kwargs)
+    return _supported_devices_by_kind(*args, **kwargs)
 
 
 def xla_real_devices(devices: list[Any] | None = None) -> list[str]:

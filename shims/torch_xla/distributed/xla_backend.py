@@ -40,6 +40,15 @@ release torch_xla 2.9 pairs with) calls ``_allgather_base``,
 without the new names ``all_gather_into_tensor`` and ``reduce_scatter_tensor``
 would fail here where they work on a pod.
 
+Under the ``2.7`` and ``2.8`` profiles the group is that release's (``_before`` marks each
+difference; ``legacy`` keeps 2.9's group): ``reduce``, ``gather`` and ``all_to_all`` (and
+``scatter`` in 2.7) raise a bare ``NotImplementedError``; ``send``/``recv`` raise it too
+(their ``make_send_channel_id`` / ``make_recv_channel_id`` placeholders), without the
+inefficiency warning; ``broadcast`` takes the group's root rank as a global ordinal (2.9
+translates it: a subgroup's broadcast then reads from the wrong rank, or from none in the
+group); and in 2.7 ``all_gather_into_tensor`` hands its tensors to ``allgather``, which fails
+on them.
+
 Departures (what a user could observe):
 
 - ``send``/``recv`` travel through the harness mailboxes, keyed by the
@@ -79,6 +88,19 @@ from torch_xla._internal import link, rendezvous
 from torch_xla._internal import tensors as _t
 
 logger = logging.getLogger(__name__)
+
+
+def _before(release: str) -> bool:
+    """Is the profile's backend one from before ``release``? Only the profiles from 2.7 on
+    model their release's backend: ``legacy`` keeps 2.9's whole op set, as it always has
+    (2.0's backend, which lacked still more, is not modelled)."""
+    return link.since("2.7") and not link.since(release)
+
+
+def _since(release: str) -> None:
+    """Raise as the profile's release does where it has no such operation (bare, as theirs)."""
+    if _before(release):
+        raise NotImplementedError
 
 _SEND_RECV_WARNING = (
     "Individual send/recv ops are inefficient on an XLA device. Consider using "
@@ -212,6 +234,8 @@ class ProcessGroupXla(ProcessGroup):
     def all_gather_single(self, output_tensor: Any, input_tensor: Any,
                           opts: AllgatherOptions) -> Any:
         """``dist.all_gather_into_tensor``: the output is the inputs concatenated or stacked."""
+        if _before("2.8"):  # 2.7's _allgather_base passed the tensors on as lists
+            return self.allgather(output_tensor, input_tensor, opts)
         _check_xla_tensors([input_tensor])
         if input_tensor.dim() == 0:
             input_tensor = torch.reshape(input_tensor, (1,))
@@ -256,7 +280,8 @@ class ProcessGroupXla(ProcessGroup):
     def broadcast(self, tensors: list[Any], opts: Any) -> Any:
         _check_xla_tensors(tensors)
         root_tensor = tensors[opts.rootTensor]
-        global_src = dist.get_global_rank(self, opts.rootRank)
+        # Before 2.9 the group's root rank went to the collective as a global ordinal.
+        global_src = opts.rootRank if _before("2.9") else dist.get_global_rank(self, opts.rootRank)
         xm.collective_broadcast([root_tensor], global_src, groups=self._mesh, pin_layout=False)
         return _ret_work([root_tensor])
 
@@ -312,6 +337,7 @@ class ProcessGroupXla(ProcessGroup):
     # -- reduce, all_to_all, gather, scatter ---------------------------------
     def reduce(self, tensors: list[Any], opts: ReduceOptions) -> Any:
         """Every rank reduces (the real one avoids mismatched graphs); only dst keeps it."""
+        _since("2.9")
         _check_xla_tensors(tensors)
         rank = xr.global_ordinal()
         dst = opts.rootRank
@@ -325,6 +351,7 @@ class ProcessGroupXla(ProcessGroup):
 
     def alltoall(self, output_tensor_list: list[Any], input_tensor_list: list[Any],
                  opts: AllToAllOptions) -> Any:
+        _since("2.9")
         _check_xla_tensors(input_tensor_list)
         stacked_inputs = torch.stack(input_tensor_list, dim=0)
         split_count = len(input_tensor_list)
@@ -351,6 +378,7 @@ class ProcessGroupXla(ProcessGroup):
     def gather(self, output_tensors_list: list[list[Any]], input_tensor_list: list[Any],
                opts: GatherOptions) -> Any:
         """Every rank gathers (as the real one does); only dst fills its output list."""
+        _since("2.9")
         _check_xla_tensors(input_tensor_list)
         rank = xr.global_ordinal()
         for i, input_tensor in enumerate(input_tensor_list):
@@ -375,6 +403,7 @@ class ProcessGroupXla(ProcessGroup):
     def scatter(self, output_tensor_list: list[Any], input_tensors_list: list[list[Any]],
                 opts: ScatterOptions) -> Any:
         """A reduce_scatter (SUM) where every rank but the source contributes zeros."""
+        _since("2.8")
         _check_xla_tensors(output_tensor_list)
         if xr.global_ordinal() == opts.rootRank:
             inputs = input_tensors_list
@@ -387,6 +416,8 @@ class ProcessGroupXla(ProcessGroup):
     # -- point to point ------------------------------------------------------
     def send(self, tensors: list[Any], dst_rank: int, tag: int = 0) -> Any:
         """Buffered in the harness mailbox of (this rank, dst_rank); see the module docstring."""
+        if tensors:
+            _since("2.9")  # make_send_channel_id, a placeholder a backend was to replace
         _check_xla_tensors(tensors)
         logger.warning(_SEND_RECV_WARNING)
         me = xr.global_ordinal()
@@ -396,6 +427,8 @@ class ProcessGroupXla(ProcessGroup):
         return _ret_work(list(tensors))
 
     def recv(self, out_tensors: list[Any], src_rank: int, tag: int = 0) -> Any:
+        if out_tensors:
+            _since("2.9")  # make_recv_channel_id, as send's
         _check_xla_tensors(out_tensors)
         logger.warning(_SEND_RECV_WARNING)
         me = xr.global_ordinal()

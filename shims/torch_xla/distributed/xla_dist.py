@@ -14,7 +14,7 @@ import sys
 from torch_xla._internal import link
 from torch_xla._internal import runtime as _runtime
 
-if link.profile() != "legacy":
+if link.since("2.1"):  # removed with XRT in 2.1
     raise ModuleNotFoundError("No module named 'torch_xla.distributed.xla_dist'",
                               name="torch_xla.distributed.xla_dist")
 

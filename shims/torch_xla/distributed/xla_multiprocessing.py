@@ -26,7 +26,7 @@ def spawn(fn: Callable[..., Any], args: tuple[Any, ...] = (), nprocs: int | None
     """Run ``fn(global_ordinal, *args)`` on every device of this host; returns None."""
     runtime = _runtime.current()
     local = runtime.ranks_per_host()
-    allowed = (None, 1) if link.profile() == "current" else (None, 1, local)
+    allowed = (None, 1) if link.since("2.7") else (None, 1, local)
     if nprocs not in allowed:
         raise ValueError(
             f"Unsupported nprocs ({nprocs}). Please use nprocs=1 or None (default). If None, spawn "
