@@ -219,6 +219,10 @@ def test_a_failure_the_real_runtime_has_at_one_world_size_only_is_fidelity_there
     out = TABLE + "ERROR: rank 0 raised AssertionError: \n"
     assert conformance.classify(file, "1x1", out, 1).status == "as 2.9"
     assert conformance.classify(file, "single-host-8", out, 1).status == "fail"
+    eager = "test/eager/test_eager_all_reduce_in_place.py"
+    out = TABLE + "ERROR: rank 0 raised TypeError: 'NoneType' object is not subscriptable\n"
+    assert conformance.classify(eager, "1x1", out, 1).status == "as 2.9"
+    assert conformance.classify(eager, "1x2", out, 1).status == "fail"
 
 
 def test_mesh_service_on_several_hosts_fails_as_on_a_pod_and_its_tests_error_is_read():

@@ -238,3 +238,30 @@ def test_exec_a_launcher_that_uses_the_device_after_its_spawn_is_told_why(tmp_pa
     for h in result.hosts:
         assert h.outcome == ERROR
         assert "uses the XLA runtime itself after its xmp.spawn" in h.error["message"]
+
+
+ASKS_FIRST = """
+from torch_xla._internal import tpu
+import torch_xla.distributed.xla_multiprocessing as xmp
+import torch_xla.runtime as xr
+
+# upstream's skipIf decorators ask at import, in the launcher, before any spawn
+print(xr.device_type(), tpu.version(), tpu.num_tpu_workers(), tpu.num_available_chips(),
+      tpu.num_expected_global_devices(), tpu.worker_id(), flush=True)
+
+def _mp_fn(index):
+    pass
+
+if __name__ == "__main__":
+    xmp.spawn(_mp_fn)
+"""
+
+
+def test_exec_asking_about_the_host_before_spawn_does_not_initialise_the_runtime(tmp_path):
+    """The real _internal.tpu reads PCI devices and the metadata server: a launcher that asks
+    before its xmp.spawn may still spawn (it was refused as 'uses the XLA runtime')."""
+    script = tmp_path / "train.py"
+    script.write_text(ASKS_FIRST)
+    result = run_world(argv=(str(script),), topology="2x2", timeout=60, profile="current")
+    assert result.outcome == PASS, result.describe()
+    assert [h.stdout.strip() for h in result.hosts] == ["TPU 4 2 2 4 0", "TPU 4 2 2 4 1"]

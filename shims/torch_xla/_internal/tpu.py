@@ -16,9 +16,16 @@ import operator
 import re
 from typing import NamedTuple, TypedDict
 
-from torch_xla._internal import link
+from torch_xla._internal import runtime as _runtime
 from torch_xla.core import xla_env_vars as xenv
 from torch_xla.utils import utils as xu
+
+
+def _host() -> _runtime.Runtime:
+    """The host as the runtime knows it. Asking (the real module reads PCI devices and
+    the metadata server) does not initialise the runtime: a launcher may ask before its
+    xmp.spawn, as upstream's skipIf decorators do at import."""
+    return _runtime.current()
 
 
 class TpuEnv(TypedDict):
@@ -58,7 +65,7 @@ def process_bounds_size() -> int | None:
 
 def num_available_chips() -> int:
     """The chips of this host: its ranks, one per chip."""
-    return link.use().ranks_per_host()
+    return _host().ranks_per_host()
 
 
 def num_logical_cores_per_chip() -> int:
@@ -78,7 +85,7 @@ def num_local_processes() -> int:
 
 def num_tpu_workers() -> int:
     """The hosts of the slice."""
-    runtime = link.use()
+    runtime = _host()
     return runtime.world_size() // max(1, runtime.ranks_per_host())
 
 
@@ -92,13 +99,12 @@ def task_id() -> int | None:
 
 def worker_id() -> int:
     """This host's index in the slice."""
-    return link.host_index()
+    return _host().host_index()
 
 
 def get_tpu_env() -> TpuEnv:
     """``tpu-env`` as the real ``build_tpu_env_from_vars`` reads it from the environment
     (where the real one asks the metadata server, which says the same on a TPU VM)."""
-    link.use()
     return {  # type: ignore[return-value]
         xenv.ACCELERATOR_TYPE: xu.getenv_as(xenv.TPU_ACCELERATOR_TYPE, str),
         xenv.TPU_PROCESS_BOUNDS: xu.getenv_as(
