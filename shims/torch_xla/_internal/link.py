@@ -34,9 +34,12 @@ def _parse(text: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
+_VERSIONS = {name: _parse(text) for name, text in RELEASES.items()}
+
+
 def version() -> tuple[int, int]:
     """The profile's torch_xla release as ``(major, minor)``, for comparisons."""
-    return _parse(release())
+    return _VERSIONS[profile()]
 
 
 def since(release_: str) -> bool:

@@ -36,6 +36,8 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 
+from torch_xla.experimental.eager import is_eager_mode
+
 _LOCK = threading.Lock()
 _MAX_SAMPLES = int(os.environ.get("XLA_METRICS_SAMPLES", "1024"))
 
@@ -186,8 +188,6 @@ def _timed(name: str) -> Iterator[None]:
 def _traced_collective(fn_name: str) -> Iterator[None]:
     """TORCH_LAZY_FN_COUNTER_TIMED_TRACING("xla::") in the real binding named ``fn_name``."""
     _count(f"xla::{fn_name}")
-    from torch_xla.experimental.eager import is_eager_mode
-
     # In eager mode the real one executes the op at once: one execution per collective.
     with _timed("EagerOpExecuteTime") if is_eager_mode() else nullcontext():
         with _timed("LazyTracing"):
