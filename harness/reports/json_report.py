@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.runner.cells import SCHEMA, VERDICTS, Matrix
+from harness.runner.cells import MODES, SCHEMA, VERDICTS, Matrix
 
 #: The order of an event's keys in the file (the rest follow, sorted).
 _EVENT_KEYS = ("t", "kind", "rank", "op", "tag", "step", "site", "detail")
@@ -60,6 +60,8 @@ def _check(data: Any) -> str | None:
         return f"missing top-level field {missing[0]!r}"
     if not isinstance(data["cells"], list):
         return "'cells' is not a list"
+    if data.get("mode", "sim") not in MODES:
+        return f"mode {data['mode']!r} is not one of {', '.join(MODES)}"
     for i, cell in enumerate(data["cells"]):
         if not isinstance(cell, dict):
             return f"cell {i} is not an object"

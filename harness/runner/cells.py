@@ -20,6 +20,11 @@ OK, KNOWN, UNEXPECTED, UNEXERCISED = "ok", "known", "unexpected", "unexercised"
 VERDICTS = (OK, KNOWN, UNEXPECTED, UNEXERCISED)
 #: A cell whose faults could not happen to this target: never a PASS (its own outcome).
 NOT_EXERCISED = "NOT-EXERCISED"
+#: A pod cell the pod itself failed (a host unreachable, a key refused, a ref missing, a
+#: host that stopped answering): never the target's outcome; its verdict is UNEXERCISED.
+INFRA = "INFRA"
+#: Where a report's cells ran: the simulator on one machine, or real TPU VMs over SSH.
+MODES = ("sim", "pod")
 
 
 @dataclass
@@ -117,6 +122,10 @@ class Matrix:
     #: the user stopped the run (Ctrl-C): ``cells`` holds only those that finished
     interrupted: bool = False
     planned: int | None = None  # cells the run meant to run (None: as many as it holds)
+    mode: str = "sim"
+    #: mode "pod": the pod's name, accelerator type and workers, and the scenarios that
+    #: do not run on a pod with why (``not_run``: {scenario: reason})
+    pod: dict[str, Any] | None = None
 
     @property
     def scenarios(self) -> list[str]:
@@ -156,9 +165,12 @@ class Matrix:
         return self.unexpected + (self.unexercised if require_exercised else [])
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema": SCHEMA, "harness_version": self.harness_version, "seed": self.seed,
-                "created": self.created, "cells": [c.to_dict() for c in self.cells],
-                "summary": self.summary()}
+        out = {"schema": SCHEMA, "harness_version": self.harness_version, "seed": self.seed,
+               "created": self.created, "cells": [c.to_dict() for c in self.cells],
+               "summary": self.summary(), "mode": self.mode}
+        if self.pod is not None:
+            out["pod"] = self.pod
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Matrix:
@@ -169,4 +181,5 @@ class Matrix:
                    created=data["created"], harness_version=data["harness_version"],
                    duration_s=summary.get("duration_s", 0.0),
                    interrupted=bool(summary.get("interrupted", False)),
-                   planned=summary.get("planned"))
+                   planned=summary.get("planned"), mode=data.get("mode", "sim"),
+                   pod=data.get("pod"))
