@@ -458,6 +458,15 @@ def _styled(outcome: str) -> Text:
     return Text(outcome, style=f"bold {_COLOURS.get(outcome, 'white')}")
 
 
+def _add_pod() -> None:
+    from harness.pod.cli import pod
+
+    cli.add_command(pod)
+
+
+_add_pod()
+
+
 def main() -> None:
     """Console-script entry: internal errors exit 3 with a short message, never a bare traceback."""
     try:
