@@ -367,6 +367,7 @@ async def _run_command(process: object, disk: Path) -> None:
 async def _serve(disk: Path, host_key: str, authorized: str, port_file: Path) -> None:
     import asyncssh
 
+    os.chdir(disk / "home")  # SFTP's relative paths start in the home directory, as sshd's do
     server = await asyncssh.create_server(
         asyncssh.SSHServer, "127.0.0.1", 0, server_host_keys=[host_key],
         authorized_client_keys=authorized, encoding=None, sftp_factory=True,

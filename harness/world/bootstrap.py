@@ -150,14 +150,21 @@ def describe_exception(exc: BaseException) -> dict[str, Any]:
 
 def report_and_exit(ctx: RankContext, fn: Callable[[], Any]) -> None:
     """Run ``fn`` as a real program's main would, report, and end the process."""
+    result, code = run_reporting(fn, ctx.spec.checker)
+    _finish(ctx, result, code)
+
+
+def run_reporting(fn: Callable[[], Any], checker: Any = None) -> tuple[dict[str, Any], int]:
+    """Run ``fn`` as a program's main: the result message (its value or its exception, and
+    what ``checker`` refuses in the value, judged here in the rank) and the exit code."""
     code = 0
     try:
         value = fn()
         result: dict[str, Any] = {"type": "result", "ok": True, "value_repr": _short_repr(value)}
-        if ctx.spec.checker is not None:  # the user's checker runs here, never in the harness
+        if checker is not None:  # the user's checker runs here, never in the harness
             from harness.checkers.validator import problem
 
-            result["invalid"] = problem(ctx.spec.checker, value)
+            result["invalid"] = problem(checker, value)
         try:  # as the harness can read it without the target's code (harness.world.values)
             result["value"], result["value_note"] = values.encode(value)
         except Exception as exc:  # noqa: BLE001
@@ -177,7 +184,7 @@ def report_and_exit(ctx: RankContext, fn: Callable[[], Any]) -> None:
         code = 1
         traceback.print_exc()
         result = {"type": "result", "ok": False, "error": describe_exception(exc)}
-    _finish(ctx, result, code)
+    return result, code
 
 
 def _short_repr(value: Any) -> str:

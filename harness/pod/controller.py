@@ -1,0 +1,351 @@
+"""A pod run: connect, sync, then each cell on every host at once, collected into a world's result.
+
+``Pod.run_world`` takes what the runner gives the simulator's ``run_world``
+and returns the same ``WorldResult``, so a pod cell is judged by the same
+checker, verdict and report code as a simulator cell. What a rank wrote on
+its worker (its result message, history lines, output, stacks) is read back
+here as plain data: a result goes through ``protocol.decode`` and a value
+through ``values.decode``, never an unpickler that could run the target's code.
+A failure of the pod itself (a worker lost, a launcher that could not start)
+is a ``PodFailure`` naming the workers, with what the other hosts returned.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import pickle
+import posixpath
+import shlex
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.history import Event
+from harness.pod import sync
+from harness.pod.fabric import FabricAddress, free_port
+from harness.pod.host import READY
+from harness.pod.rank import read_result
+from harness.pod.session import Finished, PodSession, SshOptions, WorkerFailure, prefixed
+from harness.pod.spec import REMOTE_ROOT, PodCellSpec, host_file, rank_file
+from harness.pod.workers import Worker
+from harness.topology import Topology
+from harness.world import protocol
+from harness.world.assemble import unit_result
+from harness.world.lifecycle import Unit
+from harness.world.result import RankResult, WorldResult, world_outcome
+
+log = logging.getLogger(__name__)
+
+#: What a launcher may take beyond the cell's deadline (stacks, the kill, its report).
+LAUNCHER_GRACE_S = 30.0
+#: What a launcher may take to be ready (imports, the target's module) before the cell starts.
+START_LIMIT_S = 120.0
+_RANK_FILES = ("result", "events", "stdout", "stderr", "stack", "pid")
+
+
+class PodFailure(Exception):
+    """The pod, not the target, failed this cell (or the whole run)."""
+
+    def __init__(self, failures: list[WorkerFailure], partial: WorldResult | None = None,
+                 stage: str = "") -> None:
+        self.failures, self.partial, self.stage = failures, partial, stage
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        what = "; ".join(str(f) for f in self.failures)
+        return f"{self.stage}: {what}" if self.stage else what
+
+
+@dataclass(frozen=True)
+class PodInfo:
+    """What a report says of the pod it ran on."""
+
+    name: str
+    accelerator: str
+    workers: int
+    chips_per_worker: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "accelerator": self.accelerator, "workers": self.workers,
+                "chips_per_worker": self.chips_per_worker}
+
+
+class Pod:
+    """Connected workers that run cells: ``prepare`` once, then ``run_world`` per cell."""
+
+    def __init__(self, workers: list[Worker], info: PodInfo, ssh: SshOptions | None = None,
+                 python: str = "python3", fabric_host: str | None = None,
+                 log_dir: Path | None = None, echo: Callable[[str], None] | None = None) -> None:
+        self.workers, self.info = workers, info
+        self.session = PodSession(workers, ssh)
+        self.python = python
+        self.fabric_host = fabric_host  # a local pod: the shim's collectives over gloo
+        self.run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+        self.on_line = prefixed(log_dir, echo)
+        self.lib = ""
+        self.code: sync.CodeSource | None = None
+        self._cells = 0
+
+    # -- before the first cell ---------------------------------------------------
+    def prepare(self, code: sync.CodeSource | None) -> None:
+        """Connect to every worker, check its Python, install this harness and the code.
+
+        Any worker failing any step is a PodFailure naming it; nothing is left running."""
+        failures = self.session.connect()
+        if failures:
+            raise PodFailure(failures, stage="cannot connect to every worker "
+                             f"({len(self.workers) - len(failures)} of {len(self.workers)} answered; "
+                             "the pod run stops here, on every worker)")
+        self._each("checking Python on the workers", sync.check_command(self.python),
+                   lambda f: f"its Python ({self.python}) lacks {f.stdout.strip()}: install "
+                             "them there (pip install pyyaml pydantic numpy click rich coolname "
+                             "torch)" if f.ok and f.stdout.strip() else None)
+        self._each("ending what an earlier pod run left running", _STALE, lambda f: None)
+        key, archive = sync.harness_archive()
+        self.lib = sync.lib_dir(key)
+        failures = self.session.put_all(archive, self.lib + ".tgz")
+        if failures:
+            raise PodFailure(failures, stage="cannot install the harness on every worker")
+        self._each("unpacking the harness", sync.unpack_command(self.lib + ".tgz", self.lib),
+                   lambda f: None)
+        if code is not None:
+            self._sync_code(code)
+        self.code = code
+
+    def _each(self, stage: str, command: str, judge: Callable[[Finished], str | None]) -> None:
+        results = self.session.run_all(lambda w: command, timeout=300)
+        failures = []
+        for w in self.workers:
+            r = results[w.index]
+            if isinstance(r, WorkerFailure):
+                failures.append(r)
+            elif not r.ok:
+                failures.append(WorkerFailure(w, f"{r.describe()}: {_tail(r.stderr or r.stdout)}"))
+            elif (why := judge(r)) is not None:
+                failures.append(WorkerFailure(w, why))
+        if failures:
+            raise PodFailure(failures, stage=stage)
+
+    def _sync_code(self, code: sync.CodeSource) -> None:
+        if code.mode == "fetch":
+            results = self.session.run_all(lambda w: sync.fetch_command(code), timeout=600)
+            failures = []
+            for w in self.workers:
+                r = results[w.index]
+                if isinstance(r, WorkerFailure):
+                    failures.append(r)
+                elif not r.ok:
+                    failures.append(WorkerFailure(w, sync.explain_fetch(r.stderr, code)))
+            if failures:
+                raise PodFailure(failures, stage="cannot sync the code to every worker")
+            return
+        assert code.archive is not None
+        tgz = code.remote_dir + ".tgz"
+        failures = self.session.put_all(code.archive, tgz)
+        if failures:
+            raise PodFailure(failures, stage="cannot send the code to every worker")
+        self._each("unpacking the code", sync.unpack_command(tgz, code.remote_dir), lambda f: None)
+
+    # -- one cell ------------------------------------------------------------------
+    def run_world(self, target: str, *, topology: Topology, timeout: float, seed: int,
+                  profile: str, args: tuple[Any, ...] = (), checker: Any = None,
+                  faults: Any = None, files: Any = (), watch: Any = (),
+                  args_by_host: dict[int, tuple[Any, ...]] | None = None,
+                  clean: tuple[str, ...] = (), **_ignored: Any) -> WorldResult:
+        """Run one world on the pod: the simulator's ``run_world``, on real hosts."""
+        from harness.faults.plan import FaultPlan
+
+        if topology.hosts != len(self.workers):
+            raise ValueError(f"topology {topology.name} has {topology.hosts} hosts; this pod "
+                             f"has {len(self.workers)} workers")
+        self._cells += 1
+        fabric = FabricAddress(self.fabric_host, free_port(self.fabric_host)) \
+            if self.fabric_host else None
+        start = time.time()
+        spec = PodCellSpec(
+            cell_id=f"cell-{self._cells}", run_id=self.run_id, target=target,
+            hosts=topology.hosts, ranks_per_host=topology.ranks_per_host, profile=profile,
+            seed=seed, timeout=timeout, start=start,
+            code_dir=self.code.workdir if self.code is not None else REMOTE_ROOT,
+            args=args, args_by_host=args_by_host, faults=faults or FaultPlan(), checker=checker,
+            files=tuple(files or ()) + tuple((faults or FaultPlan()).leftovers),
+            clean=tuple(clean), watch=tuple(watch or ()), fabric=fabric)
+        spec_path = posixpath.join(spec.workdir, "spec.pickle")
+        failures = self.session.put_all(pickle.dumps(spec), spec_path)
+        if failures:
+            raise PodFailure(failures, stage="cannot send the cell to every worker")
+        env = f"PYTHONPATH=\"$HOME/{self.lib}\" PYTHONDONTWRITEBYTECODE=1"
+        results = self.session.run_all(
+            lambda w: f"cd ~ && {env} exec {shlex.quote(self.python)} -m harness.pod.host "
+                      f"{shlex.quote(spec_path)} {w.index}",
+            timeout=timeout + LAUNCHER_GRACE_S + START_LIMIT_S, on_line=self.on_line,
+            gate=READY,
+            stop=lambda w: f"cd ~ && {env} {shlex.quote(self.python)} -m harness.pod.host "
+                           f"--stop {shlex.quote(spec.workdir)} {w.index}")
+        lost = [r for r in results.values() if isinstance(r, WorkerFailure)]
+        broken = [WorkerFailure(r.worker, f"its launcher {r.describe()}: "
+                                          f"{_tail(r.stderr or r.stdout)}")
+                  for r in results.values() if isinstance(r, Finished) and not r.ok]
+        result = self._collect(spec, topology, time.time() - start,
+                               {f.worker.index for f in lost})
+        if lost or broken:
+            raise PodFailure(sorted(lost + broken, key=lambda f: f.worker.index), result,
+                             stage="the pod failed during the cell; the other hosts were stopped")
+        return result
+
+    # -- collecting ----------------------------------------------------------------
+    def _collect(self, spec: PodCellSpec, topology: Topology, duration: float,
+                 lost: set[int]) -> WorldResult:
+        outdir = tempfile.mkdtemp(prefix="harness-pod-cell-")
+        ranks: list[RankResult] = []
+        events: list[dict[str, Any]] = []
+        hang_hosts: dict[int, list[int]] = {}
+        for w in self.workers:
+            host_ranks = list(spec.ranks_of_host(w.index))
+            files: dict[str, bytes | None] = {}
+            if w.index not in lost and self.session.connected(w.index):
+                try:
+                    files = self.session.get_many(w, [host_file(spec.workdir, w.index)] + [
+                        rank_file(spec.workdir, r, what) for r in host_ranks for what in _RANK_FILES])
+                except WorkerFailure:
+                    files = {}
+            report = _json(files.get(host_file(spec.workdir, w.index))) or {}
+            if report.get("ended") == "deadline":
+                hang_hosts[w.index] = list(report.get("alive", []))
+            for r in host_ranks:
+                got = {what: files.get(rank_file(spec.workdir, r, what)) for what in _RANK_FILES}
+                for what in ("stdout", "stderr"):
+                    Path(outdir, f"rank-{r}.{what}").write_bytes(got[what] or b"")
+                rank_events = _events(got["events"])
+                events += rank_events
+                unit = _unit(r, got, report, rank_events, spec, w.index in lost)
+                ranks.append(unit_result(outdir, r, w.index, unit, f"rank-{r}"))
+        history = _history(events, topology.world_size)
+        hang = None
+        if hang_hosts:
+            stuck = sorted(r for rs in hang_hosts.values() for r in rs)
+            hang = _hang_report(stuck, events, spec.timeout)
+        return WorldResult(world_id=f"{self.run_id}/{spec.cell_id}", topology=topology.name,
+                           profile=spec.profile, seed=spec.seed, outcome=world_outcome(ranks),
+                           ranks=ranks, history=history, mismatches=[], hang_report=hang,
+                           duration_s=round(duration, 4))
+
+    def close(self) -> None:
+        self.session.close()
+
+
+#: Before a run: end the launchers and ranks an earlier pod run left (its sessions are
+#: marked by the command line), and a stale libtpu lock no live process holds.
+_STALE = ("pkill -KILL -f '[h]arness.pod.host ' 2>/dev/null; "
+          "if [ -e /tmp/libtpu_lockfile ] && ! (ls /dev/accel* >/dev/null 2>&1 && "
+          "command -v fuser >/dev/null && fuser -s /dev/accel* 2>/dev/null); then "
+          "rm -f /tmp/libtpu_lockfile; fi; true")
+
+
+def _unit(rank: int, got: dict[str, bytes | None], report: dict[str, Any], events: list[dict],
+          spec: PodCellSpec, lost: bool) -> Unit:
+    """What the launcher and the rank's files say of it, as the simulator's lifecycle would."""
+    unit = Unit()
+    try:
+        unit.pid = int(got["pid"]) if got["pid"] else None
+    except ValueError:
+        unit.pid = None
+    if got["result"]:
+        try:
+            head, payload = read_result(got["result"])
+            message = protocol.decode(head, payload)
+            if isinstance(message, protocol.Result):
+                unit.result = message
+        except (protocol.ProtocolError, ValueError) as exc:
+            unit.refused = f"its result file is not a result: {exc}"
+    fatal = [e for e in events if e.get("kind") == "fault" and _ends_life(spec, e)]
+    if fatal:
+        unit.doomed_by = fatal[-1].get("op")
+    status = (report.get("statuses") or {}).get(str(rank))
+    if isinstance(status, int):
+        unit.status = status
+    elif unit.result is not None:
+        exits = [e for e in events if e.get("kind") == "exit"]
+        code = (exits[-1].get("detail") or {}).get("code", 0) if exits else 0
+        unit.status = (int(code) & 0xFF) << 8
+    elif fatal:
+        unit.status = 9  # SIGKILL, as the fault plan's kill does
+    if report.get("ended") == "deadline" and rank in report.get("alive", []):
+        unit.alive_at_deadline = True
+        unit.status = None
+        unit.stack = (got["stack"] or b"").decode("utf-8", "replace").strip() or None
+    if unit.pid is not None and unit.status is None and not unit.alive_at_deadline:
+        unit.status = 9 if lost else unit.status  # gone with its host, or with no word of how
+    return unit
+
+
+def _ends_life(spec: PodCellSpec, event: dict[str, Any]) -> bool:
+    index = (event.get("detail") or {}).get("index")
+    faults = spec.faults.faults
+    return isinstance(index, int) and 0 <= index < len(faults) and faults[index].spec.ends_life
+
+
+def _events(data: bytes | None) -> list[dict[str, Any]]:
+    out = []
+    for line in (data or b"").decode("utf-8", "replace").splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue  # a line cut by the rank's death
+        if isinstance(event, dict) and isinstance(event.get("t"), (int, float)):
+            out.append(event)
+    return out
+
+
+def _history(events: list[dict[str, Any]], world_size: int) -> list[Event]:
+    """The ranks' own records merged in time order, with a ``complete`` event for each step
+    every rank returned from (as the simulator's coordinator records it)."""
+    returns: dict[int, list[dict[str, Any]]] = {}
+    for e in events:
+        if e.get("kind") == "return":
+            returns.setdefault(e["rank"], []).append(e)
+    steps = min((len(v) for v in returns.values()), default=0) if len(returns) == world_size else 0
+    out = [e for e in events if e.get("kind") != "return"]
+    for step in range(steps):
+        last = max((returns[r][step] for r in returns), key=lambda e: e["t"])
+        out.append({"t": last["t"], "kind": "complete", "op": last.get("op"),
+                    "tag": last.get("tag"), "step": step})
+    out.sort(key=lambda e: (e["t"], -1 if e.get("rank") is None else e["rank"]))
+    fields = ("t", "kind", "rank", "op", "tag", "step", "site", "detail")
+    return [Event(**{k: e[k] for k in fields if k in e and e[k] is not None}) for e in out]
+
+
+def _hang_report(stuck: list[int], events: list[dict[str, Any]], timeout: float) -> str:
+    from harness.history import ranks_phrase
+
+    where: dict[str, list[int]] = {}
+    for r in stuck:
+        calls = [e for e in events if e.get("rank") == r and e.get("kind") in ("call", "return")]
+        last = calls[-1] if calls else None
+        if last is None:
+            what = "before any collective"
+        elif last["kind"] == "call":
+            what = f"in {last.get('op')}" + (f" {last['tag']!r}" if last.get("tag") else "")
+        else:
+            what = f"after {last.get('op')}"
+        where.setdefault(what, []).append(r)
+    parts = "; ".join(f"{ranks_phrase(rs)} {what}" for what, rs in where.items())
+    return f"HANG at the deadline ({timeout:g} s): {parts}"
+
+
+def _json(data: bytes | None) -> dict[str, Any] | None:
+    try:
+        value = json.loads(data) if data else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _tail(text: str, limit: int = 300) -> str:
+    flat = " ".join(text.split())
+    return flat[-limit:] or "(no output)"

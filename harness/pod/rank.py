@@ -1,0 +1,112 @@
+"""Inside one rank on a pod: the fault engine, the history recorder, the target, its result.
+
+There is no coordinator on a pod: the rank keeps its own history, one JSON
+line per event written straight to its file (a rank killed the next instant
+loses nothing it recorded), and calls the fault plan's hooks itself around
+the torch_xla collectives it makes (``recorder``). Its result is the same
+message a simulator rank sends (``bootstrap.run_reporting``), written to a file.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import itertools
+import json
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+from harness.pod.spec import PodCellSpec, rank_file
+from harness.world import bootstrap, wire
+
+
+class RankLog:
+    """This rank's history, as JSON lines the controller reads back as events."""
+
+    def __init__(self, path: str, rank: int, start: float) -> None:
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.rank, self.start = rank, start
+
+    def event(self, kind: str, **fields: Any) -> None:
+        line = {"t": round(time.time() - self.start, 6), "kind": kind, "rank": self.rank,
+                **{k: v for k, v in fields.items() if v is not None}}
+        os.write(self.fd, (json.dumps(line, default=repr) + "\n").encode())
+
+    def notify(self, message: dict[str, Any]) -> None:
+        """The fault engine's messages: a fault fired (what a pod can record of it)."""
+        if message.get("type") == "fault":
+            self.event("fault", op=message["fault"],
+                       detail={"op": message.get("op"), "path": message.get("path"),
+                               "index": message.get("index"), **message.get("detail", {})})
+
+
+def run(spec: PodCellSpec, rank: int, home: str) -> int:
+    """Be ``rank`` of ``spec``'s world: run the target and write what became of it.
+
+    Returns the exit code a program would end with (the result file says why)."""
+    from harness.faults.engine import FaultEngine
+    from harness.pod import recorder
+    from harness.world.environment import seed_generators, seed_temp_names
+
+    workdir = os.path.join(home, spec.workdir)
+    path = lambda what: rank_file(workdir, rank, what)  # noqa: E731
+    _redirect(path("stdout"), path("stderr"))
+    with open(path("pid"), "w") as f:
+        f.write(str(os.getpid()))
+    stacks = open(path("stack"), "w")  # noqa: SIM115 - faulthandler writes it on SIGUSR1
+    faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
+
+    log = RankLog(path("events"), rank, spec.start)
+    engine = FaultEngine(spec.faults, rank, rank // spec.ranks_per_host, log.notify, 0)
+    seed_generators(engine.start(spec.seed))
+    seed_temp_names(rank, 0, 0)
+    steps = itertools.count()
+
+    def on_call(op: str, tag: str | None, site: str | None, detail: dict[str, Any]) -> None:
+        # as in the simulator: the plan's hook first, then the call is recorded
+        engine.before_collective(op, tag)
+        log.event("call", op=op, tag=tag, step=next(steps), site=site, detail=detail or None)
+
+    def on_return(op: str, tag: str | None) -> None:
+        log.event("return", op=op, tag=tag)
+
+    recorder.install(on_call, on_return)
+    os.chdir(os.path.join(home, spec.code_dir))
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    result, code = bootstrap.run_reporting(
+        lambda: bootstrap.resolve_target(spec.target)(*spec.args_of(rank), **spec.kwargs),
+        spec.checker)
+    write_result(path("result"), result)
+    log.event("exit", detail={"code": code})
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    return code
+
+
+def write_result(path: str, result: dict[str, Any]) -> None:
+    """The result message as a frame in a file (written whole, then renamed into place)."""
+    header, payload = bootstrap.result_frame(result)
+    head = wire.encode(header)
+    tmp = path + ".part"
+    with open(tmp, "wb") as f:
+        f.write(len(head).to_bytes(4, "big") + head + bytes(payload))
+    os.replace(tmp, path)
+
+
+def read_result(data: bytes) -> tuple[bytes, bytes]:
+    """(header bytes, payload) of a result file, for ``protocol.decode``."""
+    n = int.from_bytes(data[:4], "big")
+    return data[4:4 + n], data[4 + n:]
+
+
+def _redirect(stdout: str, stderr: str) -> None:
+    for fd, name in ((1, stdout), (2, stderr)):
+        target = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(target, fd)
+        os.close(target)
