@@ -2,9 +2,211 @@
 
 from __future__ import annotations
 
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
 import click
+
+#: A pod run whose pod failed (a worker unreachable, a key refused, a ref missing, a host
+#: that stopped answering): the target was not tested, so neither 0 nor 1.
+EXIT_POD_FAILED = 4
 
 
 @click.group("pod")
 def pod() -> None:
     """Run scenarios on real TPU VMs over SSH (or on a local pod of SSH servers)."""
+
+
+def _cli() -> Any:
+    from harness import cli
+
+    return cli
+
+
+@pod.command("run")
+@click.option("--tpu", default=None, metavar="NAME", help="A Cloud TPU VM (its workers found "
+              "with gcloud compute tpus tpu-vm describe); needs --zone.")
+@click.option("--zone", default=None, help="The TPU's zone.")
+@click.option("--project", default=None, help="The TPU's project (default: gcloud's).")
+@click.option("--hosts", "hosts_file", default=None, type=click.Path(dir_okay=False),
+              help="A file of workers, one user@host[:port] per line, in worker order.")
+@click.option("--local", "local", default=None, type=click.IntRange(1, 64), metavar="N",
+              help="A local pod: N SSH servers on 127.0.0.1, each its own disk and /tmp, the "
+                   "shim standing in for torch_xla.")
+@click.option("--chips", default=None, type=click.IntRange(1, 16),
+              help="Ranks per worker (chips per host). Default: 1 on a local pod, 4 otherwise.")
+@click.option("--scenario", "-s", "scenarios", multiple=True,
+              help="A catalog name, a glob, or a scenario file (repeatable). Default: the catalog.")
+@click.option("--target", "targets", multiple=True,
+              help="Target: built-in name, module:function or file.py:function (repeatable).")
+@click.option("--workload", "-w", default="config-sync", show_default=True,
+              help="The workload your own targets implement.")
+@click.option("--checker", "-c", default=None, metavar="REF",
+              help="Judges each rank's value of your own targets (as harness run's).")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1))
+@click.option("--timeout", default=None, type=float,
+              help="Override every scenario's deadline (seconds).")
+@click.option("--report-dir", default="reports", show_default=True,
+              type=click.Path(file_okay=False), help="As harness run's.")
+@click.option("--format", "formats", multiple=True,
+              type=click.Choice(["terminal", "json", "junit", "markdown", "html"]),
+              help="Reports to write (repeatable). Default: all of them.")
+@click.option("--baseline", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="A saved JSON report whose failing cells count as known.")
+@click.option("--ssh-key", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="The private key to log in with (default: the agent and ~/.ssh's).")
+@click.option("--known-hosts", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="Host keys to trust (default: ~/.ssh/known_hosts).")
+@click.option("--user", default=None, help="The login user where the hosts file names none.")
+@click.option("--python", "python", default=None,
+              help="The workers' Python (default: python3; a local pod: this one).")
+@click.option("--sync", "sync_mode", default="auto", show_default=True,
+              type=click.Choice(["auto", "fetch", "archive"]),
+              help="How your code reaches the workers: fetch the pushed commit on each (seed "
+                   "002), or send an archive of the working tree. auto: fetch when it can.")
+@click.option("--connect-timeout", default=30.0, show_default=True, type=click.FloatRange(1, 600),
+              help="Seconds each worker has to answer.")
+@click.option("--keepalive", default=10.0, show_default=True, type=click.FloatRange(0.5, 600),
+              help="Seconds between keepalives; a worker silent for 3 is lost.")
+@click.option("--keep-disks", is_flag=True, default=False,
+              help="A local pod: keep its workers' disks (beside the reports) to look at.")
+@click.option("--verbose", "-v", is_flag=True, default=False,
+              help="Stream every worker's output, prefixed [wN] (always in the per-worker logs).")
+def run_command(tpu: str | None, zone: str | None, project: str | None, hosts_file: str | None,
+                local: int | None, chips: int | None, scenarios: tuple[str, ...],
+                targets: tuple[str, ...], workload: str, checker: str | None, seed: int,
+                timeout: float | None, report_dir: str, formats: tuple[str, ...],
+                baseline: str | None, ssh_key: str | None, known_hosts: str | None,
+                user: str | None, python: str | None, sync_mode: str, connect_timeout: float,
+                keepalive: float, keep_disks: bool, verbose: bool) -> None:
+    """Run scenarios x targets on a pod: the same cells, checkers and reports as harness
+    run, marked mode: pod.
+
+    \b
+    harness pod run --local 8 --scenario isolated-tmp --target naive-sync
+    harness pod run --hosts workers.txt --ssh-key ~/.ssh/tpu --target train.py:sync_config
+    harness pod run --tpu my-v4-64 --zone us-central2-b --scenario baseline
+
+    Exit codes: 0 no unexpected cell, 1 some cell is unexpected, 2 usage error,
+    3 internal error, 4 the pod failed (a worker unreachable, a key refused, a
+    commit missing, a host that stopped answering).
+    """
+    from harness.pod.controller import Pod, PodFailure, PodInfo
+    from harness.pod.matrix import infra_matrix, plan_pod, run_on_pod, topology_name
+    from harness.pod.session import SshOptions
+    from harness.pod.sync import SyncError, code_source
+    from harness.reports import FORMATS, write_run
+    from harness.runner.run import known_from_baseline
+
+    cli = _cli()
+    chosen = [n for n, v in (("--tpu", tpu), ("--hosts", hosts_file), ("--local", local))
+              if v is not None]
+    if len(chosen) != 1:
+        raise click.UsageError("say which pod: exactly one of --tpu NAME --zone Z, "
+                               "--hosts FILE or --local N" +
+                               (f" (got {' and '.join(chosen)})" if chosen else ""))
+    if timeout is not None and not 0 < timeout <= 600:
+        raise click.BadParameter(f"{timeout:g} is not in (0, 600] seconds", param_hint="--timeout")
+    known = known_from_baseline(cli._load(baseline)) if baseline else frozenset()
+    scenario_list = cli._scenarios(scenarios)
+    target_list = cli._targets(targets, workload, checker)
+    files = list(dict.fromkeys(formats or FORMATS))
+    run_dir = cli._new_run_dir(report_dir)
+    echo = (lambda line: click.echo(line, err=True)) if verbose else None
+
+    local_pod = None
+    try:
+        if local is not None:
+            from harness.pod.local import LocalPod, LocalPodError
+
+            local_pod = LocalPod(local, run_dir / "pod-disks")
+            try:
+                workers = local_pod.start()
+            except LocalPodError as exc:
+                click.echo(f"the pod failed: {exc}", err=True)
+                sys.exit(EXIT_POD_FAILED)
+            info = PodInfo(f"local-{local}", "local (the torch_xla shim)", local, chips or 1)
+            ssh = SshOptions(key=str(local_pod.client_key), known_hosts=str(local_pod.known_hosts),
+                             connect_timeout=connect_timeout, keepalive_interval=keepalive)
+            python = python or sys.executable
+            replay = f"harness pod run --local {local}" + (f" --chips {chips}" if chips else "")
+        else:
+            workers, info, replay = _real_workers(tpu, zone, project, hosts_file, user, chips)
+            ssh = SshOptions(key=ssh_key, known_hosts=known_hosts, connect_timeout=connect_timeout,
+                             keepalive_interval=keepalive)
+            python = python or "python3"
+        topology = topology_name(len(workers), info.chips_per_worker)
+        plans, not_run = plan_pod(scenario_list, target_list, seed, topology, timeout)
+        for name, why in not_run.items():
+            click.echo(f"not run on a pod: {name}: {why}", err=True)
+        if not plans:
+            raise click.UsageError("no cell to run on a pod: every chosen scenario needs the "
+                                   "simulator (see above)")
+        code = None
+        if any(not t.builtin for t in target_list):
+            try:
+                code = code_source(os.getcwd(), sync_mode)
+            except SyncError as exc:
+                raise click.BadParameter(str(exc), param_hint="--sync") from None
+        pod = Pod(workers, info, ssh, python=python,
+                  fabric_host="127.0.0.1" if local_pod is not None else None,
+                  log_dir=run_dir, echo=echo)
+        try:
+            try:
+                pod.prepare(code)
+                matrix = run_on_pod(pod, plans, seed, not_run, known, replay)
+            except PodFailure as failure:
+                click.echo(f"the pod failed: {failure.describe()}", err=True)
+                matrix = infra_matrix(plans, failure, seed, pod, not_run)
+        finally:
+            pod.close()
+    finally:
+        if local_pod is not None:
+            local_pod.stop()
+            if not keep_disks:
+                local_pod.remove()
+    paths = write_run(matrix, run_dir, [f for f in files if f != "terminal"] or ["json"])
+    click.echo(f"pod {info.name}: {info.accelerator}, {info.workers} workers x "
+               f"{info.chips_per_worker} chip{'s' if info.chips_per_worker != 1 else ''} "
+               f"(topology {topology})")
+    cli._print_matrix(matrix, verbose=False)
+    for fmt, path in paths.items():
+        click.echo(f"{fmt:>9}: {path}")
+    click.echo(f"{'logs':>9}: {run_dir}/worker-N.log (one per worker)")
+    if any(c.outcome == "INFRA" for c in matrix.cells):
+        sys.exit(EXIT_POD_FAILED)
+    sys.exit(1 if matrix.failing() else 0)
+
+
+def _real_workers(tpu: str | None, zone: str | None, project: str | None,
+                  hosts_file: str | None, user: str | None, chips: int | None) -> Any:
+    from harness.pod.controller import PodInfo
+    from harness.pod.workers import HostsFileError, Worker, read_hosts
+
+    if hosts_file is not None:
+        try:
+            workers = read_hosts(hosts_file)
+        except HostsFileError as exc:
+            raise click.BadParameter(str(exc), param_hint="--hosts") from None
+        if user is not None:
+            workers = [Worker(w.index, w.host, w.port, w.user or user) for w in workers]
+        info = PodInfo(Path(hosts_file).name, "unknown (a hosts file)", len(workers), chips or 4)
+        return workers, info, f"harness pod run --hosts {shlex.quote(hosts_file)}"
+    if zone is None:
+        raise click.UsageError("--tpu needs --zone")
+    from harness.pod import cloud
+
+    try:
+        node = cloud.describe(tpu, zone, project)
+    except cloud.CloudError as exc:
+        click.echo(f"the pod failed: {exc}", err=True)
+        sys.exit(EXIT_POD_FAILED)
+    workers = [w if w.user or user is None else type(w)(w.index, w.host, w.port, user)
+               for w in node.workers]
+    info = PodInfo(node.name, node.accelerator_type, len(workers), chips or 4)
+    replay = f"harness pod run --tpu {shlex.quote(str(tpu))} --zone {shlex.quote(zone)}" + (
+        f" --project {shlex.quote(project)}" if project else "")
+    return workers, info, replay

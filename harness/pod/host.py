@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import shutil
 import signal
 import sys
 import threading
@@ -122,14 +121,14 @@ def prepare(spec: PodCellSpec, host: int) -> None:
 
 
 def _remove(path: str) -> None:
+    """A file an earlier cell's ranks wrote; never a directory (not the harness's to empty)."""
     path = os.path.expanduser(path)
     if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
+        return
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def _install_fabric(spec: PodCellSpec, host: int) -> None:

@@ -67,7 +67,7 @@ class LocalPod:
     def __post_init__(self) -> None:
         if not 1 <= self.size <= 256:
             raise LocalPodError(f"a local pod has 1 to 256 workers, not {self.size}")
-        self.root = Path(self.root)
+        self.root = Path(self.root).resolve()
 
     # -- keys -------------------------------------------------------------
     @property

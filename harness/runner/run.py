@@ -39,7 +39,7 @@ from harness.topology import get_topology
 from harness.workloads.base import Target
 from harness.workloads.registry import DEFAULT_WORKLOAD, WORKLOADS
 from harness.world import pool
-from harness.world.result import ERROR, PASS, one_line
+from harness.world.result import ERROR, PASS, WorldResult, one_line
 from harness.world.world import ABORT, run_world
 
 log = logging.getLogger(__name__)
@@ -173,7 +173,10 @@ def _aim(fault: Any) -> str:
 
 
 def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
-             discovery: Discovery | None = None) -> Cell:
+             discovery: Discovery | None = None,
+             execute: Callable[..., WorldResult] = run_world) -> Cell:
+    """One cell: its world run by ``execute`` (the simulator's ``run_world``, or a pod's),
+    judged by the workload's checker, its verdict from the scenario's expectation."""
     scenario, target = plan.scenario, plan.target
     workload = WORKLOADS[scenario.workload]  # the loader refused any other
     home = os.path.expanduser("~")
@@ -192,7 +195,7 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
                                          pool.preload_for(target.ref, None, os.getcwd())),
                                        *discovery.imported)))
     checker = checker_of(scenario, target)
-    result = run_world(target.ref, topology=topology, timeout=plan.timeout, seed=plan.seed,
+    result = execute(target.ref, topology=topology, timeout=plan.timeout, seed=plan.seed,
                        profile=scenario.profile, args=(inputs.for_target(),), checker=checker,
                        mounts=scenario.mount_list(home, roles), faults=faults,
                        preload=preload, files=files, watch=watch,
@@ -275,8 +278,10 @@ def _roles_shown(scenario: Scenario, discovery: Discovery | None) -> dict[str, s
 
 def run_matrix(plans: list[CellPlan], jobs: int | None = None, seed: int = 0,
                known: frozenset[tuple[str, str]] = frozenset(),
-               on_cell: Callable[[Cell], None] | None = None, use_cache: bool = True) -> Matrix:
-    """Run every planned cell, ``jobs`` at a time; cells come back in plan order."""
+               on_cell: Callable[[Cell], None] | None = None, use_cache: bool = True,
+               cell_runner: Callable[..., Cell] = run_cell) -> Matrix:
+    """Run every planned cell, ``jobs`` at a time; cells come back in plan order.
+    ``cell_runner`` runs one (``run_cell``; a pod run passes its own)."""
     jobs = max(1, jobs or os.cpu_count() or 1)
     start = time.monotonic()
     created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -285,7 +290,7 @@ def run_matrix(plans: list[CellPlan], jobs: int | None = None, seed: int = 0,
     workers = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="harness-cell")
     try:
         found = discover_targets(plans, use_cache, jobs)
-        futures = {workers.submit(run_cell, plan, known, found.get(plan.target.name)): plan
+        futures = {workers.submit(cell_runner, plan, known, found.get(plan.target.name)): plan
                    for plan in plans}
         for future in as_completed(futures):
             try:

@@ -24,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from harness.faults.trigger import OPS, PlanError, Trigger
+from harness.faults.trigger import FILE_OPS, OPS, PlanError, Trigger
 from harness.filesystem.mounts import KERNEL_TREES as MACHINE_PATHS  # never sandboxed
 from harness.filesystem.sandbox import Leftover
 from harness.roles import MEANING, ROLES, Roles
@@ -95,6 +95,22 @@ class FaultKind(BaseModel):
     watched_path: ClassVar[bool] = False
     #: A content fault: decided at a writer's open, applied at close in this order.
     close_order: ClassVar[int | None] = None
+
+    def off_pod(self) -> str | None:
+        """Why this fault cannot act on a real pod (None: it can). A pod run has the rank's
+        fault engine at its collectives, at its start and on its timers, but not the
+        simulator's filesystem view (a pod's files are its own) nor its world's restarts."""
+        if self.needs_sandbox:
+            return "it acts on files through the simulator's filesystem view"
+        if self.role is not None or self.path is not None:
+            return "it fires at a file, seen only through the simulator's filesystem view"
+        if self.restarts:
+            return "a pre-empted rank comes back only in the simulator, whose world restarts it"
+        ops = self.op or list(self.ops)
+        if self.after_ms is None and any(op in FILE_OPS for op in ops):
+            return ("it may fire at a file operation (give op: collective or after_ms to run "
+                    "it on a pod)")
+        return None
 
     @model_validator(mode="before")
     @classmethod

@@ -1,0 +1,138 @@
+"""The catalog on a pod: which scenarios can run there, and their cells, judged as the simulator's.
+
+Every scenario runs at the pod's own topology (its workers x chips), as
+``harness run --topology`` would; a scenario that needs what only the
+simulator has (its filesystem view for file faults, its mounts, its world's
+restarts) is not run and says why (``Matrix.pod['not_run']``), never a PASS.
+The roles every target's cells clean between cells come from the target's
+fault-free run in the simulator (the roles are the code's, not the pod's).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import shlex
+import time
+from collections.abc import Callable
+from functools import partial
+
+from harness import __version__
+from harness.runner.cells import INFRA, UNEXERCISED, Cell, Matrix, RankRow
+from harness.runner.discovery import Discovery, discover
+from harness.runner.run import CellPlan, plan_cells, replay_command, run_cell, run_matrix
+from harness.scenarios import Scenario
+from harness.topology import TOPOLOGIES, Topology
+from harness.workloads.base import Target
+from harness.workloads.registry import WORKLOADS
+
+from .controller import Pod, PodFailure
+
+log = logging.getLogger(__name__)
+
+
+def off_pod(scenario: Scenario) -> str | None:
+    """Why ``scenario`` cannot run on a pod (None: it can)."""
+    if scenario.mounts:
+        what = ", ".join(m.path or f"role {m.role}" for m in scenario.mounts)
+        return (f"it mounts {what} with the simulator's filesystems; a pod's filesystems "
+                "are its own")
+    for fault in scenario.faults:
+        why = fault.off_pod()
+        if why is not None:
+            return f"fault {fault.kind}: {why}"
+    return None
+
+
+def topology_name(hosts: int, ranks_per_host: int) -> str:
+    """The catalog's name for a pod's shape (``v4-64`` for 8x1), else ``HxR``."""
+    for name, topo in TOPOLOGIES.items():
+        if (topo.hosts, topo.ranks_per_host) == (hosts, ranks_per_host):
+            return name
+    return f"{hosts}x{ranks_per_host}"
+
+
+def plan_pod(scenarios: list[Scenario], targets: list[Target], seed: int, topology: str,
+             timeout: float | None) -> tuple[list[CellPlan], dict[str, str]]:
+    """The cells a pod runs (every scenario at the pod's topology) and the scenarios it
+    cannot, with why."""
+    not_run = {s.name: why for s in scenarios if (why := off_pod(s)) is not None}
+    runnable = [s for s in scenarios if s.name not in not_run]
+    return plan_cells(runnable, targets, seed, topology, timeout), not_run
+
+
+def run_on_pod(pod: Pod, plans: list[CellPlan], seed: int, not_run: dict[str, str],
+               known: frozenset[tuple[str, str]] = frozenset(), replay: str = "harness pod run",
+               on_cell: Callable[[Cell], None] | None = None) -> Matrix:
+    """Every planned cell on ``pod``, one at a time (a pod runs one world at a time)."""
+    learned: dict[str, Discovery] = {}
+
+    def one(plan: CellPlan, known: frozenset[tuple[str, str]],
+            discovery: Discovery | None) -> Cell:
+        if discovery is None:
+            discovery = learned.get(plan.target.name)
+            if discovery is None:
+                discovery = learned[plan.target.name] = discover(
+                    plan.target, WORKLOADS[plan.scenario.workload], False)
+        clean = written_files(discovery)
+        try:
+            cell = run_cell(plan, known, discovery, execute=partial(pod.run_world, clean=clean))
+        except PodFailure as failure:
+            cell = infra_cell(plan, failure)
+        cell.replay = pod_replay(replay, plan)
+        return cell
+
+    start = time.monotonic()
+    matrix = run_matrix(plans, jobs=1, seed=seed, known=known, on_cell=on_cell, cell_runner=one)
+    matrix.mode = "pod"
+    matrix.pod = {**pod.info.to_dict(), "not_run": dict(not_run)}
+    matrix.duration_s = time.monotonic() - start
+    return matrix
+
+
+def written_files(discovery: Discovery) -> tuple[str, ...]:
+    """The files the target's ranks write (its handoffs and outputs, and the names it
+    stages them under): what an earlier cell may have left, removed before each cell.
+    Never a directory, never an input: a pod's other files are not the harness's."""
+    uses = [u for role in ("handoff", "output") for u in discovery.roles.of(role)]
+    return tuple(dict.fromkeys(p for u in uses for p in (u.path, *u.staging)))
+
+
+def infra_cell(plan: CellPlan, failure: PodFailure) -> Cell:
+    """A cell the pod failed: INFRA, never the target's outcome; what the other hosts'
+    ranks did is kept as they left it."""
+    partial_result = failure.partial
+    ranks = [RankRow.of(r, output_limit=4000) for r in partial_result.ranks] \
+        if partial_result is not None else []
+    kept = f"; what the ranks did: {partial_result.detail()}" if partial_result is not None else ""
+    return Cell(scenario=plan.scenario.name, target=plan.target.name, topology=plan.topology,
+                seed=plan.seed, outcome=INFRA, expected=plan.scenario.expect,
+                verdict=UNEXERCISED, duration_s=partial_result.duration_s if partial_result else 0.0,
+                detail=f"the pod failed, not the target: {failure.describe()}{kept}",
+                replay="", ranks=ranks, workload=plan.scenario.workload,
+                finding=plan.scenario.finding)
+
+
+def infra_matrix(plans: list[CellPlan], failure: PodFailure, seed: int, pod: Pod,
+                 not_run: dict[str, str]) -> Matrix:
+    """The run's report when the pod failed before its first cell: every cell INFRA."""
+    cells = [infra_cell(p, failure) for p in plans]
+    created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return Matrix(cells=cells, seed=seed, created=created, harness_version=__version__,
+                  mode="pod", pod={**pod.info.to_dict(), "not_run": dict(not_run)})
+
+
+def pod_replay(prefix: str, plan: CellPlan) -> str:
+    """The command that reruns exactly this cell on the same pod: the simulator's replay
+    arguments after the pod's own (how to reach it)."""
+    args = shlex.split(replay_command(plan))[2:]
+    if "--topology" in args:  # the pod's own: implied by the pod
+        i = args.index("--topology")
+        del args[i:i + 2]
+    return f"{prefix} {shlex.join(args)}"
+
+
+def pod_topology(workers: int, chips: int) -> Topology:
+    from harness.topology import get_topology
+
+    return get_topology(topology_name(workers, chips))
