@@ -117,12 +117,21 @@ def run_command(tpu: str | None, zone: str | None, project: str | None, hosts_fi
     run_dir = cli._new_run_dir(report_dir)
     echo = (lambda line: click.echo(line, err=True)) if verbose else None
 
+    code = None
+    if any(not t.builtin for t in target_list):
+        try:
+            code = code_source(os.getcwd(), sync_mode)
+        except SyncError as exc:
+            raise click.BadParameter(str(exc), param_hint="--sync") from None
     local_pod = None
     try:
         if local is not None:
             from harness.pod.local import LocalPod, LocalPodError
 
-            local_pod = LocalPod(local, run_dir / "pod-disks")
+            # a git remote on this machine is reachable from the local pod, as origin is from a pod
+            share = (Path(code.remote),) if code is not None and code.remote is not None and \
+                os.path.isdir(code.remote) else ()
+            local_pod = LocalPod(local, run_dir / "pod-disks", share=share)
             try:
                 workers = local_pod.start()
             except LocalPodError as exc:
@@ -145,12 +154,6 @@ def run_command(tpu: str | None, zone: str | None, project: str | None, hosts_fi
         if not plans:
             raise click.UsageError("no cell to run on a pod: every chosen scenario needs the "
                                    "simulator (see above)")
-        code = None
-        if any(not t.builtin for t in target_list):
-            try:
-                code = code_source(os.getcwd(), sync_mode)
-            except SyncError as exc:
-                raise click.BadParameter(str(exc), param_hint="--sync") from None
         pod = Pod(workers, info, ssh, python=python,
                   fabric_host="127.0.0.1" if local_pod is not None else None,
                   log_dir=run_dir, echo=echo)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import pickle
 import posixpath
 import shlex
@@ -28,7 +29,7 @@ from typing import Any
 from harness.history import Event
 from harness.pod import sync
 from harness.pod.fabric import FabricAddress, free_port
-from harness.pod.host import READY
+from harness.pod.host import RANKS_START_LIMIT_S, READY
 from harness.pod.rank import read_result
 from harness.pod.session import Finished, PodSession, SshOptions, WorkerFailure, prefixed
 from harness.pod.spec import REMOTE_ROOT, PodCellSpec, host_file, rank_file
@@ -44,7 +45,7 @@ log = logging.getLogger(__name__)
 #: What a launcher may take beyond the cell's deadline (stacks, the kill, its report).
 LAUNCHER_GRACE_S = 30.0
 #: What a launcher may take to be ready (imports, the target's module) before the cell starts.
-START_LIMIT_S = 120.0
+READY_LIMIT_S = 120.0
 _RANK_FILES = ("result", "events", "stdout", "stderr", "stack", "pid")
 
 
@@ -52,13 +53,32 @@ class PodFailure(Exception):
     """The pod, not the target, failed this cell (or the whole run)."""
 
     def __init__(self, failures: list[WorkerFailure], partial: WorldResult | None = None,
-                 stage: str = "") -> None:
+                 stage: str = "", lost_hosts: set[int] | None = None) -> None:
         self.failures, self.partial, self.stage = failures, partial, stage
+        self.lost_hosts = lost_hosts or set()
         super().__init__(self.describe())
 
     def describe(self) -> str:
         what = "; ".join(str(f) for f in self.failures)
         return f"{self.stage}: {what}" if self.stage else what
+
+    def kept(self) -> str:
+        """What the ranks had done when the pod failed: those that ended say how; the
+        others were on a lost worker, or were stopped by the harness."""
+        from harness.history import ranks_phrase
+        from harness.world.result import fates_phrase
+
+        if self.partial is None:
+            return ""
+        ended = [r for r in self.partial.ranks if r.returned or r.error and not r.never_started]
+        done = {r.rank for r in ended}
+        lost = [r.rank for r in self.partial.ranks if r.rank not in done and r.host in self.lost_hosts]
+        stopped = [r.rank for r in self.partial.ranks
+                   if r.rank not in done and r.host not in self.lost_hosts]
+        parts = ([fates_phrase(ended)] if ended else []) + (
+            [f"{ranks_phrase(lost)} unknown (on a lost worker)"] if lost else []) + (
+            [f"{ranks_phrase(stopped)} stopped by the harness"] if stopped else [])
+        return "; ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -163,6 +183,7 @@ class Pod:
         if topology.hosts != len(self.workers):
             raise ValueError(f"topology {topology.name} has {topology.hosts} hosts; this pod "
                              f"has {len(self.workers)} workers")
+        target = self._remote_target(target)
         self._cells += 1
         fabric = FabricAddress(self.fabric_host, free_port(self.fabric_host)) \
             if self.fabric_host else None
@@ -183,25 +204,42 @@ class Pod:
         results = self.session.run_all(
             lambda w: f"cd ~ && {env} exec {shlex.quote(self.python)} -m harness.pod.host "
                       f"{shlex.quote(spec_path)} {w.index}",
-            timeout=timeout + LAUNCHER_GRACE_S + START_LIMIT_S, on_line=self.on_line,
+            timeout=READY_LIMIT_S + RANKS_START_LIMIT_S + timeout + LAUNCHER_GRACE_S, on_line=self.on_line,
             gate=READY,
             stop=lambda w: f"cd ~ && {env} {shlex.quote(self.python)} -m harness.pod.host "
                            f"--stop {shlex.quote(spec.workdir)} {w.index}")
         lost = [r for r in results.values() if isinstance(r, WorkerFailure)]
-        broken = [WorkerFailure(r.worker, f"its launcher {r.describe()}: "
-                                          f"{_tail(r.stderr or r.stdout)}")
-                  for r in results.values() if isinstance(r, Finished) and not r.ok]
-        result = self._collect(spec, topology, time.time() - start,
-                               {f.worker.index for f in lost})
+        # a launcher that failed by itself (not one the harness stopped for a lost worker)
+        broken = [] if lost else [
+            WorkerFailure(r.worker, f"its launcher {r.describe()}: {_tail(r.stderr or r.stdout)}")
+            for r in results.values() if isinstance(r, Finished) and not r.ok]
+        gone = {f.worker.index for f in lost}
+        result = self._collect(spec, topology, time.time() - start, gone)
         if lost or broken:
             raise PodFailure(sorted(lost + broken, key=lambda f: f.worker.index), result,
-                             stage="the pod failed during the cell; the other hosts were stopped")
+                             stage="the pod failed during the cell; the other hosts were stopped",
+                             lost_hosts=gone)
         return result
+
+    def _remote_target(self, target: str) -> str:
+        """``path/file.py:fn`` as the workers find it: relative to the synced code's working
+        directory (a path of this machine means nothing on a worker)."""
+        module, sep, attr = target.rpartition(":")
+        if not sep or not (module.endswith(".py") or os.sep in module):
+            return target
+        path = Path(module).resolve()
+        code = self.code
+        if code is None or not path.is_relative_to(code.root):
+            where = f"the synced code ({code.root})" if code is not None else "any synced code"
+            raise ValueError(f"target {target!r}: {path} is not in {where}; run from the "
+                             "repository that holds it")
+        return f"{os.path.relpath(path, code.root / code.subdir)}:{attr}"
 
     # -- collecting ----------------------------------------------------------------
     def _collect(self, spec: PodCellSpec, topology: Topology, duration: float,
                  lost: set[int]) -> WorldResult:
         outdir = tempfile.mkdtemp(prefix="harness-pod-cell-")
+        unread: list[WorkerFailure] = []
         ranks: list[RankResult] = []
         events: list[dict[str, Any]] = []
         hang_hosts: dict[int, list[int]] = {}
@@ -212,8 +250,8 @@ class Pod:
                 try:
                     files = self.session.get_many(w, [host_file(spec.workdir, w.index)] + [
                         rank_file(spec.workdir, r, what) for r in host_ranks for what in _RANK_FILES])
-                except WorkerFailure:
-                    files = {}
+                except WorkerFailure as failure:
+                    unread.append(failure)
             report = _json(files.get(host_file(spec.workdir, w.index))) or {}
             if report.get("ended") == "deadline":
                 hang_hosts[w.index] = list(report.get("alive", []))
@@ -230,10 +268,13 @@ class Pod:
         if hang_hosts:
             stuck = sorted(r for rs in hang_hosts.values() for r in rs)
             hang = _hang_report(stuck, events, spec.timeout)
-        return WorldResult(world_id=f"{self.run_id}/{spec.cell_id}", topology=topology.name,
-                           profile=spec.profile, seed=spec.seed, outcome=world_outcome(ranks),
-                           ranks=ranks, history=history, mismatches=[], hang_report=hang,
-                           duration_s=round(duration, 4))
+        result = WorldResult(world_id=f"{self.run_id}/{spec.cell_id}", topology=topology.name,
+                             profile=spec.profile, seed=spec.seed, outcome=world_outcome(ranks),
+                             ranks=ranks, history=history, mismatches=[], hang_report=hang,
+                             duration_s=round(duration, 4))
+        if unread:
+            raise PodFailure(unread, result, stage="cannot collect what every host's ranks left")
+        return result
 
     def close(self) -> None:
         self.session.close()

@@ -29,6 +29,8 @@ from harness.pod.spec import PodCellSpec, host_file, rank_file
 
 #: What a launcher prints when it is ready to start its ranks (``PodSession.run_all``'s gate).
 READY = "harness-pod: ready"
+#: How long a host's ranks may take to start (their runtime up) before the deadline counts.
+RANKS_START_LIMIT_S = 60.0
 #: How long ranks get to write their stacks after SIGUSR1, before SIGKILL.
 STACK_WAIT_S = 1.0
 
@@ -55,8 +57,8 @@ def main(argv: list[str]) -> int:
     print(READY, flush=True)
     if sys.stdin.readline().strip() != "go":
         return 0  # the controller stopped the cell before it started
-    timer = threading.Timer(spec.timeout, lambda: _deadline(workdir, host, spec))
-    timer.daemon = True
+    timer = threading.Thread(target=_watch, args=(workdir, host, spec), daemon=True,
+                             name="harness-pod-deadline")
     timer.start()
     report: dict[str, Any] = {"host": host, "pid": os.getpid()}
     try:
@@ -65,7 +67,6 @@ def main(argv: list[str]) -> int:
         xmp.spawn(_rank_entry, args=(spec_path, home))
     except BaseException as exc:  # noqa: BLE001 - a rank's death, said in the host's report
         report["spawn_error"] = f"{type(exc).__name__}: {exc}"
-    timer.cancel()
     report["statuses"] = {str(r): s for r, s in _statuses.items()}
     _write_json(os.path.join(home, host_file(spec.workdir, host)), report)
     return 0
@@ -161,7 +162,13 @@ def _fork_ranks(spec: PodCellSpec, host: int, runtime: Any, fn: Any, args: tuple
                 die_with_parent()
                 runtime.become_rank(r)
                 code = fn(r, *args) or 0
+            except BaseException:  # noqa: BLE001 - before the rank could report it itself
+                import traceback
+
+                print(f"harness pod: rank {r} failed before its target ran:", file=sys.stderr)
+                traceback.print_exc()
             finally:
+                sys.stderr.flush()
                 os._exit(code)
         children[pid] = r
     broken = False
@@ -174,6 +181,18 @@ def _fork_ranks(spec: PodCellSpec, host: int, runtime: Any, fn: Any, args: tuple
 
         raise BrokenProcessPool("A process in the process pool was terminated abruptly while "
                                 "the future was running or pending.")
+
+
+def _watch(workdir: str, host: int, spec: PodCellSpec) -> None:
+    """The cell's deadline, counted from when this host's ranks have started (their runtime
+    up, as the simulator's ranks are when its clock starts), or from ``RANKS_START_LIMIT_S``
+    after the go if they never all do."""
+    ranks = spec.ranks_of_host(host)
+    limit = time.monotonic() + RANKS_START_LIMIT_S
+    while time.monotonic() < limit and len(_rank_pids(workdir, ranks)) < len(ranks):
+        time.sleep(0.05)
+    time.sleep(spec.timeout)
+    _deadline(workdir, host, spec)
 
 
 def _deadline(workdir: str, host: int, spec: PodCellSpec) -> None:
@@ -197,14 +216,14 @@ def stop(workdir: str, host: int, why: str, ranks: range | None = None) -> int:
         _signal(rank_pids[r], signal.SIGUSR1)
     if alive:
         time.sleep(STACK_WAIT_S)
+    if why != "deadline":  # first, so that it cannot write its own report over this one
+        _signal(launcher, signal.SIGKILL)
     for pid in members:
-        if pid != launcher or why != "deadline":
+        if pid != launcher:
             _signal(pid, signal.SIGKILL)
     path = os.path.join(workdir, f"host-{host}.json")
     _write_json(path, {"host": host, "pid": launcher, "ended": why, "alive": alive,
                        "statuses": {str(r): s for r, s in _statuses.items()}})
-    if why != "deadline":
-        _signal(launcher, signal.SIGKILL)
     return 0
 
 

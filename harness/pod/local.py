@@ -61,6 +61,9 @@ class LocalPod:
     root: Path
     refuses_key: frozenset[int] = frozenset()
     unreachable: frozenset[int] = frozenset()
+    #: directories of this machine every worker reaches at the same path (under /tmp they
+    #: would be hidden by the worker's own /tmp): a git remote, as a pod reaches origin
+    share: tuple[Path, ...] = ()
     user: str = field(default_factory=lambda: _user())
     local: list[LocalWorker] = field(default_factory=list)
 
@@ -121,7 +124,7 @@ class LocalPod:
             shutil.copy(keys / ("stranger.pub" if w.refuses_key else "client.pub"),
                         sshd / "authorized_keys")
             w.process = subprocess.Popen(
-                _namespaced(disk, [sys.executable, "-m", "harness.pod.local", "--disk", str(disk),
+                _namespaced(disk, self.share, [sys.executable, "-m", "harness.pod.local", "--disk", str(disk),
                                    "--host-key", str(sshd / "host"), "--authorized",
                                    str(sshd / "authorized_keys"), "--port-file", str(port_file)]),
                 stdin=subprocess.DEVNULL, stdout=open(disk / "server.log", "ab"),  # noqa: SIM115
@@ -221,12 +224,13 @@ def _server_env() -> dict[str, str]:
     return env
 
 
-def _namespaced(disk: Path, argv: list[str]) -> list[str]:
+def _namespaced(disk: Path, share: tuple[Path, ...], argv: list[str]) -> list[str]:
     """``argv`` as the init of a new PID and mount namespace whose /tmp and /dev/shm are
     the worker's own; what must stay reachable under the machine's /tmp (this worker's
     disk, the Python that runs the harness, the harness itself) is bound back in place,
     as software installed on a VM's image, and nothing else of the machine's /tmp."""
-    keep = sorted({os.path.relpath(p, "/tmp") for p in _kept(disk) if _under_tmp(p)})
+    kept = _kept(disk) + [str(Path(p).resolve()) for p in share]
+    keep = sorted({os.path.relpath(p, "/tmp") for p in kept if _under_tmp(p)})
     script = [f"mkdir -p {_q(disk / '.machine-tmp')}",
               f"mount --bind {_q(disk / 'shm')} /dev/shm",
               f"mount --bind /tmp {_q(disk / '.machine-tmp')}",

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
+import os
 import shlex
 import time
 from collections.abc import Callable
 from functools import partial
 
 from harness import __version__
+from harness.filesystem.mounts import is_under
 from harness.runner.cells import INFRA, UNEXERCISED, Cell, Matrix, RankRow
 from harness.runner.discovery import Discovery, discover
 from harness.runner.run import CellPlan, plan_cells, replay_command, run_cell, run_matrix
@@ -95,7 +97,9 @@ def written_files(discovery: Discovery) -> tuple[str, ...]:
     stages them under): what an earlier cell may have left, removed before each cell.
     Never a directory, never an input: a pod's other files are not the harness's."""
     uses = [u for role in ("handoff", "output") for u in discovery.roles.of(role)]
-    return tuple(dict.fromkeys(p for u in uses for p in (u.path, *u.staging)))
+    home = os.path.expanduser("~")  # the simulator's home is this machine's; a worker has its own
+    return tuple(dict.fromkeys("~" + p[len(home):] if is_under(p, home) else p
+                               for u in uses for p in (u.path, *u.staging)))
 
 
 def infra_cell(plan: CellPlan, failure: PodFailure) -> Cell:
@@ -104,7 +108,7 @@ def infra_cell(plan: CellPlan, failure: PodFailure) -> Cell:
     partial_result = failure.partial
     ranks = [RankRow.of(r, output_limit=4000) for r in partial_result.ranks] \
         if partial_result is not None else []
-    kept = f"; what the ranks did: {partial_result.detail()}" if partial_result is not None else ""
+    kept = f"; kept: {failure.kept()}" if failure.kept() else ""
     return Cell(scenario=plan.scenario.name, target=plan.target.name, topology=plan.topology,
                 seed=plan.seed, outcome=INFRA, expected=plan.scenario.expect,
                 verdict=UNEXERCISED, duration_s=partial_result.duration_s if partial_result else 0.0,

@@ -1,0 +1,279 @@
+"""Pod mode against a local pod: real SSH servers on 127.0.0.1, each worker its own disk.
+
+Every step runs for real (connect, install, sync, push, launch, collect) and
+every pod failure the issue names has a test with the message a user sees:
+an unreachable host, a refused key, a missing commit, a host that stops
+answering, a host killed mid-run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.pod.controller import Pod, PodFailure, PodInfo
+from harness.pod.local import LocalPod
+from harness.pod.matrix import off_pod, plan_pod, run_on_pod
+from harness.pod.session import PodSession, SshOptions
+from harness.pod.sync import code_source
+from harness.pod.workers import HostsFileError, parse_hosts
+from harness.runner.cells import INFRA, UNEXERCISED
+from harness.scenarios import catalog, load_scenario
+from harness.workloads.registry import target
+
+from support import REPO, run_cli
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the local pod needs Linux namespaces")
+
+#: A user's sync function, written as a stranger would: rank 0 writes JSON to /tmp, the
+#: others read it after a rendezvous; rank 1 can be told to wait (a pod failure mid-run).
+USER_SYNC = '''
+import json, os, time
+import torch_xla.core.xla_model as xm
+
+def sync(inputs):
+    if xm.get_ordinal() == 0:
+        with open("/tmp/team_config.json", "w") as f:
+            json.dump({"lr": 0.1}, f)
+    if xm.get_ordinal() == 1 and os.path.exists(os.path.expanduser("~/linger")):
+        time.sleep(60)
+    xm.rendezvous("config")
+    with open("/tmp/team_config.json") as f:
+        return json.load(f)
+'''
+
+
+def _pod(local: LocalPod, **kw: object) -> Pod:
+    workers = local.workers
+    ssh = SshOptions(key=str(local.client_key), known_hosts=str(local.known_hosts),
+                     connect_timeout=10, keepalive_interval=1, keepalive_count=2)
+    return Pod(workers, PodInfo("test", "local", len(workers), 1), ssh, python=sys.executable,
+               fabric_host="127.0.0.1", **kw)  # type: ignore[arg-type]
+
+
+# -- workers -------------------------------------------------------------------------------
+
+def test_hosts_file_keeps_line_order_and_names_the_bad_line() -> None:
+    workers = parse_hosts("# the pod\nalice@10.0.0.9\n10.0.0.2:2222\n\nbob@[::1]:22\n", "w.txt")
+    assert [(w.index, w.host, w.port, w.user) for w in workers] == [
+        (0, "10.0.0.9", 22, "alice"), (1, "10.0.0.2", 2222, None), (2, "::1", 22, "bob")]
+    assert workers[1].name == "worker 1 (10.0.0.2:2222)"
+    with pytest.raises(HostsFileError, match=r"w.txt, line 3: 'not a host!' is not user@host"):
+        parse_hosts("a@h1\n\nnot a host!\n", "w.txt")
+    with pytest.raises(HostsFileError, match=r"line 2: h1:22 is already worker 0"):
+        parse_hosts("h1\nroot@h1:22\n", "w.txt")
+    with pytest.raises(HostsFileError, match="line 1: port 70000"):
+        parse_hosts("h1:70000\n", "w.txt")
+    with pytest.raises(HostsFileError, match="no worker listed"):
+        parse_hosts("# nobody\n", "w.txt")
+
+
+def test_which_catalog_scenarios_run_on_a_pod_and_why_the_others_do_not() -> None:
+    reasons = {s.name: off_pod(s) for s in catalog()}
+    assert reasons["isolated-tmp"] is None and reasons["baseline"] is None
+    assert reasons["divergent-slugs"] is None  # at the rank's start: the engine runs there
+    assert "filesystem view" in reasons["partial-write"]
+    assert "fault kill" in reasons["writer-killed"]  # one of its alternatives is at a write
+    assert "mounts" in reasons["read-only-fs"]
+
+
+# -- the local pod ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def pod2(tmp_path_factory: pytest.TempPathFactory) -> LocalPod:
+    local = LocalPod(2, tmp_path_factory.mktemp("pod2"))
+    local.start()
+    yield local
+    local.stop()
+
+
+def test_each_local_worker_has_its_own_tmp_and_home(pod2: LocalPod) -> None:
+    marker = f"/tmp/harness-test-{os.getpid()}"
+    session = PodSession(pod2.workers, SshOptions(key=str(pod2.client_key),
+                                                  known_hosts=str(pod2.known_hosts)))
+    try:
+        assert session.connect() == []
+        w0, w1 = pod2.workers
+        assert session.run(w0, f"echo zero > {marker} && echo $HOME").ok
+        seen = session.run(w1, f"cat {marker}; echo $HOME")
+        assert "No such file" in seen.stderr  # worker 1's /tmp is not worker 0's
+        assert not os.path.exists(marker)  # nor the machine's
+        homes = {session.run(w, "echo $HOME").stdout for w in (w0, w1)}
+        assert len(homes) == 2
+        session.put(w1, b"pushed", "inputs/a.txt")
+        assert session.get(w1, "inputs/a.txt") == b"pushed"
+        assert session.get(w0, "inputs/a.txt") is None
+    finally:
+        session.close()
+
+
+def test_pod_run_of_isolated_tmp_fails_naive_sync_as_the_simulator_on_v4_64(tmp_path: Path) -> None:
+    pod = run_cli("pod", "run", "--local", "8", "--scenario", "isolated-tmp", "--target",
+                  "naive-sync", "--report-dir", str(tmp_path / "pod"), "--format", "json",
+                  cwd=tmp_path, timeout=300)
+    sim = run_cli("run", "--scenario", "isolated-tmp", "--target", "naive-sync", "--report-dir",
+                  str(tmp_path / "sim"), "--format", "json", cwd=tmp_path)
+    assert pod.returncode == sim.returncode == 0, pod.stdout + pod.stderr  # known, as simulated
+    assert "pod local-8: local (the torch_xla shim), 8 workers x 1 chip (topology v4-64)" in pod.stdout
+    cells = {}
+    for side in ("pod", "sim"):
+        data = json.loads((tmp_path / side / "latest" / "matrix.json").read_text())
+        cells[side] = data["cells"][0]
+        assert data["mode"] == side
+    assert (cells["pod"]["outcome"], cells["pod"]["verdict"]) == \
+        (cells["sim"]["outcome"], cells["sim"]["verdict"]) == ("ERROR", "known")
+    assert cells["pod"]["detail"].startswith("ranks 1-7 raised FileNotFoundError: [Errno 2] No "
+                                             "such file or directory: '/tmp/temp_config.yaml'")
+    assert cells["pod"]["detail"] == cells["sim"]["detail"]
+    assert cells["pod"]["replay"] == ("harness pod run --local 8 --scenario isolated-tmp "
+                                      "--target naive-sync --seed 0")
+    calls = [e for e in cells["pod"]["history"] if e["kind"] == "call"]
+    assert sorted(e["rank"] for e in calls) == list(range(8))  # every rank's, from its own record
+    assert {e["op"] for e in calls} == {"rendezvous"}
+
+
+# -- pod failures --------------------------------------------------------------------------------
+
+def test_an_unreachable_worker_is_named_and_nothing_starts(tmp_path: Path) -> None:
+    with LocalPod(2, tmp_path / "pod", unreachable=frozenset({1})) as local:
+        pod = _pod(local)
+        try:
+            with pytest.raises(PodFailure) as caught:
+                pod.prepare(None)
+        finally:
+            pod.close()
+    message = caught.value.describe()
+    assert message.startswith("cannot connect to every worker (1 of 2 answered; the pod run stops "
+                              "here, on every worker): worker 1 (")
+    assert "connection refused (nothing listens on its SSH port)" in message
+    assert "worker 0" not in message
+
+
+def test_a_refused_key_is_named_and_the_cli_exits_4(tmp_path: Path) -> None:
+    with LocalPod(2, tmp_path / "pod", refuses_key=frozenset({0})) as local:
+        pod = _pod(local)
+        try:
+            with pytest.raises(PodFailure, match=r"worker 0 \(.*\): the SSH key was refused"):
+                pod.prepare(None)
+        finally:
+            pod.close()
+        hosts = tmp_path / "hosts.txt"
+        hosts.write_text("".join(f"{w.user}@{w.host}:{w.port}\n" for w in local.workers))
+        out = run_cli("pod", "run", "--hosts", str(hosts), "--ssh-key", str(local.client_key),
+                      "--known-hosts", str(local.known_hosts), "--scenario", "isolated-tmp",
+                      "--target", "naive-sync", "--report-dir", str(tmp_path / "r"),
+                      "--format", "json", cwd=tmp_path)
+    assert out.returncode == 4, out.stdout + out.stderr
+    assert "the pod failed: cannot connect to every worker (1 of 2 answered" in out.stderr
+    assert "worker 0 (" in out.stderr and "the SSH key was refused" in out.stderr
+    data = json.loads((tmp_path / "r" / "latest" / "matrix.json").read_text())
+    assert [(c["outcome"], c["verdict"]) for c in data["cells"]] == [(INFRA, UNEXERCISED)]
+
+
+def test_a_commit_missing_from_the_remote_is_named_with_what_to_do(tmp_path: Path) -> None:
+    remote, code = tmp_path / "origin.git", tmp_path / "code"
+    git = lambda *a, cwd=code: subprocess.run(["git", *a], cwd=cwd, check=True,  # noqa: E731
+                                               capture_output=True, text=True).stdout.strip()
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    code.mkdir()
+    git("init", "-q")
+    git("-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "--allow-empty", "-m", "one")
+    git("remote", "add", "origin", str(remote))
+    git("push", "-q", "origin", "HEAD:refs/heads/main")
+    (code / "team_sync.py").write_text(USER_SYNC)
+    git("add", "team_sync.py")
+    git("-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "-m", "two (not pushed)")
+    head = git("rev-parse", "HEAD")
+    source = code_source(code, "fetch")
+    assert (source.mode, source.commit, source.remote) == ("fetch", head, str(remote))
+    with LocalPod(2, tmp_path / "pod", share=(remote,)) as local:
+        pod = _pod(local)
+        try:
+            with pytest.raises(PodFailure) as caught:
+                pod.prepare(source)
+            git("push", "-q", "origin", "HEAD:refs/heads/main")  # pushed: now every worker has it
+            pod.prepare(source)
+            assert pod.session.run(local.workers[1], f"cd {source.remote_dir} && git rev-parse "
+                                   "HEAD && cat team_sync.py").stdout.startswith(head)
+        finally:
+            pod.close()
+    message = caught.value.describe()
+    assert message.startswith("cannot sync the code to every worker: worker 0 (")
+    assert f"commit {head[:12]} is not on {remote}: push it (or run with --sync archive)" in message
+
+
+def _run_user_cell(local: LocalPod, code: Path, during: object) -> object:
+    """The user's sync on a 2-worker pod, ``during(local)`` called once rank 1 started."""
+    (code / "team_sync.py").write_text(USER_SYNC)
+    pod = _pod(local)
+    scenario = load_scenario(REPO / "scenarios" / "isolated-tmp.yaml")
+    user = target(str(code / "team_sync.py") + ":sync", "config-sync")
+    plans, not_run = plan_pod([scenario], [user], 0, "2x1", 20.0)
+    disk1 = local.local[1].disk / "home"
+    (disk1 / "linger").write_text("")
+
+    def watch() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if list(disk1.glob(".harness-pod/runs/*/cell-1/rank-1.pid")):
+                during(local)  # type: ignore[operator]
+                return
+            time.sleep(0.05)
+
+    threading.Thread(target=watch, daemon=True).start()
+    try:
+        pod.prepare(code_source(code, "archive"))
+        matrix = run_on_pod(pod, plans, 0, not_run)
+    finally:
+        pod.close()
+    return matrix
+
+
+def test_a_host_that_stops_answering_is_named_and_the_others_are_stopped(tmp_path: Path) -> None:
+    code = tmp_path / "code"
+    code.mkdir()
+    with LocalPod(2, tmp_path / "pod") as local:
+        matrix = _run_user_cell(local, code, lambda pod: pod.freeze(1))
+        disk0 = local.local[0].disk / "home"
+        report = json.loads(next(disk0.glob(".harness-pod/runs/*/cell-1/host-0.json")).read_text())
+        errs = [p.read_text()[-800:] for p in disk0.glob(".harness-pod/runs/*/cell-1/rank-0.stderr")]
+    cell = matrix.cells[0]  # type: ignore[attr-defined]
+    assert (cell.outcome, cell.verdict) == (INFRA, UNEXERCISED)
+    assert cell.detail.startswith("the pod failed, not the target: the pod failed during the "
+                                  "cell; the other hosts were stopped: worker 1 ("), cell.detail
+    assert "stopped answering" in cell.detail
+    # worker 0's launcher and rank were ended by the harness, not left for the deadline
+    assert report.get("ended") == "stopped", (report, errs)
+
+
+def test_a_host_killed_mid_run_is_named_and_what_the_others_did_is_kept(tmp_path: Path) -> None:
+    code = tmp_path / "code"
+    code.mkdir()
+    with LocalPod(2, tmp_path / "pod") as local:
+        matrix = _run_user_cell(local, code, lambda pod: pod.kill(1))
+    cell = matrix.cells[0]  # type: ignore[attr-defined]
+    assert cell.outcome == INFRA
+    assert "worker 1 (" in cell.detail and "stopped answering" in cell.detail
+    assert cell.detail.count("worker 0") == 0
+    # rank 0 was stopped by the harness, or its collective failed first when its peer died
+    assert cell.detail.endswith("; rank 1 unknown (on a lost worker)"), cell.detail
+    assert "; kept: rank 0 " in cell.detail
+    assert [r.rank for r in cell.ranks] == [0, 1]
+
+
+def test_hosts_file_errors_are_usage_errors(tmp_path: Path) -> None:
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text("root@h1\nbad host\n")
+    out = run_cli("pod", "run", "--hosts", str(hosts), cwd=tmp_path)
+    assert out.returncode == 2
+    assert f"{hosts}, line 2: 'bad host' is not user@host[:port]" in out.stderr
+    out = run_cli("pod", "run", "--local", "2", "--hosts", str(hosts), cwd=tmp_path)
+    assert out.returncode == 2 and "exactly one of --tpu NAME --zone Z, --hosts FILE or --local N" \
+        in out.stderr
