@@ -277,3 +277,17 @@ def test_hosts_file_errors_are_usage_errors(tmp_path: Path) -> None:
     out = run_cli("pod", "run", "--local", "2", "--hosts", str(hosts), cwd=tmp_path)
     assert out.returncode == 2 and "exactly one of --tpu NAME --zone Z, --hosts FILE or --local N" \
         in out.stderr
+
+
+def test_a_rank_traceback_from_a_worker_starts_at_the_users_code() -> None:
+    from harness.reports.diagnosis import hide_own_frames
+
+    lib = "/home/u/.harness-pod/lib/35ab4ad8c288064a/harness"
+    text = ("Traceback (most recent call last):\n"
+            f'  File "{lib}/world/bootstrap.py", line 162, in run_reporting\n    value = fn()\n'
+            f'  File "{lib}/pod/rank.py", line 80, in <lambda>\n    lambda: target()\n'
+            '  File "/home/u/.harness-pod/code/team/sync.py", line 9, in sync\n    f.fileno()\n'
+            "ValueError: I/O operation on closed file\n")
+    shown = hide_own_frames(text)
+    assert "bootstrap.py" not in shown and "rank.py" not in shown
+    assert shown.splitlines()[1] == '  File "/home/u/.harness-pod/code/team/sync.py", line 9, in sync'

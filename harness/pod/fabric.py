@@ -16,10 +16,11 @@ The world has no timeout here either: the host launcher's deadline ends it.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import threading
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,6 +133,10 @@ class GlooRuntime:
         return reply, bytearray(data)
 
     def _all_gather(self, data: bytes) -> list[bytes]:
+        with _peer_loss_blocks():
+            return self._all_gather_now(data)
+
+    def _all_gather_now(self, data: bytes) -> list[bytes]:
         import torch
 
         group = self._gloo()
@@ -153,10 +158,11 @@ class GlooRuntime:
         import torch
 
         data = bytes(payload)
-        group, tag = self._gloo(), _tag(box)
-        group.send([torch.tensor([len(data)], dtype=torch.int64)], peer, tag).wait()
-        if data:
-            group.send([torch.frombuffer(bytearray(data), dtype=torch.uint8)], peer, tag).wait()
+        with _peer_loss_blocks():
+            group, tag = self._gloo(), _tag(box)
+            group.send([torch.tensor([len(data)], dtype=torch.int64)], peer, tag).wait()
+            if data:
+                group.send([torch.frombuffer(bytearray(data), dtype=torch.uint8)], peer, tag).wait()
         return None
 
     def recv(self, box: Any, peer: int, site: str | None) -> bytearray:
@@ -164,15 +170,16 @@ class GlooRuntime:
             return self._single.recv(box, peer, site)
         import torch
 
-        group, tag = self._gloo(), _tag(box)
-        size = torch.zeros(1, dtype=torch.int64)
-        group.recv([size], peer, tag).wait()
-        n = int(size.item())
-        if not n:
-            return bytearray()
-        data = torch.zeros(n, dtype=torch.uint8)
-        group.recv([data], peer, tag).wait()
-        return bytearray(data.numpy().tobytes())
+        with _peer_loss_blocks():
+            group, tag = self._gloo(), _tag(box)
+            size = torch.zeros(1, dtype=torch.int64)
+            group.recv([size], peer, tag).wait()
+            n = int(size.item())
+            if not n:
+                return bytearray()
+            data = torch.zeros(n, dtype=torch.uint8)
+            group.recv([data], peer, tag).wait()
+            return bytearray(data.numpy().tobytes())
 
     # -- launching ---------------------------------------------------------------
     def spawn(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
@@ -188,6 +195,19 @@ class GlooRuntime:
 
     def run_script(self, argv: tuple[str, ...]) -> None:
         raise RuntimeError("a pod runs functions; scripts run with harness exec")
+
+
+@contextlib.contextmanager
+def _peer_loss_blocks() -> Iterator[None]:
+    """A peer whose process ended closes its gloo connections; on a pod a collective with a
+    rank that never arrives blocks forever (the deadline ends it), so here it does too,
+    rather than raising gloo's "Connection closed by peer"."""
+    try:
+        yield
+    except RuntimeError as exc:
+        if "gloo" not in str(exc).lower() and "connection" not in str(exc).lower():
+            raise
+        threading.Event().wait()
 
 
 def _tag(box: Any) -> int:

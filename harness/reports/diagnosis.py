@@ -34,9 +34,16 @@ _TARGETS_DIR = os.path.join(_HARNESS_DIR, "workloads")
 _FRAME = re.compile(r'^  File "(?P<path>[^"]+)", line \d+, in ')
 
 
+#: The harness as a pod's workers run it (``harness.pod.sync.lib_dir``): its frames there
+#: are its machinery too.
+_ON_A_WORKER = re.compile(r"/\.harness-pod/lib/[0-9a-f]+/harness/(?!workloads/)")
+
+
 def _own_frame(path: str) -> bool:
     """A frame of the harness's machinery (the bootstrap that calls the target, the
     filesystem view under its ``open``), which no user wrote and none can act on."""
+    if _ON_A_WORKER.search(path):
+        return True
     real = os.path.realpath(path)
     return (real.startswith(_HARNESS_DIR + os.sep)
             and not real.startswith(_TARGETS_DIR + os.sep))
