@@ -29,6 +29,11 @@ here = Path(__file__).resolve().parent
 args = sys.argv[1:]
 with open(here / "log.jsonl", "a") as f:
     f.write(json.dumps(args) + "\n")
+for a, b in zip(args, args[1:]):
+    if a == "--metadata-from-file":  # gone once gcloud returns: keep what it said
+        key, _, path = b.partition("=")
+        with open(here / "files.jsonl", "a") as f:
+            f.write(json.dumps({key: Path(path).read_text()}) + "\n")
 words = [a for a in args if not a.startswith("-")]
 key = " ".join(words[2:4])  # compute tpus <group> <verb>
 state = json.loads((here / "state.json").read_text())
@@ -156,6 +161,24 @@ def test_provision_polls_through_waiting_until_active(gcloud: FakeGcloud) -> Non
     assert opt["--valid-until-duration"] == "3600s"
     assert opt["--labels"] == f"harness-ttl={int(1_800_000_000 + 6 * 3600)},harness=nightly"
     assert "--spot" in create and "--async" in create
+
+
+def test_provision_puts_the_harness_key_in_the_ssh_keys_metadata(gcloud: FakeGcloud,
+                                                                 tmp_path: Path) -> None:
+    pub = tmp_path / "id.pub"
+    pub.write_text("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJx harness@ci\n")
+    gcloud.answer("queued-resources create", OK)
+    gcloud.answer("queued-resources describe", qr_state("ACTIVE"))
+    gcloud.answer("tpu-vm describe", node_json(["10.0.0.2"]))
+    cloud.provision("harness-n", "z", "v4-8", "rt", ssh_key=cloud.ssh_keys_entry("tpu", pub))
+    files = [json.loads(line) for line in (gcloud.root / "files.jsonl").read_text().splitlines()]
+    assert files == [{"ssh-keys": "tpu:ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJx harness@ci\n"}]
+    private = tmp_path / "id"
+    private.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n-----END OPENSSH PRIVATE KEY-----\n")
+    with pytest.raises(ValueError, match=r"id: not one OpenSSH public key line .*ssh-keygen -y"):
+        cloud.ssh_keys_entry("tpu", private)
+    with pytest.raises(ValueError, match="'Bad User' is not a Linux user name"):
+        cloud.ssh_keys_entry("Bad User", pub)
 
 
 def test_provision_at_the_deadline_deletes_the_request_and_names_it(gcloud: FakeGcloud) -> None:
@@ -314,6 +337,9 @@ def test_cli_provision_prints_the_workers(gcloud: FakeGcloud) -> None:
     (["--wait", "10x"], "Invalid value for '--wait': '10x' is not a duration such as 90s, 60m or 6h"),
     (["--ttl", "6"], "Invalid value for '--ttl': '6' is not a duration"),
     (["--ttl", "30m", "--wait", "1h"], "Invalid value for --ttl: 1800s must be longer than --wait"),
+    (["--ssh-user", "tpu"], "--ssh-public-key and --ssh-user go together"),
+    (["--ssh-user", "tpu", "--ssh-public-key", "/nonexistent/id.pub"],
+     "Invalid value for --ssh-public-key/--ssh-user: /nonexistent/id.pub: cannot read the public key"),
 ])
 def test_cli_bad_durations_are_usage_errors(gcloud: FakeGcloud, args: list[str], message: str) -> None:
     proc = run_cli("pod", "provision", "--name", "harness-n", "--zone", "z", "--type", "v4-64",

@@ -55,18 +55,30 @@ def _where(f):  # noqa: ANN001, ANN202 - a click decorator stack
 @click.option("--poll", "poll_s", default="30s", show_default=True, type=_Duration(),
               help="How often to ask for the request's state.")
 @click.option("--spot", is_flag=True, help="Spot TPUs: cheaper, and may be pre-empted at any time.")
+@click.option("--ssh-public-key", type=click.Path(dir_okay=False), default=None,
+              help="Put this key in the TPU's ssh-keys metadata (with --ssh-user), for `pod run`.")
+@click.option("--ssh-user", default=None, help="The user that key logs in as on every worker.")
 def provision_command(name: str, zone: str, project: str | None, accelerator_type: str,
-                      runtime_version: str, ttl: int, wait_s: int, poll_s: int, spot: bool) -> None:
+                      runtime_version: str, ttl: int, wait_s: int, poll_s: int, spot: bool,
+                      ssh_public_key: str | None, ssh_user: str | None) -> None:
     """Request a TPU as a queued resource and wait until it is ACTIVE (exit 4 if not)."""
-    from harness.pod.cloud import CloudError, provision
+    from harness.pod.cloud import CloudError, provision, ssh_keys_entry
 
+    ssh_key = None
+    if (ssh_public_key is None) != (ssh_user is None):
+        raise click.UsageError("--ssh-public-key and --ssh-user go together")
+    if ssh_public_key is not None and ssh_user is not None:
+        try:
+            ssh_key = ssh_keys_entry(ssh_user, ssh_public_key)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--ssh-public-key/--ssh-user") from None
     if ttl <= wait_s:
         raise click.BadParameter(f"{ttl}s must be longer than --wait ({wait_s}s), or the sweep "
                                  "could delete the TPU while this run waits for it",
                                  param_hint="--ttl")
     try:
         node = provision(name, zone, accelerator_type, runtime_version, project=project,
-                         ttl=f"{ttl}s", wait_s=wait_s, spot=spot, poll_s=poll_s)
+                         ttl=f"{ttl}s", wait_s=wait_s, spot=spot, poll_s=poll_s, ssh_key=ssh_key)
     except CloudError as exc:
         _cloud_failed(exc)
     hosts = ", ".join(w.host for w in node.workers)

@@ -36,9 +36,11 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from harness.pod.workers import Worker
@@ -240,9 +242,30 @@ def _cancel(name: str, zone: str, project: str | None) -> str:
     return "deleted it"
 
 
+_KEY_TYPES = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-", "sk-ssh-ed25519@", "sk-ecdsa-sha2-")
+_USER = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
+
+
+def ssh_keys_entry(user: str, public_key_file: str | Path) -> str:
+    """``USER:KEY``, the form of Compute Engine's ``ssh-keys`` metadata; ValueError naming
+    the file or the user when either cannot be one."""
+    if not _USER.match(user):
+        raise ValueError(f"{user!r} is not a Linux user name for the workers")
+    try:
+        text = Path(public_key_file).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{public_key_file}: cannot read the public key: "
+                         f"{getattr(exc, 'strerror', None) or exc}") from None
+    if "\n" in text or not text.startswith(_KEY_TYPES):
+        raise ValueError(f"{public_key_file}: not one OpenSSH public key line (ssh-ed25519 AAAA...); "
+                         "a private key? derive the public one with ssh-keygen -y -f KEY")
+    return f"{user}:{text}"
+
+
 def provision(name: str, zone: str, accelerator_type: str, runtime_version: str,
               project: str | None = None, ttl: str = "6h", wait_s: float = 3600, spot: bool = False,
-              poll_s: float = 30, *, clock: Callable[[], float] = time.time,
+              poll_s: float = 30, *, ssh_key: str | None = None,
+              clock: Callable[[], float] = time.time,
               sleep: Callable[[float], None] = time.sleep) -> TpuNode:
     """Request a TPU as a queued resource and wait until it is ACTIVE; the node it made.
 
@@ -250,7 +273,9 @@ def provision(name: str, zone: str, accelerator_type: str, runtime_version: str,
     too) and the labels ``harness-ttl=<Unix time of expiry>`` and ``harness=nightly`` on
     its node, for ``sweep``. At the deadline, or in a state that will not become ACTIVE,
     the request is deleted with its nodes before the CloudError: a request fulfilled after
-    we gave up would leave workers holding quota.
+    we gave up would leave workers holding quota. ``ssh_key`` (``USER:ssh-ed25519 AAAA...``,
+    see ``ssh_keys_entry``) goes into the node's ``ssh-keys`` metadata, so the harness's own
+    SSH client can log in as USER on every worker (``gcloud ... ssh`` is never used).
     """
     ttl_s = parse_duration(ttl)
     if ttl_s <= wait_s:
@@ -265,7 +290,12 @@ def provision(name: str, zone: str, accelerator_type: str, runtime_version: str,
     if spot:
         args.append("--spot")
     try:
-        _gcloud(args, project=project, timeout=_DESCRIBE_TIMEOUT_S)
+        with tempfile.TemporaryDirectory(prefix="harness-gcloud-") as tmp:
+            if ssh_key is not None:
+                keys = Path(tmp) / "ssh-keys"
+                keys.write_text(ssh_key + "\n", encoding="utf-8")
+                args += ["--metadata-from-file", f"ssh-keys={keys}"]
+            _gcloud(args, project=project, timeout=_DESCRIBE_TIMEOUT_S)
     except _Failed:
         raise  # nothing was created (ALREADY_EXISTS is someone's TPU: never delete it)
     except CloudError as exc:  # timed out: the request may exist; do not leave it queued
