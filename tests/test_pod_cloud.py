@@ -220,6 +220,31 @@ def test_a_failed_request_raises_with_gclouds_reason_and_is_deleted(gcloud: Fake
     assert len(gcloud.calls("queued-resources delete")) == 1
 
 
+def test_an_interrupted_wait_deletes_the_request(gcloud: FakeGcloud) -> None:
+    gcloud.answer("queued-resources create", OK)
+    gcloud.answer("queued-resources describe", qr_state("WAITING_FOR_RESOURCES"))
+    gcloud.answer("queued-resources delete", OK)
+
+    def interrupted(_: float) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        cloud.provision("harness-n", "z", "v4-64", "rt", sleep=interrupted)
+    assert len(gcloud.calls("queued-resources delete")) == 1
+
+
+def test_a_describe_that_fails_while_waiting_deletes_the_request(gcloud: FakeGcloud) -> None:
+    gcloud.answer("queued-resources create", OK)
+    gcloud.answer("queued-resources describe", qr_state("PROVISIONING"),
+                  {"rc": 1, "stderr": "ERROR: (gcloud) UNAVAILABLE: try again\n"})
+    gcloud.answer("queued-resources delete", OK)
+    clock = Clock()
+    with pytest.raises(CloudError, match=r"exited 1: ERROR: \(gcloud\) UNAVAILABLE: try again; "
+                                         r"queued resource harness-n: deleted it"):
+        cloud.provision("harness-n", "z", "v4-64", "rt", clock=clock, sleep=clock.sleep)
+    assert len(gcloud.calls("queued-resources delete")) == 1
+
+
 def test_provision_refuses_a_ttl_shorter_than_its_wait(gcloud: FakeGcloud) -> None:
     with pytest.raises(ValueError, match="ttl 30m must be longer than the wait"):
         cloud.provision("harness-n", "z", "v4-64", "rt", ttl="30m", wait_s=3600)
