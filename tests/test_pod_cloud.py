@@ -43,6 +43,9 @@ if not queue:
     sys.exit(2)
 answer = queue.pop(0) if len(queue) > 1 else queue[0]
 (here / "state.json").write_text(json.dumps(state))
+if "hang" in answer:
+    import time
+    time.sleep(answer["hang"])
 if "json" in answer:
     sys.stdout.write(json.dumps(answer["json"]))
 sys.stderr.write(answer.get("stderr", ""))
@@ -242,6 +245,17 @@ def test_a_describe_that_fails_while_waiting_deletes_the_request(gcloud: FakeGcl
     with pytest.raises(CloudError, match=r"exited 1: ERROR: \(gcloud\) UNAVAILABLE: try again; "
                                          r"queued resource harness-n: deleted it"):
         cloud.provision("harness-n", "z", "v4-64", "rt", clock=clock, sleep=clock.sleep)
+    assert len(gcloud.calls("queued-resources delete")) == 1
+
+
+def test_a_create_that_times_out_deletes_what_it_may_have_made(gcloud: FakeGcloud,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cloud, "_DESCRIBE_TIMEOUT_S", 1.0)
+    gcloud.answer("queued-resources create", {"hang": 60})
+    gcloud.answer("queued-resources delete", {"rc": 1, "stderr": NOT_FOUND})
+    with pytest.raises(CloudError, match=r"queued-resources create harness-n .* did not finish in 1s; "
+                                         r"it was not there to delete"):
+        cloud.provision("harness-n", "z", "v4-64", "rt")
     assert len(gcloud.calls("queued-resources delete")) == 1
 
 

@@ -122,6 +122,10 @@ class _Failed(CloudError):
         return "NOT_FOUND" in self.stderr or "was not found" in self.stderr
 
 
+class _TimedOut(CloudError):
+    """gcloud did not answer in time: what it was asked to do may have happened."""
+
+
 def _gcloud(args: Sequence[str], *, project: str | None, timeout: float) -> Any:
     """Run ``gcloud ARGS [--project P] --format=json --quiet``; its JSON answer, or None."""
     full = [*args, *(["--project", project] if project else []), "--format=json", "--quiet"]
@@ -130,7 +134,7 @@ def _gcloud(args: Sequence[str], *, project: str | None, timeout: float) -> Any:
         proc = subprocess.run([gcloud_executable(), *full], capture_output=True, text=True,
                               stdin=subprocess.DEVNULL, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        raise CloudError(f"`{_command_text(full)}` did not finish in {timeout:.0f}s") from None
+        raise _TimedOut(f"`{_command_text(full)}` did not finish in {timeout:.0f}s") from None
     except OSError as exc:
         raise CloudError(f"`{_command_text(full)}` could not start: {exc.strerror or exc}") from None
     if proc.returncode != 0:
@@ -235,11 +239,11 @@ def _delete_node(name: str, zone: str, project: str | None) -> bool:
 def _cancel(name: str, zone: str, project: str | None) -> str:
     """Delete a request we gave up on (with its nodes); says how that went, for the error."""
     try:
-        _delete_queued(name, zone, project)
+        existed = _delete_queued(name, zone, project)
     except CloudError as exc:
         log.error("could not delete queued resource %s: %s", name, exc)
         return f"deleting it failed too, delete it by hand ({exc})"
-    return "deleted it"
+    return "deleted it" if existed else "it was not there to delete"
 
 
 _KEY_TYPES = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-", "sk-ssh-ed25519@", "sk-ecdsa-sha2-")
@@ -296,10 +300,9 @@ def provision(name: str, zone: str, accelerator_type: str, runtime_version: str,
                 keys.write_text(ssh_key + "\n", encoding="utf-8")
                 args += ["--metadata-from-file", f"ssh-keys={keys}"]
             _gcloud(args, project=project, timeout=_DESCRIBE_TIMEOUT_S)
-    except _Failed:
-        raise  # nothing was created (ALREADY_EXISTS is someone's TPU: never delete it)
-    except CloudError as exc:  # timed out: the request may exist; do not leave it queued
+    except _TimedOut as exc:  # the request may exist: do not leave it queued
         raise CloudError(f"{exc}; {_cancel(name, zone, project)}") from None
+    # any other failure created nothing (ALREADY_EXISTS is someone's TPU: never delete it)
     log.info("queued resource %s requested in %s (%s), waiting up to %.0fs", name, zone,
              accelerator_type, wait_s)
     deadline = start + wait_s
