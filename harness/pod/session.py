@@ -64,6 +64,7 @@ class SshOptions:
     # a worker that stops answering is declared lost after interval x count seconds
     keepalive_interval: float = 10.0
     keepalive_count: int = 3
+    check_host_keys: bool = True  # False: trust whatever key a worker shows (new TPU VMs)
 
 
 def explain(exc: BaseException) -> str:
@@ -128,7 +129,9 @@ class PodSession:
         if o.key is not None:
             kwargs["client_keys"] = [o.key]
             kwargs["agent_path"] = None
-        if o.known_hosts is not None:
+        if not o.check_host_keys:
+            kwargs["known_hosts"] = None
+        elif o.known_hosts is not None:
             kwargs["known_hosts"] = o.known_hosts
         try:
             return await asyncio.wait_for(asyncssh.connect(w.host, w.port, **kwargs),
