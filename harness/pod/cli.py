@@ -87,7 +87,8 @@ def run_command(tpu: str | None, zone: str | None, project: str | None, hosts_fi
                 timeout: float | None, report_dir: str, formats: tuple[str, ...],
                 baseline: str | None, ssh_key: str | None, known_hosts: str | None,
                 trust_new_hosts: bool, external_ip: bool, user: str | None, python: str | None,
-                sync_mode: str, connect_timeout: float, keepalive: float, keep_disks: bool, verbose: bool) -> None:
+                sync_mode: str, connect_timeout: float, keepalive: float, keep_disks: bool,
+                verbose: bool) -> None:
     """Run scenarios x targets on a pod: the same cells, checkers and reports as harness
     run, marked mode: pod.
 
