@@ -291,3 +291,22 @@ def test_a_rank_traceback_from_a_worker_starts_at_the_users_code() -> None:
     shown = hide_own_frames(text)
     assert "bootstrap.py" not in shown and "rank.py" not in shown
     assert shown.splitlines()[1] == '  File "/home/u/.harness-pod/code/team/sync.py", line 9, in sync'
+
+
+def test_the_simulator_and_a_local_pod_agree_cell_by_cell(tmp_path: Path) -> None:
+    """``harness diff`` of a simulator run and a local pod run at the same topology: no cell
+    changes (what each side judged, from what really happened on it)."""
+    cells = ["--scenario", "baseline", "--scenario", "isolated-tmp", "--target", "naive-sync",
+             "--target", "robust-sync", "--format", "json"]
+    pod = run_cli("pod", "run", "--local", "2", *cells, "--report-dir", str(tmp_path / "pod"),
+                  cwd=tmp_path, timeout=300)
+    sim = run_cli("run", "-t", "2x1", *cells, "--report-dir", str(tmp_path / "sim"), cwd=tmp_path)
+    assert pod.returncode == sim.returncode == 1, pod.stdout + pod.stderr  # baseline[naive-sync]
+    diff = run_cli("diff", str(tmp_path / "sim" / "latest" / "matrix.json"),
+                   str(tmp_path / "pod" / "latest" / "matrix.json"), cwd=tmp_path)
+    assert diff.returncode == 0, diff.stdout + diff.stderr
+    outcomes = {(c["scenario"], c["target"]): c["outcome"] for c in json.loads(
+        (tmp_path / "pod" / "latest" / "matrix.json").read_text())["cells"]}
+    assert outcomes == {("baseline", "naive-sync"): "ERROR", ("baseline", "robust-sync"): "PASS",
+                        ("isolated-tmp", "naive-sync"): "ERROR",
+                        ("isolated-tmp", "robust-sync"): "PASS"}
