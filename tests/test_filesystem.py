@@ -551,3 +551,24 @@ def test_a_rank_lists_its_installed_packages_whatever_the_working_directory(tmp_
     result = run_world(f"{script}:run", topology="1x2", timeout=15, cwd=str(tmp_path))
     assert result.outcome == PASS, result.describe()
     assert result.values == [True, True]
+
+
+def test_publish_across_filesystems_copies_beside_then_renames(tmp_path) -> None:
+    """A pod rank's staging area and the target's directory may be different filesystems
+    (its home and its /tmp): the staged file still lands in one step, and nothing is left."""
+    import os
+
+    from harness.filesystem import machine
+
+    if os.stat("/dev/shm").st_dev == os.stat(tmp_path).st_dev:
+        import pytest
+
+        pytest.skip("/dev/shm and the test's directory are one filesystem here")
+    src = f"/dev/shm/harness-test-{os.getpid()}"
+    with open(src, "wb") as f:
+        f.write(b"staged")
+    dst = tmp_path / "deep" / "cfg.yaml"
+    machine.publish(src, str(dst))
+    assert dst.read_bytes() == b"staged"
+    assert not os.path.exists(src)
+    assert os.listdir(dst.parent) == ["cfg.yaml"]

@@ -79,9 +79,20 @@ def test_which_catalog_scenarios_run_on_a_pod_and_why_the_others_do_not() -> Non
     reasons = {s.name: off_pod(s) for s in catalog()}
     assert reasons["isolated-tmp"] is None and reasons["baseline"] is None
     assert reasons["divergent-slugs"] is None  # at the rank's start: the engine runs there
-    assert "filesystem view" in reasons["partial-write"]
-    assert "fault kill" in reasons["writer-killed"]  # one of its alternatives is at a write
-    assert "mounts" in reasons["read-only-fs"]
+    # file faults act through the view over the pod's own files
+    assert reasons["partial-write"] is None and reasons["writer-killed"] is None
+    assert reasons["empty-file"] == ("fault empty-window: it holds a write back and publishes it "
+                                     "by what the other ranks do, which only the simulator's "
+                                     "coordinator sees")
+    assert reasons["read-only-fs"].startswith("it mounts role handoff-dir with the simulator's")
+    assert "pre-empted rank comes back only in the simulator" in off_pod_of(
+        {"kind": "preempt", "op": "collective"})
+
+
+def off_pod_of(fault: dict) -> str | None:
+    from harness.faults.plan import check_fault
+
+    return check_fault(fault).off_pod()
 
 
 # -- the local pod ---------------------------------------------------------------------------

@@ -7,6 +7,7 @@ them in the view again. Read it as ``machine.stat(...)``: the kernel's stat.
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import shutil
@@ -18,7 +19,7 @@ stat, lstat, listdir, scandir, mkdir = os.stat, os.lstat, os.listdir, os.scandir
 remove, rmdir, rename, replace = os.remove, os.rmdir, os.rename, os.replace
 chmod, access, utime, truncate = os.chmod, os.access, os.utime, os.truncate
 readlink, symlink, link = os.readlink, os.symlink, os.link
-fsync, close, makedirs = os.fsync, os.close, os.makedirs
+fsync, close = os.fsync, os.close
 os_open = os.open
 dup, dup2 = os.dup, os.dup2
 chown, fchmod, fchown = os.chown, os.fchmod, os.fchown
@@ -116,7 +117,35 @@ def write_bytes(path: str, data: bytes) -> None:
         f.write(data)
 
 
+def makedirs(path: str, mode: int = 0o777, exist_ok: bool = False) -> None:
+    """``os.makedirs`` on the machine's own ``mkdir`` and ``lstat``: the standard one looks
+    them up in ``os`` when called, where the view's may be patched in."""
+    head, tail = os.path.split(path)
+    if not tail:
+        head, tail = os.path.split(head)
+    if head and tail and not exists(head):
+        try:
+            makedirs(head, exist_ok=exist_ok)
+        except FileExistsError:
+            pass
+    try:
+        mkdir(path, mode)
+    except OSError:
+        if not exist_ok or not leads_to_dir(path):
+            raise
+
+
 def publish(src: str, dst: str) -> None:
-    """Move a staged file into the place every reader sees."""
+    """Move a staged file into the place every reader sees, in one step. Across filesystems
+    (a pod's staging area and its /tmp) it is copied beside the destination first, then
+    renamed, as a careful writer publishes."""
     makedirs(os.path.dirname(dst), exist_ok=True)
-    replace(src, dst)
+    try:
+        replace(src, dst)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        beside = f"{dst}.harness-{os.getpid()}"
+        copy(src, beside)
+        replace(beside, dst)
+        remove(src)

@@ -27,7 +27,9 @@ from harness.topology import Topology
 
 SCOPES = ("shared", "host", "rank")
 MODES = ("rw", "ro")
-BASES = ("fresh", "overlay", "passthrough")
+#: ``real``: the machine's own path, through the view and its fault hooks (a pod's ranks:
+#: their filesystem is the pod's own, the faults still act on it); never a scenario's.
+BASES = ("fresh", "overlay", "passthrough", "real")
 CONSISTENCY = ("local", "close-to-open", "delayed", "object")
 #: Never translated and never mounted over: the kernel's own trees.
 KERNEL_TREES = ("/proc", "/sys", "/dev")

@@ -177,6 +177,8 @@ class Resolution:
         mount = self.table.match(vpath)
         if mount.base == "passthrough" or self._is_private(vpath):
             return Resolved(vpath, _PASS, "shared", vpath, None, None, None)
+        if mount.base == "real":  # the machine's own file, its operations through the hooks
+            return Resolved(vpath, mount, "real", vpath, None, None, None)
         key = mount.scope_key(self.rank, self.host)
         rel = mount.relative(vpath)
         upper = os.path.join(real_root(self.sandbox, mount, key), rel)

@@ -195,7 +195,8 @@ class Pod:
             code_dir=self.code.workdir if self.code is not None else REMOTE_ROOT,
             args=args, args_by_host=args_by_host, faults=faults or FaultPlan(), checker=checker,
             files=tuple(files or ()) + tuple((faults or FaultPlan()).leftovers),
-            clean=tuple(clean), watch=tuple(watch or ()), fabric=fabric)
+            clean=tuple(clean), watch=tuple(watch or ()), fabric=fabric,
+            home=os.path.expanduser("~"))
         spec_path = posixpath.join(spec.workdir, "spec.pickle")
         failures = self.session.put_all(pickle.dumps(spec), spec_path)
         if failures:

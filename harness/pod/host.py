@@ -108,10 +108,11 @@ def prepare(spec: PodCellSpec, host: int) -> None:
     the scenario's files placed (those of this host)."""
     for path in spec.clean:
         _remove(path)
+    home = os.path.expanduser("~")
     for leftover in spec.files:
         if leftover.hosts is not None and host not in leftover.hosts:
             continue
-        path = os.path.expanduser(leftover.path)
+        path = spec.rehome(os.path.expanduser(leftover.path), home)
         if leftover.is_dir:
             os.makedirs(path, exist_ok=True)
             continue

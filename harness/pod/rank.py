@@ -9,6 +9,7 @@ message a simulator rank sends (``bootstrap.run_reporting``), written to a file.
 
 from __future__ import annotations
 
+import dataclasses
 import faulthandler
 import itertools
 import json
@@ -18,6 +19,8 @@ import sys
 import time
 from typing import Any
 
+from harness.faults.plan import FaultPlan
+from harness.faults.trigger import Trigger
 from harness.pod.spec import PodCellSpec, rank_file
 from harness.world import bootstrap, wire
 
@@ -59,9 +62,14 @@ def run(spec: PodCellSpec, rank: int, home: str) -> int:
     faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
 
     log = RankLog(path("events"), rank, spec.start)
-    engine = FaultEngine(spec.faults, rank, rank // spec.ranks_per_host, log.notify, 0)
+    plan = rehomed(spec, home)
+    host = rank // spec.ranks_per_host
+    engine = FaultEngine(plan, rank, host, log.notify, 0)
     seed_generators(engine.start(spec.seed))
     seed_temp_names(rank, 0, 0)
+    code_dir = os.path.join(home, spec.code_dir)
+    if any(f.spec.at_files() for f in plan.faults):
+        _install_view(engine, workdir, rank, host, code_dir, home, log)
     steps = itertools.count()
 
     def on_call(op: str, tag: str | None, site: str | None, detail: dict[str, Any]) -> None:
@@ -73,7 +81,7 @@ def run(spec: PodCellSpec, rank: int, home: str) -> int:
         log.event("return", op=op, tag=tag)
 
     recorder.install(on_call, on_return)
-    os.chdir(os.path.join(home, spec.code_dir))
+    os.chdir(code_dir)
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     result, code = bootstrap.run_reporting(
@@ -87,6 +95,34 @@ def run(spec: PodCellSpec, rank: int, home: str) -> int:
         except (OSError, ValueError):
             pass
     return code
+
+
+def rehomed(spec: PodCellSpec, home: str) -> FaultPlan:
+    """The plan with its paths under the controller's home moved under this worker's."""
+    def trigger(t: Trigger) -> Trigger:
+        return dataclasses.replace(
+            t, path=spec.rehome(t.path, home) if t.path else t.path,
+            paths=tuple(spec.rehome(p, home) for p in t.paths) if t.paths else t.paths)
+
+    faults = tuple(dataclasses.replace(f, trigger=trigger(f.trigger)) for f in spec.faults.faults)
+    return dataclasses.replace(spec.faults, faults=faults)
+
+
+def _install_view(engine: Any, workdir: str, rank: int, host: int, cwd: str, home: str,
+                  log: RankLog) -> None:
+    """The simulator's filesystem view over the pod's own files: every file operation meets
+    the fault engine's hooks, and lands where the target meant it (the pod's disks)."""
+    from harness.filesystem import patch
+    from harness.filesystem.mounts import KERNEL_TREES, Mount, MountTable
+    from harness.filesystem.view import View
+
+    table = MountTable((Mount("/", scope="host", base="real"),
+                        *(Mount(p, scope="shared", base="passthrough") for p in KERNEL_TREES)))
+    sandbox = os.path.join(workdir, f"rank-{rank}.fs")
+    os.makedirs(sandbox, exist_ok=True)
+    view = View(table, sandbox, rank, host, cwd, home, hooks=engine,
+                private=(workdir,), notify=log.notify)
+    patch.install(view)
 
 
 def write_result(path: str, result: dict[str, Any]) -> None:

@@ -41,6 +41,15 @@ class PodCellSpec:
     clean: tuple[str, ...] = ()  # real paths removed on each host before and after the cell
     watch: tuple[str, ...] = ()
     fabric: FabricAddress | None = None  # the local pod's interconnect; None: the real TPU's
+    #: the controller's home: paths under it (a role learned in the simulator, a placed
+    #: file) are under the worker's own home there
+    home: str = ""
+
+    def rehome(self, path: str, home: str) -> str:
+        """``path`` as it is on a worker whose home is ``home``."""
+        if self.home and (path == self.home or path.startswith(self.home.rstrip("/") + "/")):
+            return home + path[len(self.home):]
+        return path
 
     @property
     def world_size(self) -> int:

@@ -95,22 +95,26 @@ class FaultKind(BaseModel):
     watched_path: ClassVar[bool] = False
     #: A content fault: decided at a writer's open, applied at close in this order.
     close_order: ClassVar[int | None] = None
+    #: It needs the simulator's coordinator (a write held and published later, by what the
+    #: other ranks do): a pod has none.
+    needs_coordinator: ClassVar[bool] = False
 
     def off_pod(self) -> str | None:
-        """Why this fault cannot act on a real pod (None: it can). A pod run has the rank's
-        fault engine at its collectives, at its start and on its timers, but not the
-        simulator's filesystem view (a pod's files are its own) nor its world's restarts."""
-        if self.needs_sandbox:
-            return "it acts on files through the simulator's filesystem view"
-        if self.role is not None or self.path is not None:
-            return "it fires at a file, seen only through the simulator's filesystem view"
+        """Why this fault cannot act on a real pod (None: it can). A pod's ranks have the
+        fault engine at their start, collectives, timers and file operations (the view over
+        the pod's own files), but no coordinator and no world that restarts them."""
+        if self.needs_coordinator:
+            return ("it holds a write back and publishes it by what the other ranks do, which "
+                    "only the simulator's coordinator sees")
         if self.restarts:
             return "a pre-empted rank comes back only in the simulator, whose world restarts it"
-        ops = self.op or list(self.ops)
-        if self.after_ms is None and any(op in FILE_OPS for op in ops):
-            return ("it may fire at a file operation (give op: collective or after_ms to run "
-                    "it on a pod)")
         return None
+
+    def at_files(self) -> bool:
+        """Can it fire at a file operation (the rank then needs the filesystem view)?"""
+        ops = self.op or list(self.ops)
+        return self.needs_sandbox or self.role is not None or self.path is not None or (
+            self.after_ms is None and any(op in FILE_OPS or op == "close" for op in ops))
 
     @model_validator(mode="before")
     @classmethod

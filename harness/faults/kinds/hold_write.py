@@ -21,6 +21,7 @@ class HoldWrite(FaultKind):
 
     ops = ("close",)
     needs_sandbox = True
+    needs_coordinator = True
     watched_path = True
     close_order = 5
 

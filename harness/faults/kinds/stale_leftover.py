@@ -21,6 +21,7 @@ class StaleLeftover(Placed):
     kind: Literal["stale-leftover"] = "stale-leftover"
 
     needs_sandbox = True
+    needs_coordinator = True
     watched_path = True
 
     def _from_target(self) -> bool:
