@@ -321,3 +321,18 @@ def test_the_simulator_and_a_local_pod_agree_cell_by_cell(tmp_path: Path) -> Non
     assert outcomes == {("baseline", "naive-sync"): "ERROR", ("baseline", "robust-sync"): "PASS",
                         ("isolated-tmp", "naive-sync"): "ERROR",
                         ("isolated-tmp", "robust-sync"): "PASS"}
+
+
+def test_a_hung_ranks_stack_is_shown_as_the_simulator_shows_one() -> None:
+    from harness.pod.controller import stack_text
+
+    lib = "/h/.harness-pod/lib/135eef5089af22ac/harness"
+    dump = ("Current thread 0x00007fc7 (most recent call first):\n"
+            '  File "/usr/lib/python3.11/threading.py", line 327 in wait\n'
+            f'  File "{lib}/pod/fabric.py", line 210 in _peer_loss_blocks\n'
+            f'  File "{lib}/_shims/torch_xla/core/xla_model.py", line 488 in _exchange\n'
+            '  File "/home/u/code/sync.py", line 12 in sync\n'
+            f'  File "{lib}/pod/rank.py", line 88 in <lambda>\n')
+    assert stack_text(dump) == ("Thread 0x00007fc7:\n"
+                                '  File "/home/u/code/sync.py", line 12, in sync\n'
+                                '  File "/usr/lib/python3.11/threading.py", line 327, in wait')

@@ -17,6 +17,7 @@ import logging
 import os
 import pickle
 import posixpath
+import re
 import shlex
 import tempfile
 import time
@@ -320,10 +321,30 @@ def _unit(rank: int, got: dict[str, bytes | None], report: dict[str, Any], event
     if report.get("ended") == "deadline" and rank in report.get("alive", []):
         unit.alive_at_deadline = True
         unit.status = None
-        unit.stack = (got["stack"] or b"").decode("utf-8", "replace").strip() or None
+        unit.stack = stack_text((got["stack"] or b"").decode("utf-8", "replace")) or None
     if unit.pid is not None and unit.status is None and not unit.alive_at_deadline:
         unit.status = 9 if lost else unit.status  # gone with its host, or with no word of how
     return unit
+
+
+_THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-f]+) \(most recent call first\):$")
+_FH_FRAME = re.compile(r'^  File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<name>.+)$')
+
+
+def stack_text(dump: str) -> str:
+    """faulthandler's dump (innermost first, every frame) as the simulator shows a stack:
+    each thread outermost first in traceback form, the harness's own frames left out."""
+    from harness.reports.diagnosis import own_frame
+
+    threads: list[tuple[str, list[str]]] = []
+    for line in dump.splitlines():
+        if (m := _THREAD.match(line)) is not None:
+            threads.append((f"Thread {m.group(2)}", []))
+        elif (f := _FH_FRAME.match(line)) is not None and threads:
+            if not own_frame(f["path"]):
+                threads[-1][1].append(f'  File "{f["path"]}", line {f["line"]}, in {f["name"]}\n')
+    return "\n".join(f"{name}:\n" + "".join(reversed(frames)) for name, frames in threads
+                     if frames).strip()
 
 
 def _ends_life(spec: PodCellSpec, event: dict[str, Any]) -> bool:

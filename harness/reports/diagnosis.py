@@ -39,7 +39,7 @@ _FRAME = re.compile(r'^  File "(?P<path>[^"]+)", line \d+, in ')
 _ON_A_WORKER = re.compile(r"/\.harness-pod/lib/[0-9a-f]+/harness/(?!workloads/)")
 
 
-def _own_frame(path: str) -> bool:
+def own_frame(path: str) -> bool:
     """A frame of the harness's machinery (the bootstrap that calls the target, the
     filesystem view under its ``open``), which no user wrote and none can act on."""
     if _ON_A_WORKER.search(path):
@@ -67,7 +67,7 @@ def hide_own_frames(text: str) -> str:
     run: list[tuple[str, list[str]]] = []
 
     def flush() -> None:
-        own = [_own_frame(path) for path, _ in run]
+        own = [own_frame(path) for path, _ in run]
         if not all(own):
             first, last = own.index(False), len(own) - own[::-1].index(False)
             del run[last:], run[:first]
