@@ -167,8 +167,13 @@ def run_command(tpu: str | None, zone: str | None, project: str | None, hosts_fi
                   log_dir=run_dir, echo=echo)
         try:
             try:
+                click.echo(f"pod {info.name}: connecting to {len(workers)} workers, installing "
+                           "the harness" + (" and your code" if code is not None else ""), err=True)
                 pod.prepare(code)
-                matrix = run_on_pod(pod, plans, seed, not_run, known, replay)
+                done = iter(range(1, len(plans) + 1))
+                matrix = run_on_pod(pod, plans, seed, not_run, known, replay, on_cell=lambda c: click.echo(
+                    f"[{next(done)}/{len(plans)}] {c.scenario}[{c.target}]: {c.outcome} "
+                    f"({c.verdict}) {c.duration_s:.1f} s", err=True))
             except PodFailure as failure:
                 click.echo(f"the pod failed: {failure.describe()}", err=True)
                 matrix = infra_matrix(plans, failure, seed, pod, not_run)
