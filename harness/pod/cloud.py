@@ -215,20 +215,17 @@ def _queued_state(name: str, zone: str, project: str | None) -> tuple[str, str]:
 
 def _delete_queued(name: str, zone: str, project: str | None) -> bool:
     """Delete the queued resource and, ``--force``, its nodes; False if it was not there."""
-    try:
-        _gcloud(["compute", "tpus", "queued-resources", "delete", name, "--zone", zone, "--force"],
-                project=project, timeout=_DELETE_TIMEOUT_S)
-    except _Failed as exc:
-        if exc.not_found:
-            return False
-        raise
-    return True
+    return _delete(["queued-resources", "delete", name, "--zone", zone, "--force"], project)
 
 
 def _delete_node(name: str, zone: str, project: str | None) -> bool:
+    return _delete(["tpu-vm", "delete", name, "--zone", zone], project)
+
+
+def _delete(args: list[str], project: str | None) -> bool:
+    """``gcloud compute tpus ARGS``; False if what it deletes was not there (NOT_FOUND)."""
     try:
-        _gcloud(["compute", "tpus", "tpu-vm", "delete", name, "--zone", zone],
-                project=project, timeout=_DELETE_TIMEOUT_S)
+        _gcloud(["compute", "tpus", *args], project=project, timeout=_DELETE_TIMEOUT_S)
     except _Failed as exc:
         if exc.not_found:
             return False

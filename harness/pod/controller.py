@@ -138,15 +138,19 @@ class Pod:
             self._sync_code(code)
         self.code = code
 
-    def _each(self, stage: str, command: str, judge: Callable[[Finished], str | None]) -> None:
-        results = self.session.run_all(lambda w: command, timeout=300)
+    def _each(self, stage: str, command: str, judge: Callable[[Finished], str | None],
+              failed: Callable[[Finished], str] | None = None, timeout: float = 300) -> None:
+        """``command`` on every worker; a PodFailure naming each worker it failed on (how:
+        ``failed`` for a non-zero exit, ``judge`` for what a zero exit printed)."""
+        results = self.session.run_all(lambda w: command, timeout=timeout)
         failures = []
         for w in self.workers:
             r = results[w.index]
             if isinstance(r, WorkerFailure):
                 failures.append(r)
             elif not r.ok:
-                failures.append(WorkerFailure(w, f"{r.describe()}: {_tail(r.stderr or r.stdout)}"))
+                failures.append(WorkerFailure(w, failed(r) if failed else
+                                              f"{r.describe()}: {_tail(r.stderr or r.stdout)}"))
             elif (why := judge(r)) is not None:
                 failures.append(WorkerFailure(w, why))
         if failures:
@@ -154,16 +158,8 @@ class Pod:
 
     def _sync_code(self, code: sync.CodeSource) -> None:
         if code.mode == "fetch":
-            results = self.session.run_all(lambda w: sync.fetch_command(code), timeout=600)
-            failures = []
-            for w in self.workers:
-                r = results[w.index]
-                if isinstance(r, WorkerFailure):
-                    failures.append(r)
-                elif not r.ok:
-                    failures.append(WorkerFailure(w, sync.explain_fetch(r.stderr, code)))
-            if failures:
-                raise PodFailure(failures, stage="cannot sync the code to every worker")
+            self._each("cannot sync the code to every worker", sync.fetch_command(code),
+                       lambda f: None, lambda f: sync.explain_fetch(f.stderr, code), timeout=600)
             return
         assert code.archive is not None
         tgz = code.remote_dir + ".tgz"
