@@ -155,6 +155,12 @@ def test_an_on_call_that_raises_keeps_the_wrapped_function_from_running():
                     "returned": []}
 
 
+def test_a_forked_child_keeps_the_wrappers_and_records_through_its_own_callbacks():
+    seen = one_rank("forked")
+    assert seen == {"parent": [["rendezvous", "before"], ["rendezvous", "after"]],
+                    "child": {"same_wrapper": True, "calls": [["rendezvous", "in-child"]]}}
+
+
 def test_functions_that_are_not_collectives_are_left_alone():
     assert one_rank("left_alone") == {"xm": [], "xr": [], "wrapped": sorted(
         ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute",
@@ -288,3 +294,35 @@ def left_alone() -> dict[str, Any]:
     return {"xm": [n for n in changed if not getattr(getattr(xm, n), "__harness_recorded__", False)],
             "xr": sorted(n for n, f in xr_before.items() if getattr(xr, n) is not f),
             "wrapped": changed}
+
+
+def forked() -> dict[str, Any]:
+    import json
+    import os
+
+    import torch_xla.core.xla_model as xm
+
+    from harness.pod import recorder
+
+    parent: list[list[Any]] = []
+    recorder.install(lambda op, tag, site, detail: parent.append([op, tag]), lambda op, tag: None)
+    xm.rendezvous("before")
+    wrapper = xm.rendezvous
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: a rank's own process, as a pod's launcher forks it
+        try:
+            child: list[list[Any]] = []
+            recorder.install(lambda op, tag, site, detail: child.append([op, tag]),
+                             lambda op, tag: None)
+            xm.rendezvous("in-child")
+            os.write(write, json.dumps({"same_wrapper": xm.rendezvous is wrapper,
+                                        "calls": child}).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as f:
+        child_seen = json.loads(f.read())
+    os.waitpid(pid, 0)
+    xm.rendezvous("after")
+    return {"parent": parent, "child": child_seen}

@@ -88,13 +88,19 @@ def expected_calls() -> list[list[Any]]:
         # all_gather -> all_reduce, none of them recorded again); its bytes are torch.save's
         ["call", "rendezvous", "metrics", site("mesh_reduce"), {"payload_bytes": 1261}],
         ["call", "all_gather", None, site("all_gather"), {"tensors": ["float32[2]"]}],
+        ["call", "reduce_scatter", None, site("reduce_scatter"), {"tensors": ["float32[4]"]}],
+        ["call", "all_to_all", None, site("all_to_all"), {"tensors": ["float32[4]"]}],
+        ["call", "collective_permute", None, site("collective_permute"), {"tensors": ["float32[2]"]}],
+        # 2.9's collective_broadcast is an all_reduce: recorded once, as what the user called
+        ["call", "collective_broadcast", None, site("collective_broadcast"),
+         {"tensors": ["float32[2]"]}],
         # init_process_group has no store handshake in a world of one process (as in the shim),
         # dist.all_reduce is the xm.all_reduce the backend makes, dist.barrier() is a no-op
         ["call", "all_reduce", None, site("dist.all_reduce"), {"tensors": ["float32[2]"]}],
     ]
 
 
-@pytest.mark.parametrize("mode", ["plain", "spawn"])
+@pytest.mark.parametrize("mode", ["plain", "spawn", "plain-late"])
 def test_the_recorder_sees_the_real_collectives_under_the_simulators_names(mode):
     out = run(mode)
     assert out["error"] is None
@@ -104,8 +110,16 @@ def test_the_recorder_sees_the_real_collectives_under_the_simulators_names(mode)
     assert returns == [["return", c[1], c[2]] for c in calls]
     assert out["results"] == {
         "rendezvous": "[b'abc']", "all_reduce": "[1.0, 1.0, 1.0]", "mesh_reduce": "2.5",
-        "all_gather": "[0.0, 1.0]", "dist_all_reduce": "[4.0, 4.0]", "backend": "'xla'"}
+        "all_gather": "[0.0, 1.0]", "reduce_scatter": "[1.0, 1.0, 1.0, 1.0]",
+        "all_to_all": "[0.0, 1.0, 2.0, 3.0]", "collective_permute": "[0.0, 1.0]",
+        "collective_broadcast": "[3.0, 3.0]", "dist_all_reduce": "[4.0, 4.0]", "backend": "'xla'"}
     assert out["reports"] == []
+    # the collectives only; torch_xla.runtime untouched; xla:// registered wrapped either way
+    assert out["wrapped"] == {"xm": sorted(["all_gather", "all_reduce", "all_to_all",
+                                            "collective_broadcast", "collective_permute",
+                                            "mesh_reduce", "recv", "reduce_scatter", "rendezvous",
+                                            "send", "xla_rendezvous"]),
+                              "xr": [], "xla://": True}
 
 
 @pytest.mark.parametrize("mode", ["plain", "spawn"])

@@ -103,7 +103,7 @@ _RENDEZVOUS_MODULE = "torch_xla._internal.rendezvous"
 _HANDLER = "pjrt_rendezvous_handler"
 
 _hooks: tuple[OnCall, OnReturn] | None = None
-_inside = threading.local()  # .depth: wrapped calls this thread is in
+_inside = threading.local()  # .depth is 1 while this thread is inside a recorded call
 _install_lock = threading.Lock()
 _installed = False
 _user_site: Callable[..., str | None] | None = None
@@ -124,12 +124,6 @@ def install(on_call: OnCall, on_return: OnReturn) -> None:
     for name in _TARGETS:
         when_imported(name, _wrap_module)
     when_imported(_RENDEZVOUS_MODULE, _wrap_handler)
-
-
-def uninstall() -> None:
-    """Stop calling the callbacks (the wrappers stay, and pass calls through)."""
-    global _hooks
-    _hooks = None
 
 
 # -- what a call says ----------------------------------------------------------------
