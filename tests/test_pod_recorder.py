@@ -10,6 +10,7 @@ fire at the same calls on a pod. The helpers at the bottom run on the ranks, loa
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +123,22 @@ def test_on_call_raising_stops_the_collective_on_that_rank():
     tags = [(e.rank, e.tag) for e in result.history if e.kind == "call"]
     assert (0, "second") in tags and (1, "second") not in tags
     assert (1, "first") in tags
+
+
+# -- the real group's target, under the shim ----------------------------------------
+
+@pytest.mark.parametrize("mode", ["plain", "spawn", "plain-late"])
+def test_the_shim_under_the_recorder_records_what_the_real_torch_xla_records(mode):
+    """tests/test_real_xla.py runs this script under the real torch_xla 2.9 and checks the
+    same calls, results and wrappers: what a pod of real ranks records, a pod of shim ranks
+    (``harness pod run --local``) records too."""
+    from test_real_xla import TARGET, assert_clean_run
+
+    result = run_world(argv=(str(TARGET), mode), topology="1x1", profile="current", timeout=60)
+    assert result.outcome == PASS, result.describe()
+    out = json.loads(result.hosts[0].stdout.strip().splitlines()[-1])
+    assert Path(out["torch_xla"]).is_relative_to(REPO / "shims")
+    assert_clean_run(out)
 
 
 # -- one rank: install order, idempotence, a refusing hook, what is left alone ----

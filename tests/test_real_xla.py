@@ -100,26 +100,36 @@ def expected_calls() -> list[list[Any]]:
     ]
 
 
-@pytest.mark.parametrize("mode", ["plain", "spawn", "plain-late"])
-def test_the_recorder_sees_the_real_collectives_under_the_simulators_names(mode):
-    out = run(mode)
+#: What the target's collectives return on one device (the real 2.9's, and the shim's).
+RESULTS = {
+    "rendezvous": "[b'abc']", "all_reduce": "[1.0, 1.0, 1.0]", "mesh_reduce": "2.5",
+    "all_gather": "[0.0, 1.0]", "reduce_scatter": "[1.0, 1.0, 1.0, 1.0]",
+    "all_to_all": "[0.0, 1.0, 2.0, 3.0]", "collective_permute": "[0.0, 1.0]",
+    "collective_broadcast": "[3.0, 3.0]", "dist_all_reduce": "[4.0, 4.0]", "backend": "'xla'"}
+
+#: What the recorder wraps: the collectives only; torch_xla.runtime is untouched; xla:// is
+#: registered wrapped, whether torch_xla was imported before the recorder was installed or not.
+WRAPPED = {"xm": sorted(["all_gather", "all_reduce", "all_to_all", "collective_broadcast",
+                         "collective_permute", "mesh_reduce", "recv", "reduce_scatter",
+                         "rendezvous", "send", "xla_rendezvous"]),
+           "xr": [], "xla://": True}
+
+
+def assert_clean_run(out: dict[str, Any]) -> None:
+    """The target ran through: every call recorded as expected, returned, and right."""
     assert out["error"] is None
     calls = [e for e in out["events"] if e[0] == "call"]
     assert calls == expected_calls()
     returns = [e for e in out["events"] if e[0] == "return"]
     assert returns == [["return", c[1], c[2]] for c in calls]
-    assert out["results"] == {
-        "rendezvous": "[b'abc']", "all_reduce": "[1.0, 1.0, 1.0]", "mesh_reduce": "2.5",
-        "all_gather": "[0.0, 1.0]", "reduce_scatter": "[1.0, 1.0, 1.0, 1.0]",
-        "all_to_all": "[0.0, 1.0, 2.0, 3.0]", "collective_permute": "[0.0, 1.0]",
-        "collective_broadcast": "[3.0, 3.0]", "dist_all_reduce": "[4.0, 4.0]", "backend": "'xla'"}
+    assert out["results"] == RESULTS
     assert out["reports"] == []
-    # the collectives only; torch_xla.runtime untouched; xla:// registered wrapped either way
-    assert out["wrapped"] == {"xm": sorted(["all_gather", "all_reduce", "all_to_all",
-                                            "collective_broadcast", "collective_permute",
-                                            "mesh_reduce", "recv", "reduce_scatter", "rendezvous",
-                                            "send", "xla_rendezvous"]),
-                              "xr": [], "xla://": True}
+    assert out["wrapped"] == WRAPPED
+
+
+@pytest.mark.parametrize("mode", ["plain", "spawn", "plain-late"])
+def test_the_recorder_sees_the_real_collectives_under_the_simulators_names(mode):
+    assert_clean_run(run(mode))
 
 
 @pytest.mark.parametrize("mode", ["plain", "spawn"])
