@@ -73,8 +73,10 @@ def run(spec: PodCellSpec, rank: int, home: str) -> int:
     steps = itertools.count()
 
     def on_call(op: str, tag: str | None, site: str | None, detail: dict[str, Any]) -> None:
-        # as in the simulator: the plan's hook first, then the call is recorded
-        engine.before_collective(op, tag)
+        # as in the simulator: the plan's hook first (never at a send or recv: the
+        # simulator's hook does not see them either), then the call is recorded
+        if op not in recorder.POINT_TO_POINT:
+            engine.before_collective(op, tag)
         log.event("call", op=op, tag=tag, step=next(steps), site=site, detail=detail or None)
 
     def on_return(op: str, tag: str | None) -> None:

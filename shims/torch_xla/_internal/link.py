@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from torch_xla._internal import runtime as _runtime
+from torch_xla._internal import sites as _sites
 
 _SHIM_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -94,13 +95,7 @@ def host_index() -> int:
 
 def call_site() -> str | None:
     """``file:line in function`` of the user's code that called into the shim."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not filename.startswith(_SHIM_DIR) and "/torch/" not in filename:
-            return f"{os.path.basename(filename)}:{frame.f_lineno} in {frame.f_code.co_name}"
-        frame = frame.f_back
-    return None
+    return _sites.user_site(sys._getframe(1), (_SHIM_DIR,))
 
 
 _before_world_call: list[Callable[[], None]] = []
