@@ -76,10 +76,10 @@ class PodFailure(Exception):
         lost = [r.rank for r in self.partial.ranks if r.rank not in done and r.host in self.lost_hosts]
         stopped = [r.rank for r in self.partial.ranks
                    if r.rank not in done and r.host not in self.lost_hosts]
-        parts = ([fates_phrase(ended)] if ended else []) + (
-            [f"{ranks_phrase(lost)} unknown (on a lost worker)"] if lost else []) + (
-            [f"{ranks_phrase(stopped)} stopped by the harness"] if stopped else [])
-        return "; ".join(parts)
+        parts = ([(min(r.rank for r in ended), fates_phrase(ended))] if ended else []) + (
+            [(min(lost), f"{ranks_phrase(lost)} unknown (on a lost worker)")] if lost else []) + (
+            [(min(stopped), f"{ranks_phrase(stopped)} stopped by the harness")] if stopped else [])
+        return "; ".join(phrase for _, phrase in sorted(parts))
 
 
 @dataclass(frozen=True)
