@@ -220,13 +220,13 @@ def test_a_commit_missing_from_the_remote_is_named_with_what_to_do(tmp_path: Pat
     assert f"commit {head[:12]} is not on {remote}: push it (or run with --sync archive)" in message
 
 
-def _run_user_cell(local: LocalPod, code: Path, during: object) -> object:
+def _run_user_cell(local: LocalPod, code: Path, during: object, timeout: float = 20.0) -> object:
     """The user's sync on a 2-worker pod, ``during(local)`` called once rank 1 started."""
     (code / "team_sync.py").write_text(USER_SYNC)
     pod = _pod(local)
     scenario = load_scenario(REPO / "scenarios" / "isolated-tmp.yaml")
     user = target(str(code / "team_sync.py") + ":sync", "config-sync")
-    plans, not_run = plan_pod([scenario], [user], 0, "2x1", 20.0)
+    plans, not_run = plan_pod([scenario], [user], 0, "2x1", timeout)
     disk1 = local.local[1].disk / "home"
     (disk1 / "linger").write_text("")
 
@@ -337,3 +337,26 @@ def test_a_hung_ranks_stack_is_shown_as_the_simulator_shows_one() -> None:
     assert stack_text(dump) == ("Thread 0x00007fc7:\n"
                                 '  File "/home/u/code/sync.py", line 12, in sync\n'
                                 '  File "/usr/lib/python3.11/threading.py", line 327, in wait')
+
+
+def test_a_hang_on_a_pod_ends_at_the_deadline_with_every_ranks_stack(tmp_path: Path) -> None:
+    """Rank 1 never reaches the rendezvous: the cell is a HANG at its deadline, each rank's
+    stack is where it was (the user's lines), and nothing the cell started is left running."""
+    from harness.pod.local import _namespace_members
+
+    code = tmp_path / "code"
+    code.mkdir()
+    with LocalPod(2, tmp_path / "pod") as local:
+        matrix = _run_user_cell(local, code, lambda pod: None, timeout=3.0)
+        left = {w.index: sorted(Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0].decode()
+                                for p in _namespace_members(w.process.pid)) for w in local.local}
+    cell = matrix.cells[0]  # type: ignore[attr-defined]
+    assert cell.outcome == "HANG", cell.detail
+    assert cell.detail == "HANG at the deadline (3 s): rank 0 in rendezvous 'config'; rank 1 " \
+                          "before any collective"
+    stacks = {r.rank: r.stack or "" for r in cell.ranks}
+    assert 'team_sync.py", line 11, in sync' in stacks[0]  # xm.rendezvous("config")
+    assert 'team_sync.py", line 10, in sync' in stacks[1]  # time.sleep(60)
+    assert "/.harness-pod/lib/" not in stacks[0]  # the harness's own frames left out
+    # each worker's init and its SSH server, and nothing else (no process, no zombie)
+    assert left == {0: [sys.executable, "sh"], 1: [sys.executable, "sh"]}, left

@@ -242,7 +242,9 @@ def _namespaced(disk: Path, share: tuple[Path, ...], argv: list[str]) -> list[st
     script.append("cd /")
     if not _under_tmp(str(disk.resolve())):  # else it is under the machine's /tmp, now hidden
         script.append(f"umount -l {_q(disk / '.machine-tmp')}")
-    script.append("exec " + " ".join(_q(a) for a in argv))
+    # not exec'd: the shell stays the namespace's init and reaps the orphans a worker's
+    # processes leave (a killed launcher's ranks), as a VM's init does
+    script.append(" ".join(_q(a) for a in argv))
     base = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "--mount",
             "--propagation", "private"]
     if os.geteuid() != 0:
