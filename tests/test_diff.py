@@ -386,3 +386,16 @@ def test_json_carries_the_groups_and_the_exit_code(cli, tmp_path: Path) -> None:
     allowed = json.loads(cli("diff", "sim.json", "pod.json", "--expected", listed, "--format",
                              "json", "--allow-infra", cwd=tmp_path).stdout)
     assert allowed["exit_code"] == 0
+
+
+def test_the_readme_example_of_an_expected_file_is_valid(tmp_path: Path) -> None:
+    from harness.reports.expected import load_expected
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    after = readme[readme.index("The expected-differences file is reviewed like code"):]
+    start = after.index("```yaml\n") + len("```yaml\n")
+    block = after[start:after.index("\n```", start)]
+    (tmp_path / "expected.yaml").write_text(block + "\n")
+    [entry] = load_expected(tmp_path / "expected.yaml").entries
+    assert (entry.name, entry.sim, entry.pod, entry.line) == \
+        ("isolated-tmp[naive-sync]", "ERROR", "PASS", 2)

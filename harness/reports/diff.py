@@ -66,7 +66,8 @@ class Side:
         pod = self.matrix.pod if self.matrix.mode == "pod" else None
         if pod:
             workers = pod.get("workers")
-            count = len(workers) if isinstance(workers, list) else workers
+            count = len(workers) if isinstance(workers, (list, dict)) else \
+                workers if isinstance(workers, int) and not isinstance(workers, bool) else None
             parts += [str(pod[k]) for k in ("name", "accelerator") if pod.get(k)]
             if count:
                 parts.append(f"{count} workers")
