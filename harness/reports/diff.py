@@ -20,13 +20,14 @@ import textwrap
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from harness.pod.cli import EXIT_POD_FAILED
 from harness.reports.expected import Expected, Listed
 from harness.runner.cells import INFRA, Cell, Matrix
 
 AGREE, DIFFER, ONLY, POD_FAILED = "agree", "differ", "only", "infra"
-#: The exit codes of ``harness diff``: a difference nobody listed; a pod failure (the code
-#: ``harness pod run`` exits with when the pod itself failed).
-EXIT_DIFFERS, EXIT_POD_FAILED = 1, 4
+#: ``harness diff``'s exit code for a difference nobody listed; a pod failure exits with
+#: ``EXIT_POD_FAILED``, as ``harness pod run`` does.
+EXIT_DIFFERS = 1
 #: The width the text output keeps to: a CI log.
 WIDTH = 100
 #: Lines of one side's detail shown; the report has the rest.
