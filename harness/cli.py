@@ -410,15 +410,46 @@ def report_command(report: str, fmt: str, output: str | None) -> None:
 @cli.command("diff")
 @click.argument("before", type=click.Path(exists=True, dir_okay=False))
 @click.argument("after", type=click.Path(exists=True, dir_okay=False))
-def diff_command(before: str, after: str) -> None:
-    """The cells whose outcome changed between two saved reports (simulator vs pod,
-    before vs after). Exit 1 if any did."""
-    from harness.reports.diff import diff, render_diff, seed_note
+@click.option("--expected", "expected_file", type=click.Path(exists=True, dir_okay=False),
+              default=None, help="A reviewed YAML file of the differences that are expected, "
+              "each with its reason; exit 1 only for differences it does not list.")
+@click.option("--allow-infra", is_flag=True,
+              help="Cells the pod itself failed (INFRA) do not fail the diff (exit 4 otherwise).")
+@click.option("--format", "fmt", default="text", show_default=True,
+              type=click.Choice(["text", "json"]), help="json: the groups as one object.")
+def diff_command(before: str, after: str, expected_file: str | None, allow_infra: bool,
+                 fmt: str) -> None:
+    """Compare two saved reports cell by cell: a simulator run with a pod run (or before
+    with after a fix). Cells that differ, cells only one side ran, cells the pod failed.
+
+    \b
+    harness diff reports/sim/matrix.json reports/pod/matrix.json --expected expected.yaml
+
+    Exit 0 when every difference is listed in --expected, 1 when some is not, 2 for a bad
+    report or expected file, 4 when the pod failed in some cell (unless --allow-infra).
+    """
+    import json
+
+    from harness.reports.diff import check_pod, compare, render_text, sides, to_json_dict
+    from harness.reports.expected import load_expected
 
     a, b = _load(before), _load(after)
-    changes = diff(a, b)
-    click.echo(render_diff(changes, before, after, seed_note(a, b, before, after)))
-    sys.exit(EXIT_FAILED if changes else EXIT_OK)
+    for path, matrix in ((before, a), (after, b)):
+        problem = check_pod(matrix)
+        if problem:
+            raise click.UsageError(f"{path}: {problem}")
+    expected = None
+    if expected_file is not None:
+        try:
+            expected = load_expected(expected_file)
+        except ScenarioError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--expected'") from None
+    comparison = compare(*sides(a, b, before, after), expected)
+    if fmt == "json":
+        click.echo(json.dumps(to_json_dict(comparison, allow_infra), indent=2, ensure_ascii=False))
+    else:
+        click.echo(render_text(comparison, allow_infra), nl=False)
+    sys.exit(comparison.exit_code(allow_infra))
 
 
 def render_world(result: WorldResult, console: Console, show_output: bool = False) -> None:

@@ -85,6 +85,23 @@ def read_yaml(path: str) -> tuple[yaml.Node | None, Any]:
     return root, data
 
 
+def node_at(node: yaml.Node | None, loc: tuple[Any, ...]) -> yaml.Node | None:
+    """The YAML node a pydantic error location points at (or its nearest parent): how a
+    model's error becomes a line of the file (scenario files, expected-differences files)."""
+    for key in loc:
+        if isinstance(node, yaml.MappingNode):
+            pair = next(((k, v) for k, v in node.value if k.value in (key, str(key))), None)
+            if pair is None:
+                return node
+            # An alias's value was written earlier, at its anchor: point at the key.
+            node = pair[1] if pair[1].start_mark.index > pair[0].start_mark.index else pair[0]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+        else:
+            break
+    return node
+
+
 def _read_text(path: str) -> str:
     try:
         with open(path, "rb") as f:

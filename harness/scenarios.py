@@ -23,6 +23,7 @@ from harness.faults.plan import PlanError, make_plan
 from harness.filesystem.mounts import KERNEL_TREES, MAX_DELAY_MS, MAX_MOUNT_PATH, Mount, is_under
 from harness.roles import MEANING, Roles
 from harness.scenario_yaml import ScenarioError, read_yaml
+from harness.scenario_yaml import node_at as _node_at
 from harness.topology import PROFILES, get_topology
 from harness.workloads import registry
 from harness.workloads.base import WorkloadInputs
@@ -172,22 +173,6 @@ class Scenario(BaseModel):
         return [f"mount on role {m.role} resolved to nothing: the target has no "
                 f"{MEANING[m.role]}" for m in self.mounts
                 if m.role is not None and not self.mount_list(home, roles)]
-
-
-def _node_at(node: yaml.Node | None, loc: tuple[Any, ...]) -> yaml.Node | None:
-    """The YAML node a pydantic error location points at (or its nearest parent)."""
-    for key in loc:
-        if isinstance(node, yaml.MappingNode):
-            pair = next(((k, v) for k, v in node.value if k.value in (key, str(key))), None)
-            if pair is None:
-                return node
-            # An alias's value was written earlier, at its anchor: point at the key.
-            node = pair[1] if pair[1].start_mark.index > pair[0].start_mark.index else pair[0]
-        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
-            node = node.value[key]
-        else:
-            break
-    return node
 
 
 def load_scenario(path: str | os.PathLike[str]) -> Scenario:

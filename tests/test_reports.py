@@ -16,7 +16,6 @@ import pytest
 from rich.console import Console
 
 from harness.reports import FILENAMES, FORMATS, render, render_terminal_text, write_reports, write_run
-from harness.reports.diff import diff, render_diff, seed_note
 from harness.reports.html import to_html
 from harness.reports.json_report import load, to_json
 from harness.reports.junit import to_junit
@@ -334,55 +333,6 @@ def test_write_reports_writes_every_format(matrix: Matrix, tmp_path: Path) -> No
 def test_an_empty_matrix_renders(fmt: str) -> None:
     empty = Matrix(cells=[], seed=0, created="2026-05-09T00:00:00+00:00", harness_version="0.1.0")
     assert render(empty, fmt).strip()
-
-
-# -- diff ---------------------------------------------------------------------------------------
-
-def test_diff_finds_exactly_the_changed_cells(matrix: Matrix) -> None:
-    after = sample_matrix()
-    after.cells[2].outcome, after.cells[2].verdict = "PASS", "ok"  # isolated-tmp[naive-sync] fixed
-    after.cells[5].verdict = "unexpected"  # same outcome, different verdict
-    after.cells[0].detail = "only the detail changed"  # not a change
-    del after.cells[1]  # baseline[robust-sync] only in A
-    after.cells.append(cell("api-drift", "robust-sync", "PASS", "ok"))  # only in B
-    changes = diff(matrix, after)
-    assert [c.name for c in changes] == ["baseline[robust-sync]", "isolated-tmp[naive-sync]",
-                                         "writer-killed[robust-sync]", "api-drift[robust-sync]"]
-    assert [c.kind for c in changes] == ["removed", "changed", "changed", "added"]
-    after.cells[1].detail = "every rank read the whole config"  # isolated-tmp[naive-sync]
-    text = render_diff(changes, "sim.json", "pod.json")
-    before_detail = matrix.cell("isolated-tmp", "naive-sync").detail
-    writer_killed = matrix.cell("writer-killed", "robust-sync").detail
-    assert text.splitlines() == [
-        "baseline[robust-sync]: only in sim.json (PASS, ok)",
-        "    sim.json: (no detail)",
-        "isolated-tmp[naive-sync]: ERROR -> PASS (known -> ok)",
-        f"    sim.json: {before_detail}",  # what went wrong, and what the other report says
-        "    pod.json: every rank read the whole config",
-        "writer-killed[robust-sync]: ERROR -> ERROR (ok -> unexpected)",
-        f"    sim.json: {writer_killed}",
-        f"    pod.json: {writer_killed}",
-        "api-drift[robust-sync]: only in pod.json (PASS, ok)",
-        "    pod.json: pass detail",
-    ]
-    assert diff(matrix, sample_matrix()) == []
-    assert "no cell changed" in render_diff([])
-
-
-def test_diff_of_reports_with_different_seeds_says_so(matrix: Matrix, tmp_path: Path,
-                                                      cli) -> None:
-    other = sample_matrix()
-    other.seed = 8
-    assert seed_note(matrix, sample_matrix(), "a.json", "b.json") is None
-    note = seed_note(matrix, other, "a.json", "b.json")
-    assert note is not None and "different seeds (a.json: 7, b.json: 8)" in note
-    (tmp_path / "a.json").write_text(to_json(matrix))
-    (tmp_path / "b.json").write_text(to_json(other))
-    done = cli("diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"))
-    assert done.returncode == 0, done.stderr  # no cell changed: the seed alone is no failure
-    assert done.stdout.splitlines()[:2] == [
-        note.replace("a.json", str(tmp_path / "a.json")).replace("b.json", str(tmp_path / "b.json")),
-        "no cell changed its outcome or verdict"]
 
 
 def test_a_known_failure_that_now_passes_is_shown_as_unexpected(matrix: Matrix) -> None:
