@@ -215,7 +215,8 @@ class Pod:
         result = self._collect(spec, topology, time.time() - start, gone)
         if lost or broken:
             raise PodFailure(sorted(lost + broken, key=lambda f: f.worker.index), result,
-                             stage="the pod failed during the cell; the other hosts were stopped",
+                             stage="the pod failed during the cell (not the target); the other hosts "
+                                   "were stopped",
                              lost_hosts=gone)
         return result
 

@@ -112,7 +112,7 @@ def infra_cell(plan: CellPlan, failure: PodFailure) -> Cell:
     return Cell(scenario=plan.scenario.name, target=plan.target.name, topology=plan.topology,
                 seed=plan.seed, outcome=INFRA, expected=plan.scenario.expect,
                 verdict=UNEXERCISED, duration_s=partial_result.duration_s if partial_result else 0.0,
-                detail=f"the pod failed, not the target: {failure.describe()}{kept}",
+                detail=f"{failure.describe()}{kept}",
                 replay="", ranks=ranks, workload=plan.scenario.workload,
                 finding=plan.scenario.finding)
 

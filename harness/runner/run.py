@@ -279,7 +279,7 @@ def _roles_shown(scenario: Scenario, discovery: Discovery | None) -> dict[str, s
 def run_matrix(plans: list[CellPlan], jobs: int | None = None, seed: int = 0,
                known: frozenset[tuple[str, str]] = frozenset(),
                on_cell: Callable[[Cell], None] | None = None, use_cache: bool = True,
-               cell_runner: Callable[..., Cell] = run_cell) -> Matrix:
+               cell_runner: Callable[..., Cell] | None = None) -> Matrix:
     """Run every planned cell, ``jobs`` at a time; cells come back in plan order.
     ``cell_runner`` runs one (``run_cell``; a pod run passes its own)."""
     jobs = max(1, jobs or os.cpu_count() or 1)
@@ -290,7 +290,8 @@ def run_matrix(plans: list[CellPlan], jobs: int | None = None, seed: int = 0,
     workers = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="harness-cell")
     try:
         found = discover_targets(plans, use_cache, jobs)
-        futures = {workers.submit(cell_runner, plan, known, found.get(plan.target.name)): plan
+        one = cell_runner or run_cell  # looked up now: a test may replace run_cell
+        futures = {workers.submit(one, plan, known, found.get(plan.target.name)): plan
                    for plan in plans}
         for future in as_completed(futures):
             try:
