@@ -360,3 +360,43 @@ def test_a_hang_on_a_pod_ends_at_the_deadline_with_every_ranks_stack(tmp_path: P
     assert "/.harness-pod/lib/" not in stacks[0]  # the harness's own frames left out
     # each worker's init and its SSH server, and nothing else (no process, no zombie)
     assert left == {0: [sys.executable, "sh"], 1: [sys.executable, "sh"]}, left
+
+
+def test_ctrl_c_during_a_pod_cell_stops_it_on_every_host_and_exits_130(tmp_path: Path) -> None:
+    import signal
+
+    code = tmp_path / "code"
+    code.mkdir()
+    # stuck on the pod only: its fault-free run in the simulator (which teaches the pod run
+    # what files the target writes) returns at once
+    (code / "stuck.py").write_text(
+        "import os, time\nimport torch_xla.core.xla_model as xm\n\n"
+        "def run(inputs):\n    if xm.get_ordinal() == 1 and 'HARNESS_LOCAL_POD_DISK' in os.environ:\n"
+        "        time.sleep(600)\n    xm.rendezvous('never complete')\n")
+    reports = tmp_path / "r"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "pod", "run", "--local", "2", "--target",
+         "stuck.py:run", "--scenario", "isolated-tmp", "--timeout", "120", "--report-dir",
+         str(reports), "--format", "json", "--keep-disks"],
+        cwd=code, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        # as at a terminal: a shell's background job (a CI step, say) starts with SIGINT
+        # ignored, and Python then installs no KeyboardInterrupt for it
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 120
+        while not list(reports.glob("2*/pod-disks/worker-1/home/.harness-pod/runs/*/cell-1/"
+                                    "rank-1.pid")):
+            assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)  # rank 0 waits in the rendezvous, rank 1 sleeps
+        out, err = proc.communicate(timeout=100)  # well before the cell's 120 s deadline
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out + err
+    data = json.loads((reports / "latest" / "matrix.json").read_text())
+    assert data["summary"].get("interrupted") is True and data["cells"] == []
+    hosts = [json.loads(p.read_text()) for p in reports.glob(
+        "2*/pod-disks/worker-*/home/.harness-pod/runs/*/cell-1/host-*.json")]
+    assert sorted(h["ended"] for h in hosts) == ["stopped", "stopped"]

@@ -192,6 +192,8 @@ def run_command(tpu: str | None, zone: str | None, project: str | None, hosts_fi
     for fmt, path in paths.items():
         click.echo(f"{fmt:>9}: {path}")
     click.echo(f"{'logs':>9}: {run_dir}/worker-N.log (one per worker)")
+    if matrix.interrupted:
+        sys.exit(cli.EXIT_INTERRUPTED)
     if any(c.outcome == "INFRA" for c in matrix.cells):
         sys.exit(EXIT_POD_FAILED)
     sys.exit(1 if matrix.failing() else 0)

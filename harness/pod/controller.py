@@ -20,6 +20,7 @@ import posixpath
 import re
 import shlex
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -199,13 +200,24 @@ class Pod:
         if failures:
             raise PodFailure(failures, stage="cannot send the cell to every worker")
         env = f"PYTHONPATH=\"$HOME/{self.lib}\" PYTHONDONTWRITEBYTECODE=1"
-        results = self.session.run_all(
-            lambda w: f"cd ~ && {env} exec {shlex.quote(self.python)} -m harness.pod.host "
-                      f"{shlex.quote(spec_path)} {w.index}",
-            timeout=READY_LIMIT_S + RANKS_START_LIMIT_S + timeout + LAUNCHER_GRACE_S, on_line=self.on_line,
-            gate=READY,
-            stop=lambda w: f"cd ~ && {env} {shlex.quote(self.python)} -m harness.pod.host "
-                           f"--stop {shlex.quote(spec.workdir)} {w.index}")
+
+        def stop(w: Worker) -> str:
+            return (f"cd ~ && {env} {shlex.quote(self.python)} -m harness.pod.host --stop "
+                    f"{shlex.quote(spec.workdir)} {w.index}")
+
+        def stop_all() -> None:
+            self.session.end_inputs()  # a launcher still before the go ends without its ranks
+            self.session.run_all(stop, timeout=60)
+
+        watcher = _AbortWatch(stop_all)
+        try:
+            results = self.session.run_all(
+                lambda w: f"cd ~ && {env} exec {shlex.quote(self.python)} -m harness.pod.host "
+                          f"{shlex.quote(spec_path)} {w.index}",
+                timeout=READY_LIMIT_S + RANKS_START_LIMIT_S + timeout + LAUNCHER_GRACE_S,
+                on_line=self.on_line, gate=READY, stop=stop)
+        finally:
+            watcher.done()
         lost = [r for r in results.values() if isinstance(r, WorkerFailure)]
         # a launcher that failed by itself (not one the harness stopped for a lost worker)
         broken = [] if lost else [
@@ -277,6 +289,29 @@ class Pod:
 
     def close(self) -> None:
         self.session.close()
+
+
+class _AbortWatch:
+    """While a cell runs: the user's Ctrl-C (the runner's ``ABORT``) stops it on every host
+    now, rather than at its deadline; the cell then ends as a stopped one."""
+
+    def __init__(self, stop_all: Callable[[], object]) -> None:
+        from harness.world.world import ABORT
+
+        self._over = threading.Event()
+
+        def watch() -> None:
+            while not self._over.is_set():
+                if ABORT.wait(0.2):
+                    stop_all()
+                    return
+
+        self._thread = threading.Thread(target=watch, name="harness-pod-abort", daemon=True)
+        self._thread.start()
+
+    def done(self) -> None:
+        self._over.set()
+        self._thread.join(timeout=5)
 
 
 #: Before a run: end the launchers and ranks an earlier pod run left (its sessions are

@@ -95,6 +95,7 @@ class PodSession:
         self.workers = workers
         self.options = options or SshOptions()
         self._conns: dict[int, Any] = {}
+        self._procs: dict[int, Any] = {}  # the current run_all's commands, by worker
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
                                         name="harness-pod-ssh")
@@ -164,6 +165,8 @@ class PodSession:
                        on_line: OnLine | None, stop: Callable[[Worker], str] | None,
                        gate: str | None = None) -> dict[int, Finished | WorkerFailure]:
         procs: dict[int, Any] = {}
+        if gate is not None:
+            self._procs = procs  # the commands a Ctrl-C's end_inputs releases
         ready: set[int] = set()
 
         def seen(w: Worker, stream: str, line: str) -> None:
@@ -194,10 +197,21 @@ class PodSession:
                     WorkerFailure(self.workers[index], explain(exc)) if exc else task.result())
                 if isinstance(out[index], WorkerFailure) and not stopping and stop is not None:
                     stopping = True
+                    self._end_inputs(procs)  # a command still waiting at the gate goes now
                     others = [self.workers[i] for i, t in tasks.items() if t in pending]
                     await asyncio.gather(*(self._run(w, stop(w), 30.0, None) for w in others),
                                          return_exceptions=True)
         return out
+
+    def end_inputs(self) -> None:
+        """Close the stdin of every command of the current ``run_all`` (one waiting at the
+        gate then ends without starting anything), from any thread."""
+        self._loop.call_soon_threadsafe(self._end_inputs)
+
+    def _end_inputs(self, procs: dict[int, Any] | None = None) -> None:
+        for proc in (self._procs if procs is None else procs).values():
+            with contextlib.suppress(Exception):
+                proc.stdin.write_eof()
 
     async def _run(self, w: Worker, command: str, timeout: float | None, on_line: OnLine | None,
                    stdin: bytes | None = None, keep_stdin: bool = False,
