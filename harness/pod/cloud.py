@@ -344,18 +344,16 @@ def release(name: str, zone: str, project: str | None = None) -> list[str]:
 def _release(node: str | None, queued: str | None, zone: str, project: str | None) -> list[str]:
     deleted: list[str] = []
     errors: list[str] = []
-    if node:
+    # the node first, then its request: both always tried, each error kept
+    for what, name, delete in (("node", node, _delete_node),
+                               ("queued resource", queued, _delete_queued)):
+        if not name:
+            continue
         try:
-            if _delete_node(node, zone, project):
-                deleted.append(f"node {node}")
+            if delete(name, zone, project):
+                deleted.append(f"{what} {name}")
         except CloudError as exc:
-            errors.append(f"node {node}: {exc}")
-    if queued:
-        try:
-            if _delete_queued(queued, zone, project):
-                deleted.append(f"queued resource {queued}")
-        except CloudError as exc:
-            errors.append(f"queued resource {queued}: {exc}")
+            errors.append(f"{what} {name}: {exc}")
     for what in deleted:
         log.info("deleted %s in %s", what, zone)
     if errors:

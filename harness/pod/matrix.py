@@ -24,7 +24,7 @@ from harness.runner.cells import INFRA, UNEXERCISED, Cell, Matrix, RankRow
 from harness.runner.discovery import Discovery, discover
 from harness.runner.run import CellPlan, plan_cells, replay_command, run_cell, run_matrix
 from harness.scenarios import Scenario
-from harness.topology import TOPOLOGIES, Topology
+from harness.topology import TOPOLOGIES
 from harness.workloads.base import Target
 from harness.workloads.registry import WORKLOADS
 
@@ -134,9 +134,3 @@ def pod_replay(prefix: str, plan: CellPlan) -> str:
         i = args.index("--topology")
         del args[i:i + 2]
     return f"{prefix} {shlex.join(args)}"
-
-
-def pod_topology(workers: int, chips: int) -> Topology:
-    from harness.topology import get_topology
-
-    return get_topology(topology_name(workers, chips))
