@@ -249,7 +249,12 @@ class Pod:
     # -- collecting ----------------------------------------------------------------
     def _collect(self, spec: PodCellSpec, topology: Topology, duration: float,
                  lost: set[int]) -> WorldResult:
-        outdir = tempfile.mkdtemp(prefix="harness-pod-cell-")
+        with tempfile.TemporaryDirectory(prefix="harness-pod-cell-") as outdir:
+            return self._collect_into(outdir, spec, topology, duration, lost)
+
+    def _collect_into(self, outdir: str, spec: PodCellSpec, topology: Topology, duration: float,
+                      lost: set[int]) -> WorldResult:
+        """Each rank's output lands in ``outdir`` only to be read as the simulator's is."""
         unread: list[WorkerFailure] = []
         ranks: list[RankResult] = []
         events: list[dict[str, Any]] = []
