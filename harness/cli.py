@@ -188,10 +188,13 @@ def list_command(workload: str | None, fmt: str) -> None:
     scenarios = [s for s in catalog() if workload in (None, s.workload)]
     targets = [t for t in BUILTIN_TARGETS.values() if workload in (None, t.workload)]
     if fmt == "json":
+        from harness.pod.matrix import off_pod
+
         click.echo(json.dumps({
             "scenarios": [{"name": s.name, "workload": s.workload, "topology": s.topology,
                            "expect": s.expect, "description": s.description,
-                           "finding": s.finding or None, "source": s.source} for s in scenarios],
+                           "finding": s.finding or None, "source": s.source,
+                           "off_pod": off_pod(s)} for s in scenarios],
             "targets": [{"name": t.name, "workload": t.workload, "function": t.ref}
                         for t in targets]}, indent=2))
         return

@@ -70,7 +70,10 @@ def test_list_as_json() -> None:
     assert set(scenarios) == {s.name for s in catalog() if s.workload == "config-sync"}
     stale = scenarios["stale-leftover"]
     assert set(stale) == {"name", "workload", "topology", "expect", "description", "finding",
-                          "source"}
+                          "source", "off_pod"}
+    # why a scenario does not run on a pod (null: it does)
+    assert scenarios["isolated-tmp"]["off_pod"] is None
+    assert "only the simulator's coordinator sees" in stale["off_pod"]
     assert stale["expect"] == "pass" and stale["source"].endswith("stale-leftover.yaml")
     assert "\n" not in json.dumps(stale["description"])  # whole, not cut
     assert [t["name"] for t in data["targets"]] == ["naive-sync", "seed-fix-sync", "robust-sync"]
