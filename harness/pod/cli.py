@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 import sys
@@ -203,7 +204,7 @@ def _real_workers(tpu: str | None, zone: str | None, project: str | None,
                   hosts_file: str | None, user: str | None, chips: int | None,
                   external: bool = False) -> Any:
     from harness.pod.controller import PodInfo
-    from harness.pod.workers import HostsFileError, Worker, read_hosts
+    from harness.pod.workers import HostsFileError, read_hosts
 
     if hosts_file is not None:
         try:
@@ -211,7 +212,7 @@ def _real_workers(tpu: str | None, zone: str | None, project: str | None,
         except HostsFileError as exc:
             raise click.BadParameter(str(exc), param_hint="--hosts") from None
         if user is not None:
-            workers = [Worker(w.index, w.host, w.port, w.user or user) for w in workers]
+            workers = [dataclasses.replace(w, user=w.user or user) for w in workers]
         info = PodInfo(Path(hosts_file).name, "unknown (a hosts file)", len(workers), chips or 4)
         return workers, info, f"harness pod run --hosts {shlex.quote(hosts_file)}"
     if zone is None:
@@ -223,8 +224,7 @@ def _real_workers(tpu: str | None, zone: str | None, project: str | None,
     except cloud.CloudError as exc:
         click.echo(f"the pod failed: {exc}", err=True)
         sys.exit(EXIT_POD_FAILED)
-    workers = [w if w.user or user is None else type(w)(w.index, w.host, w.port, user)
-               for w in node.workers]
+    workers = [dataclasses.replace(w, user=w.user or user) for w in node.workers]
     info = PodInfo(node.name, node.accelerator_type, len(workers), chips or 4)
     replay = f"harness pod run --tpu {shlex.quote(str(tpu))} --zone {shlex.quote(zone)}" + (
         f" --project {shlex.quote(project)}" if project else "")

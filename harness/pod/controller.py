@@ -359,8 +359,8 @@ def _unit(rank: int, got: dict[str, bytes | None], report: dict[str, Any], event
         unit.alive_at_deadline = True
         unit.status = None
         unit.stack = stack_text((got["stack"] or b"").decode("utf-8", "replace")) or None
-    if unit.pid is not None and unit.status is None and not unit.alive_at_deadline:
-        unit.status = 9 if lost else unit.status  # gone with its host, or with no word of how
+    if lost and unit.pid is not None and unit.status is None and not unit.alive_at_deadline:
+        unit.status = 9  # gone with its host
     return unit
 
 

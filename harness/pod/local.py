@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import shutil
@@ -268,13 +269,9 @@ def _q(value: object) -> str:
     return shlex.quote(str(value))
 
 
-_checked: list[str] = []
-
-
+@functools.cache
 def _check_namespaces() -> None:
     """The local pod needs mount and PID namespaces: say so plainly where there are none."""
-    if _checked:
-        return
     if shutil.which("unshare") is None:
         raise LocalPodError("the local pod needs unshare(1) (util-linux) to give each worker "
                             "its own /tmp; it is not on PATH")
@@ -285,7 +282,6 @@ def _check_namespaces() -> None:
         raise LocalPodError("the local pod needs mount and PID namespaces (root, or user "
                             "namespaces enabled) to give each worker its own /tmp: "
                             f"unshare failed: {probe.stderr.strip()[-300:]}")
-    _checked.append("ok")
 
 
 def _namespace_members(init_pid: int) -> list[int]:

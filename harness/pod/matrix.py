@@ -14,7 +14,6 @@ import datetime as _dt
 import logging
 import os
 import shlex
-import time
 from collections.abc import Callable
 from functools import partial
 
@@ -84,11 +83,9 @@ def run_on_pod(pod: Pod, plans: list[CellPlan], seed: int, not_run: dict[str, st
         cell.replay = pod_replay(replay, plan)
         return cell
 
-    start = time.monotonic()
     matrix = run_matrix(plans, jobs=1, seed=seed, known=known, on_cell=on_cell, cell_runner=one)
     matrix.mode = "pod"
     matrix.pod = {**pod.info.to_dict(), "not_run": dict(not_run)}
-    matrix.duration_s = time.monotonic() - start
     return matrix
 
 

@@ -320,23 +320,7 @@ class PodSession:
 
     def get(self, worker: Worker, remote: str) -> bytes | None:
         """A file of a worker (SFTP), or None if it is not there."""
-        return self._call(self._get(worker, remote))
-
-    async def _get(self, w: Worker, remote: str) -> bytes | None:
-        import asyncssh
-
-        conn = self._conns.get(w.index)
-        if conn is None:
-            raise WorkerFailure(w, "not connected")
-        try:
-            async with conn.start_sftp_client() as sftp:
-                try:
-                    async with sftp.open(remote, "rb") as f:
-                        return await f.read()
-                except asyncssh.SFTPNoSuchFile:
-                    return None
-        except (OSError, asyncssh.Error) as exc:
-            raise WorkerFailure(w, f"cannot read {remote} (SFTP): {explain(exc)}") from None
+        return self.get_many(worker, [remote])[remote]
 
     # -- the end -----------------------------------------------------------------
     def close(self) -> None:

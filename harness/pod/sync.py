@@ -50,6 +50,13 @@ def _archive(members: list[tuple[Path, str]]) -> tuple[str, bytes]:
             if any(part in _SKIP for part in rel.parts) or not path.is_file():
                 continue
             files.append((posixpath.join(name, *rel.parts), path))
+    return _tarball(files)
+
+
+def _tarball(files: list[tuple[str, Path]]) -> tuple[str, bytes]:
+    """(key, tar.gz) of ``(name in the archive, file)`` pairs: the key is a digest of names
+    and contents, the same for the same files whatever their times (an unpack is done once
+    per key), executables kept executable."""
     digest = hashlib.sha256()
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=6) as tar:
@@ -57,7 +64,8 @@ def _archive(members: list[tuple[Path, str]]) -> tuple[str, bytes]:
             data = path.read_bytes()
             digest.update(arcname.encode() + b"\0" + data)
             info = tarfile.TarInfo(arcname)
-            info.size, info.mode, info.mtime = len(data), 0o644, 0
+            info.size, info.mtime = len(data), 0
+            info.mode = 0o755 if os.access(path, os.X_OK) else 0o644
             tar.addfile(info, io.BytesIO(data))
     return digest.hexdigest()[:16], buf.getvalue()
 
@@ -162,24 +170,14 @@ def _remote_url(top: Path) -> str | None:
 def _archive_source(root: Path, cwd: Path, top: Path | None) -> CodeSource:
     if top is not None:
         listed = _git(top, "ls-files", "-co", "--exclude-standard", "-z").split("\0")
-        members = [(top / name, name) for name in listed if name]
-        files = [(p, n) for p, n in members if p.is_file() and not _skipped(n)]
+        files = [(name, top / name) for name in listed
+                 if name and (top / name).is_file() and not _skipped(name)]
     else:
-        files = [(p, str(p.relative_to(root))) for p in sorted(root.rglob("*"))
+        files = [(str(p.relative_to(root)), p) for p in sorted(root.rglob("*"))
                  if p.is_file() and not _skipped(str(p.relative_to(root)))]
-    digest = hashlib.sha256()
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for path, name in sorted(files, key=lambda x: x[1]):
-            data = path.read_bytes()
-            digest.update(name.encode() + b"\0" + data)
-            info = tarfile.TarInfo(name)
-            info.size, info.mtime = len(data), 0
-            info.mode = 0o755 if os.access(path, os.X_OK) else 0o644
-            tar.addfile(info, io.BytesIO(data))
+    key, archive = _tarball(files)
     subdir = str(cwd.relative_to(root)) if cwd != root else ""
-    return CodeSource("archive", root, subdir, archive=buf.getvalue(),
-                      key=digest.hexdigest()[:16])
+    return CodeSource("archive", root, subdir, archive=archive, key=key)
 
 
 def _skipped(rel: str) -> bool:
