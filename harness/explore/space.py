@@ -119,7 +119,8 @@ class Space:
            kinds: Sequence[str] | None = None) -> Space:
         """The space for a target with ``roles``, around ``base`` (its inputs and mounts)."""
         default = WORKLOADS[base.workload].explore_kinds
-        chosen = list(kinds) if kinds is not None else list(default or KINDS)
+        chosen = list(kinds) if kinds is not None else _catalog_first(base.workload,
+                                                                      default or KINDS)
         unknown = [k for k in chosen if k not in KINDS]
         if unknown:
             raise ValueError(f"unknown fault kind {unknown[0]!r}: use one of {', '.join(KINDS)}")
@@ -147,6 +148,16 @@ class Space:
     def plans(self) -> st.SearchStrategy[Plan]:
         return _plans(self)
 
+
+
+def _catalog_first(workload: str, kinds: Sequence[str]) -> list[str]:
+    """The kinds the workload's catalog uses first, in its order (what its authors met on
+    pods is searched first), then the others."""
+    from harness.scenarios import catalog
+
+    used = dict.fromkeys(f.kind for s in catalog() if s.workload == workload for f in s.faults)
+    rank = {kind: i for i, kind in enumerate(used)}
+    return sorted(kinds, key=lambda k: (rank.get(k, len(rank)), k))
 
 
 def _topologies_for(base: Scenario) -> tuple[str, ...]:
