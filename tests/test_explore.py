@@ -188,8 +188,11 @@ def test_a_strangers_target_is_explored_in_its_own_directory(tmp_path):
      "belongs to workload checkpoint-resume"),
     (["--target", "naive-sync", "--topology", "3y"], "unknown topology '3y'"),
     (["--target", "naive-sync", "--scenario", "no-such-scenario"], "unknown scenario"),
+    (["--target", "naive-sync", "--out", "/proc/found"], "cannot write scenario files under"),
+    (["--target", "naive-sync", "--out", "README"], "README is not a directory"),
 ])
 def test_bad_input_is_a_usage_error_naming_what_is_wrong(tmp_path, args, message):
+    (tmp_path / "README").write_text("a file, not a directory")
     run = _cli("explore", *args, cwd=tmp_path, timeout=60)
     assert run.returncode == 2, (run.stdout, run.stderr)
     assert message in run.stderr and "Traceback" not in run.stderr
@@ -252,3 +255,16 @@ def test_ctrl_c_ends_the_world_in_flight_and_reports_what_was_found(tmp_path):
     assert explore_run.returncode == 130, err
     assert "stopped: interrupted" in out
     assert not glob.glob(pattern)  # the world's sandbox and its ranks are gone
+
+
+def test_the_checkpoint_workload_breaks_naive_worker_and_not_robust_worker():
+    """Pre-empted while it rewrites its checkpoint in place, naive-worker's restart reads a
+    torn file; robust-worker (tmp, fsync, rename, fsync the directory) survives the same
+    plans: pre-emptions at any file operation, workers lost for good, a slow disk."""
+    base = base_scenario("checkpoint-resume")
+    naive = explore(target("naive-worker"), base, seed=0, max_worlds=30)
+    assert naive.space.kinds == ("preempt", "kill", "latency")
+    assert any(f.needs == {"preempt"} and "JSONDecodeError" in f.cell.detail
+               for f in naive.findings), [f.cell.detail for f in naive.findings]
+    robust = explore(target("robust-worker"), base, seed=0, max_worlds=30)
+    assert robust.worlds == 30 and robust.findings == []

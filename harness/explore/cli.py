@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -119,8 +120,7 @@ def explore_command(target_spec: str, workload: str, base: str | None, budget: f
         budget = 300.0
     db = None if no_database else Path(database) if database else default_database()
     out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise click.BadParameter(f"{out} is not a directory", param_hint="--out")
+    made = _writable(out)
 
     err = Console(stderr=True)
     written: list[found.Written] = []
@@ -137,6 +137,8 @@ def explore_command(target_spec: str, workload: str, base: str | None, budget: f
                              timeout=timeout, on_progress=show, on_finding=on_finding)
     except ScenarioError:
         raise
+    if made and not written:
+        out.rmdir()  # nothing found: leave nothing behind
     if fmt == "json":
         click.echo(json.dumps(found.to_dict(result, written), indent=2))
     else:
@@ -144,6 +146,22 @@ def explore_command(target_spec: str, workload: str, base: str | None, budget: f
     if result.stopped == "interrupted":
         sys.exit(EXIT_INTERRUPTED)
     sys.exit(EXIT_FOUND if written else EXIT_OK)
+
+
+def _writable(out: Path) -> bool:
+    """Findings are written as they are made: a directory that cannot take them is a usage
+    error now, not an internal error after the first finding. True: it was made here."""
+    if out.exists() and not out.is_dir():
+        raise click.BadParameter(f"{out} is not a directory", param_hint="--out")
+    made = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as exc:
+        raise click.BadParameter(f"cannot write scenario files under {out}: "
+                                 f"{exc.strerror or exc}", param_hint="--out") from None
+    return made
 
 
 class _progress:

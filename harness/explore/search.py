@@ -148,7 +148,7 @@ class Search:
         self.target, self.space, self.discovery, self.seed = target, space, discovery, seed
         self.progress, self.timeout, self.on_progress = progress, timeout, on_progress
         self.findings: list[Finding] = []
-        self._memory: dict[str, Cell] = {}
+        self._memory: dict[str, Cell | None] = {}  # plan key -> its failing cell (None: passed)
         self._work = Path(tempfile.mkdtemp(prefix="harness-explore-"))
         weakref.finalize(self, shutil.rmtree, self._work, True)  # the plans' scenario files
         self._pending = False
@@ -168,15 +168,17 @@ class Search:
         return cls(target, space, discovery, seed, progress or Progress(), timeout, on_progress)
 
     # -- one world per plan -------------------------------------------------------------
-    def cell(self, plan: Plan) -> Cell:
-        """The plan's cell: run once, then remembered."""
+    def failure(self, plan: Plan) -> Cell | None:
+        """The plan's cell if it failed (None if the target survived or the faults did not
+        happen): run once, then remembered (a passing cell's history is not kept)."""
         key = plan.key()
         if key not in self._memory:
             scenario = self.load(plan, f"plan-{key}", self._work)
             cell_plan = CellPlan(scenario, self.target, self.seed, scenario.topology,
                                  self.timeout or scenario.timeout,
                                  timeout_overridden=self.timeout is not None)
-            self._memory[key] = run_cell(cell_plan, discovery=self.discovery)
+            cell = run_cell(cell_plan, discovery=self.discovery)
+            self._memory[key] = cell if failed(cell) else None
             self.progress.worlds += 1
             if self.on_progress is not None:
                 self.on_progress(self.progress)
@@ -199,11 +201,11 @@ class Search:
                 return False  # shrinking: keep the smallest failure found so far
             raise _Spent
         try:
-            cell = self.cell(plan)
+            cell = self.failure(plan)
         except ScenarioError as exc:  # a plan the space should not have drawn
             log.warning("plan %s is not a valid scenario: %s", plan.describe(), exc)
             return False
-        if not failed(cell):
+        if cell is None:
             return False
         needs = needs_of(plan, cell, self.space.base)
         if any(f.explains(needs, cell.outcome) for f in self.findings):
@@ -226,6 +228,7 @@ class Search:
         if plan is None:
             return None
         cell = self._memory[plan.key()]
+        assert cell is not None  # the condition held for it
         finding = Finding(plan, cell, needs_of(plan, cell, self.space.base),
                           self.progress.worlds, self._first_faults)
         self.findings.append(finding)
