@@ -125,7 +125,11 @@ class RecordingView(View):
         if vpath is None or getattr(inside, "depth", 0):
             return call()
         if op in _WITH_LINE:
-            extra["line"] = self._lines.find(sys._getframe(1))
+            inside.depth = 1  # finding the line stats the code's files: not the target's doing
+            try:
+                extra["line"] = self._lines.find(sys._getframe(1))
+            finally:
+                inside.depth = 0
         sized = extra.pop("_size_of_result", False)
         inside.depth = 1
         try:
