@@ -47,3 +47,20 @@ def run(inputs: dict[str, Any]) -> dict[str, Any]:
         done.update(s["id"] for s in chunk)
         save(ckpt, {"processed_sample_ids": sorted(done), "total_samples_processed": len(done)})
     return {"worker_id": worker, "total_samples_processed": len(done)}
+
+
+def record_me() -> None:
+    """What tests/test_crash_states.py checks the recording of: two writes around an
+    fsync, then the directory's fsync (rank 0 only; every host has its own /tmp)."""
+    if os.environ.get("TPU_WORKER_ID", "0") != "0":
+        return
+    os.makedirs("/tmp/r", exist_ok=True)
+    with open("/tmp/r/a.bin", "wb", buffering=0) as f:
+        f.write(b"hello")
+        os.fsync(f.fileno())
+        f.write(b"abc")
+    fd = os.open("/tmp/r", os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
