@@ -271,6 +271,22 @@ def test_seed_fix_sync_cannot_be_judged_and_says_what_it_shows():
     assert "does not pass" in text and "unconfirmed" in text and "never ran" in text
 
 
+def test_a_job_restarts_on_what_the_killed_writer_left():
+    """config-sync has no restart inside a world: the rank is killed, and a fresh job starts
+    with the files it left in place. naive-sync's rank 0 rewrites its file before anyone
+    reads it, so no state it leaves is a vulnerability."""
+    report = explore_crash_states(target("naive-sync"), "config-sync", jobs=2)
+    assert report.baseline_outcome == PASS and report.vulnerabilities == []
+    placed = {s.state.torn: s.faults for s in report.states}
+    assert set(placed) == {False, True} and all(s.worlds == 2 for s in report.states)
+    for faults in placed.values():
+        assert [(f["kind"], f["path"], f["hosts"]) for f in faults] == \
+            [("stale-leftover", "/tmp/temp_config.yaml", [0])]
+    assert placed[False][0]["content"] == ""  # killed between the truncating open and the write
+    assert placed[True][0]["content"].startswith("arch:")  # a torn prefix of the YAML
+    assert all(s.outcome == PASS for s in report.states)
+
+
 def test_robust_sync_has_nothing_to_crash():
     report = explore_crash_states(target("robust-sync"), "config-sync")
     assert report.baseline_outcome == PASS and report.states == [] and report.writers == []
