@@ -39,6 +39,7 @@ import os
 import re
 import shlex
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -66,7 +67,7 @@ from harness.topology import get_topology
 from harness.workloads.base import Target
 from harness.workloads.registry import DEFAULT_WORKLOAD, WORKLOADS
 from harness.world.result import PASS
-from harness.world.world import run_world
+from harness.world.world import ABORT, run_world
 
 log = logging.getLogger(__name__)
 
@@ -223,6 +224,7 @@ class _Worlds:
         self.target, self.workload, self.seed = target, workload, seed
         self.setting, self.directory = setting, directory
         self.count = 0
+        self._lock = threading.Lock()
 
     def scenario(self, name: str, faults: list[dict[str, Any]], description: str) -> tuple[Scenario, str]:
         text = _scenario_text(name, self.workload, self.setting, faults, description)
@@ -238,7 +240,8 @@ class _Worlds:
                 kwargs["watch"] = list(kwargs.get("watch") or []) + watch
             return run_world(ref, record_files=record, **kwargs)
 
-        self.count += 1
+        with self._lock:
+            self.count += 1
         plan = CellPlan(scenario, self.target, self.seed, scenario.topology, scenario.timeout)
         return run_cell(plan, execute=execute)
 
@@ -248,7 +251,9 @@ class _Worlds:
 def explore_crash_states(target: Target, workload: str, *, seed: int = 0, jobs: int = 1,
                          on_state: Callable[[StateResult], None] | None = None) -> CrashReport:
     """Record ``target``'s fault-free run, enumerate its crash states, try each one in a
-    world, and report the vulnerabilities (see the module docstring)."""
+    world (``jobs`` at a time), and report the vulnerabilities (see the module docstring).
+    ``on_state`` is called with each state once its world is judged (from a worker thread).
+    Raises ``CrashError`` for a workload that is unknown or not the target's."""
     if workload not in WORKLOADS:
         raise CrashError(f"unknown workload {workload!r}: use one of {', '.join(WORKLOADS)}")
     if target.workload not in (None, workload):
@@ -324,8 +329,14 @@ def _explore(report: CrashReport, worlds: _Worlds, jobs: int,
             on_state(result)
         return result
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="harness-crash") as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="harness-crash")
+    try:
         list(pool.map(one, range(len(report.states)), report.states))
+    except KeyboardInterrupt:
+        ABORT.set()  # every world in flight ends now, as run_matrix does
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     report.vulnerabilities = _group(report.states, worlds, slug, report.patterns)
 
 
