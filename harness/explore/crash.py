@@ -60,6 +60,7 @@ from harness.explore.crash_model import (
 )
 from harness.filesystem.mounts import default_table
 from harness.filesystem.snapshot import content_bytes
+from harness.history import dropped_line
 from harness.runner.cells import NOT_EXERCISED, Cell
 from harness.runner.run import CellPlan, run_cell
 from harness.scenarios import Scenario, catalog_dir, load_scenario
@@ -278,11 +279,18 @@ def _explore(report: CrashReport, worlds: _Worlds, jobs: int,
     report.baseline_outcome, report.baseline_detail = cell.outcome, cell.detail
     report.baseline_raised_at = _raised_at(cell)
     topology = get_topology(base.topology)
-    ops = {r: ops_of(cell.history, r) for r in range(topology.world_size)}
+    history = cell.history
+    dropped = next((e for e in history if e.get("kind") == "dropped"), None)
+    if dropped is not None:  # a gap in the file events: occurrences after it cannot be counted
+        gap = (dropped.get("detail") or {}).get("first_t")
+        history = [e for e in history if gap is not None and e.get("t", 0) < gap]
+        report.note = (f"the recording dropped events ({dropped_line(cell.history)}): only the "
+                       "operations before the gap are enumerated. ")
+    ops = {r: ops_of(history, r) for r in range(topology.world_size)}
     report.operations = sum(len(v) for v in ops.values())
     report.writers = writers(ops)
     if not report.writers:
-        report.note = (f"nothing to crash: {report.target} changes no file in its fault-free run "
+        report.note += (f"nothing to crash: {report.target} changes no file in its fault-free run "
                        f"({report.operations} operations that change the disk, none a crash "
                        "point): no crash can leave a state its restart has not seen")
         return
@@ -307,7 +315,7 @@ def _explore(report: CrashReport, worlds: _Worlds, jobs: int,
         report.confirmed = False
         where = f"; the target raised at {report.baseline_raised_at}, and made no file " \
             "operation after it" if report.baseline_raised_at else ""
-        report.note = (f"the fault-free run does not pass ({report.baseline_outcome}{where}): no "
+        report.note += (f"the fault-free run does not pass ({report.baseline_outcome}{where}): no "
                        f"crash state can be judged worse than it, so none of its {len(states)} "
                        "crash states was run. What its operations up to the failure show is listed "
                        "unconfirmed; whatever the code does after it (a flag file, a reader's "
