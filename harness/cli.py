@@ -501,6 +501,15 @@ def _add_pod() -> None:
 _add_pod()
 
 
+def _add_explore() -> None:
+    from harness.explore.cli import explore_command
+
+    cli.add_command(explore_command)
+
+
+_add_explore()
+
+
 def main() -> None:
     """Console-script entry: internal errors exit 3 with a short message, never a bare traceback."""
     try:

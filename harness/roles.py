@@ -163,10 +163,17 @@ def derive(history: Iterable[Event]) -> Roles:
             if e.op == "open-read" and ok:
                 read_ok.add(path)
     staged = {s for names in staging.values() for s in names}
+    # a directory (opened to fsync it, or listed) holds files: no file role is it
+    directories: set[str] = set()
+    for path in order:
+        d = posixpath.dirname(path)
+        while d not in directories and d not in ("/", ""):
+            directories.add(d)
+            d = posixpath.dirname(d)
     uses: dict[str, list[FileUse]] = {role: [] for role in ROLES}
     dirs: dict[str, FileUse] = {}
     for path in dict.fromkeys(order):
-        if path in staged:
+        if path in staged or path in directories:
             continue
         w = writers.get(path, set())
         readers = lookers.get(path, set()) - w

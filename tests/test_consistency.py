@@ -252,3 +252,21 @@ def test_a_read_only_mount_refuses_writes_whatever_its_model(tmp_path):
     with pytest.raises(OSError) as info:
         w.write(0, b"x")
     assert info.value.errno == errno.EROFS and info.value.filename == F
+
+
+@pytest.mark.parametrize("consistency", ["close-to-open", "delayed", "object"])
+def test_a_torn_staged_write_can_be_renamed_by_its_writer_on_a_staging_mount(tmp_path, consistency):
+    """Found by harness explore: a torn write of ``f.tmp`` on a mount that stages writes
+    left its bytes apart from the model's staging, so the writer's own rename of it onto
+    ``f`` raised FileNotFoundError (a correct tmp-and-rename writer reported as broken)."""
+    from harness.faults.engine import FaultEngine
+    from harness.faults.plan import make_plan
+
+    plan = make_plan([{"kind": "torn-write", "path": F + ".tmp", "offset": 4}], seed=0,
+                     world_size=TOPOLOGY.world_size, hosts=TOPOLOGY.hosts, home="/home")
+    w = World(tmp_path, consistency, **({"delay_ms": 5} if consistency == "delayed" else {}))
+    engine = FaultEngine(plan, rank=0, host=0, notify=w.told.append)
+    w.views[0].hooks = engine
+    w.write(0, b"whole file", F + ".tmp")
+    w.views[0].rename(F + ".tmp", F)
+    assert w.read(0) == b"whol"  # the writer's host sees the torn bytes under the new name

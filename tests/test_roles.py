@@ -58,6 +58,17 @@ def test_files_no_other_rank_reads_are_outputs_and_files_nobody_writes_are_input
     assert roles.paths("handoff") == ()
 
 
+def test_a_directory_opened_to_fsync_it_is_no_input_file():
+    """A writer that fsyncs its checkpoint directory opens it for reading: that made the
+    directory an "input", and a fault placing a file there met IsADirectoryError."""
+    ckpt = "/w/checkpoints/ckpt.json"
+    history = [op(0, "close", ckpt + ".tmp", size=9), op(0, "rename", ckpt + ".tmp", dst=ckpt),
+               op(0, "open-read", "/w/checkpoints"), op(0, "open-read", "/w/data/stream.jsonl")]
+    roles = derive(history)
+    assert roles.paths("input") == ("/w/data/stream.jsonl",)
+    assert roles.paths("output") == (ckpt,)
+
+
 def test_roles_round_trip_through_the_cache_form():
     roles = Roles(derive(handoff_history()).uses, {"/tmp/mycfg/config.yaml": b"\x80pickle"})
     assert Roles.from_dict(roles.to_dict()) == roles

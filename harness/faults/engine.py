@@ -106,7 +106,8 @@ class FaultEngine(NoHooks):
         if not chosen:
             return r
         self._holds += 1
-        r.content_faults = chosen  # type: ignore[attr-defined]
+        r.content_faults = chosen
+        r.model_staging = r.staging
         r.staging = os.path.join(view.sandbox, "held", f"rank-{self.rank}-{self._holds}",
                                  os.path.basename(r.vpath) or "file")
         return r
@@ -128,6 +129,14 @@ class FaultEngine(NoHooks):
             if changed is None:
                 return True  # lost, or held by the coordinator
             data = changed
+        if r.model_staging is not None:
+            # The mount stages its writes (NFS, gcsfuse): the faulted bytes are what its model
+            # publishes, and what the writer's own host sees meanwhile (a rename of it too).
+            os.makedirs(os.path.dirname(r.model_staging), exist_ok=True)
+            self.write_file(r.model_staging, data)
+            os.remove(r.staging)
+            r.staging = r.model_staging
+            return False
         self.write_file(r.staging, data)
         return False
 

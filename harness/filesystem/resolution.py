@@ -56,6 +56,8 @@ class Resolved:
     staging: str | None  # private write area for non-local consistency
     # Set by the hooks at open: faults that decide at close what this write's bytes are.
     content_faults: list[Any] = field(default_factory=list)
+    #: where the mount's model stages this write, while the faults hold its bytes apart
+    model_staging: str | None = None
 
     @property
     def passthrough(self) -> bool:

@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 #: A discovery world's deadline: it pays for the target's imports, a cell does not.
 DISCOVERY_TIMEOUT = 60.0
 TOPOLOGY = "single-host-8"
-_FORMAT = 2
+_FORMAT = 3  # 3: a directory is never a file role
 
 
 @dataclass(frozen=True)

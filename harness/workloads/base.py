@@ -107,6 +107,12 @@ class Workload:
     watch: Callable[[Any], list[str]] | None = None
     #: this workload's catalog scenarios in the order reports list them
     catalog_order: tuple[str, ...] = ()
+    #: its ranks are independent workers: one that dies may come back alone (a pre-empted
+    #: VM restarted), which a rank of an SPMD job joined by collectives never does
+    restarts_alone: bool = False
+    #: the fault kinds ``harness explore`` draws for it unless told (None: every kind):
+    #: what its ranks meet where they run
+    explore_kinds: tuple[str, ...] | None = None
     #: (inputs) -> the inputs of another run of the same job (another run name, another
     #: learning rate): what it writes is what a stale leftover or another job's file holds
     another_run: Callable[[Any], WorkloadInputs] | None = None

@@ -12,6 +12,7 @@ occurrences 1..10**6, after_ms 0..600,000 (the longest timeout), lives 0..1,000.
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import (
@@ -98,6 +99,19 @@ class FaultKind(BaseModel):
     #: It needs the simulator's coordinator (a write held and published later, by what the
     #: other ranks do): a pod has none.
     needs_coordinator: ClassVar[bool] = False
+    #: What ``harness explore`` draws for each parameter, simplest first (the shrinker
+    #: goes toward the first); a parameter not named keeps its default.
+    search: ClassVar[Mapping[str, tuple[Any, ...]]] = {}
+    #: Why the explorer never draws this kind ("": it does).
+    unsearchable: ClassVar[str] = ""
+    #: No code can do better than fail loudly under it (a rank ends for good or raises).
+    breaks_the_run: ClassVar[bool] = False
+
+    @classmethod
+    def expectation(cls) -> str:
+        """What correct code can at best do under this fault: a scenario's ``expect``."""
+        ends = (cls.ends_life and not cls.restarts) or cls.holds_forever or cls.breaks_the_run
+        return "fail-loudly" if ends else "pass"
 
     def off_pod(self) -> str | None:
         """Why this fault cannot act on a real pod (None: it can). A pod's ranks have the

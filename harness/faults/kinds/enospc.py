@@ -23,6 +23,7 @@ class Enospc(FaultKind):
 
     kind: Literal["enospc"] = "enospc"
     at_byte: Annotated[int, Field(ge=0, le=MAX_BYTES)] = 0
+    search = {"at_byte": (0, 64)}
 
     ops = ("write",)
     needs_sandbox = True

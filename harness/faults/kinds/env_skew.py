@@ -25,6 +25,8 @@ class EnvSkew(FaultKind):
 
     kind: Literal["env-skew"] = "env-skew"
     env: Annotated[dict[Name, Value], Field(min_length=1, max_length=1000)]
+    unsearchable = ("its variables are the ones the target reads: name them in a scenario "
+                    "(as divergent-input does)")
 
     def at_start(self, engine: FaultEngine, fault: Fault, seed: int) -> int:
         extra = {k: str(v) for k, v in self.env.items()}

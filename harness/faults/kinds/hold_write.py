@@ -18,6 +18,7 @@ class HoldWrite(FaultKind):
 
     kind: Literal["hold-write"] = "hold-write"
     until: Literal["read", "done"] = "read"
+    search = {"until": ("read", "done")}
 
     ops = ("close",)
     needs_sandbox = True

@@ -28,6 +28,7 @@ class Raise(Strike):
     exception: Literal[RAISABLE] = "RuntimeError"
     errno: Annotated[int, Field(ge=1, le=4095)] | None = Field(default=None, validate_default=True)
     message: Annotated[str, Field(max_length=10_000)] | None = None
+    breaks_the_run = True
 
     @field_validator("errno")
     @classmethod

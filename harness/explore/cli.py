@@ -1,0 +1,172 @@
+"""``harness explore``: search fault plans for one target, shrink each failure,
+write it as a scenario file, and print how to replay it.
+
+Exit codes: 0 no failing plan found, 1 some found, 2 a usage error, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+EXIT_OK, EXIT_FOUND, EXIT_INTERRUPTED = 0, 1, 130
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)([hms]?)")
+
+
+def parse_budget(text: str) -> float:
+    """``90``, ``90s``, ``5m``, ``1h``, ``1m30s``: seconds (a ValueError says what is wrong)."""
+    spelled = text.strip().lower()
+    parts = _DURATION.findall(spelled)
+    if not spelled or "".join(n + u for n, u in parts) != spelled or \
+            (len(parts) > 1 and any(not u for _, u in parts)):
+        raise ValueError(f"{text!r} is not a duration: write 90s, 5m, 1h or 1m30s")
+    seconds = sum(float(n) * {"h": 3600, "m": 60, "s": 1, "": 1}[u] for n, u in parts)
+    if seconds <= 0:
+        raise ValueError(f"{text!r}: the budget must be more than 0 seconds")
+    return seconds
+
+
+class _Budget(click.ParamType):
+    name = "duration"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> float:
+        try:
+            return value if isinstance(value, float) else parse_budget(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+@click.command("explore")
+@click.option("--target", "-T", "target_spec", required=True,
+              help="A built-in target, module.path:function or file.py:function.")
+@click.option("--workload", "-w", default="config-sync", show_default=True,
+              help="The workload your own target implements (a built-in keeps its own).")
+@click.option("--scenario", "-s", "base", default=None,
+              help="The scenario plans start from (its inputs, mounts and deadline; its faults "
+                   "are dropped): a catalog name or a file. Default: the workload's baseline.")
+@click.option("--budget", type=_Budget(), default=None,
+              help="How long to search (90s, 5m, 1h). Default: 5m, unless --examples is given.")
+@click.option("--examples", type=click.IntRange(min=1), default=None,
+              help="How many worlds to run at most.")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1),
+              help="The same seed draws the same plans and finds the same failures.")
+@click.option("--out", "out_dir", default="found", show_default=True,
+              type=click.Path(file_okay=False), help="Where each failing plan is written.")
+@click.option("--kinds", default=None, metavar="KIND,KIND",
+              help="Draw only these fault kinds. Default: every kind the target can meet.")
+@click.option("--topology", "-t", "topologies", multiple=True,
+              help="Topologies to draw from, simplest first (repeatable).")
+@click.option("--timeout", default=None, type=click.FloatRange(min=0.1, max=600),
+              help="Every world's deadline (seconds). Default: the base scenario's.")
+@click.option("--database", default=None, type=click.Path(file_okay=False),
+              help="Hypothesis's example database: findings saved here are tried first next "
+                   "time. Default: .harness_cache/explore (HARNESS_CACHE_DIR).")
+@click.option("--no-database", is_flag=True, default=False,
+              help="Keep no example database (start from nothing, save nothing).")
+@click.option("--format", "fmt", default="text", show_default=True,
+              type=click.Choice(["text", "json"]), help="The report on stdout.")
+def explore_command(target_spec: str, workload: str, base: str | None, budget: float | None,
+                    examples: int | None, seed: int, out_dir: str, kinds: str | None,
+                    topologies: tuple[str, ...], timeout: float | None, database: str | None,
+                    no_database: bool, fmt: str) -> None:
+    """Search fault plans that break TARGET, shrink each to the smallest that still
+    fails, and write it as a scenario file (``harness run --scenario`` replays it)."""
+    from harness.explore import found
+    from harness.explore.search import base_scenario, default_database, explore, without_faults
+    from harness.scenarios import ScenarioError
+    from harness.topology import get_topology
+    from harness.workloads.registry import WORKLOADS, target
+
+    if workload not in WORKLOADS:
+        raise click.BadParameter(f"unknown workload {workload!r}: use one of "
+                                 f"{', '.join(WORKLOADS)}", param_hint="--workload")
+    try:
+        chosen = target(target_spec, workload)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--target") from None
+    workload = chosen.workload or workload
+    if base is not None:
+        from harness.scenarios import UnknownScenario, find
+        try:
+            start = without_faults(find(base))
+        except UnknownScenario as exc:
+            raise click.BadParameter(str(exc), param_hint="'--scenario'") from None
+        if start.workload != workload:
+            raise click.BadParameter(f"scenario {start.name} belongs to workload {start.workload}, "
+                                     f"target {chosen.name} to {workload}",
+                                     param_hint="'--scenario'")
+    else:
+        start = base_scenario(workload)
+    for name in topologies:
+        try:
+            get_topology(name)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--topology'") from None
+    kind_list = [k.strip() for k in kinds.split(",") if k.strip()] if kinds else None
+    if kind_list is not None:
+        from harness.faults.kinds import KINDS
+        unknown = [k for k in kind_list if k not in KINDS]
+        if unknown or not kind_list:
+            raise click.BadParameter(f"unknown fault kind {unknown[0] if unknown else kinds!r}: "
+                                     f"use some of {', '.join(KINDS)}", param_hint="--kinds")
+    if budget is None and examples is None:
+        budget = 300.0
+    db = None if no_database else Path(database) if database else default_database()
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise click.BadParameter(f"{out} is not a directory", param_hint="--out")
+
+    err = Console(stderr=True)
+    written: list[found.Written] = []
+
+    def on_finding(search: Any, finding: Any) -> None:
+        written.append(found.write(search, finding, out))
+        if not err.is_terminal:
+            click.echo(f"found: {finding.outcome} {finding.plan.describe()}", err=True)
+
+    try:
+        with _progress(err, chosen.name) as show:
+            result = explore(chosen, start, seed=seed, budget_s=budget, max_worlds=examples,
+                             database=db, topologies=list(topologies) or None, kinds=kind_list,
+                             timeout=timeout, on_progress=show, on_finding=on_finding)
+    except ScenarioError:
+        raise
+    if fmt == "json":
+        click.echo(json.dumps(found.to_dict(result, written), indent=2))
+    else:
+        click.echo(found.render(result, written), nl=False)
+    if result.stopped == "interrupted":
+        sys.exit(EXIT_INTERRUPTED)
+    sys.exit(EXIT_FOUND if written else EXIT_OK)
+
+
+class _progress:
+    """A live line on a terminal's stderr: worlds run, failures found, time left."""
+
+    def __init__(self, console: Console, name: str) -> None:
+        self.console, self.name, self.live = console, name, None
+
+    def __enter__(self) -> Any:
+        if self.console.is_terminal:
+            self.live = self.console.status(f"explore {self.name}: starting")
+            self.live.__enter__()
+        return self.show
+
+    def show(self, progress: Any) -> None:
+        if self.live is None:
+            return
+        left = progress.left_s
+        budget = f", {left:.0f} s left" if left is not None else \
+            f", {progress.max_worlds - progress.worlds} worlds left"
+        self.live.update(f"explore {self.name}: {progress.worlds} worlds, "
+                         f"{progress.findings} failing plans found{budget}")
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.live is not None:
+            self.live.__exit__(*exc)
