@@ -13,7 +13,7 @@ ALICE and CrashMonkey's idea, on the harness's worlds:
    can leave at each crash point, per mount consistency (``crash_model``, whose
    docstring is the crash model).
 3. **Materialise.** Each state is a world, with the real process really killed:
-   - a workload whose ranks restart on their own (``RESTARTS_IN_WORLD``: the
+   - a workload whose ranks restart on their own (``Workload.restarts_alone``: the
      checkpoint workers) crashes the rank with ``preempt`` (a process crash; ``partial``
      tears the write in flight) or ``host-crash`` (its ``cut`` drops what was not
      durable), and the rank's restart IS the recovery;
@@ -72,9 +72,6 @@ from harness.world.world import ABORT, run_world
 
 log = logging.getLogger(__name__)
 
-#: Workloads whose ranks are independent workers that restart by themselves after a
-#: pre-emption (their restart is the recovery); any other workload's job restarts whole.
-RESTARTS_IN_WORLD = frozenset({"checkpoint-resume"})
 #: What a setting without a scenario of its workload uses.
 _FALLBACK = {"topology": "single-host-8", "timeout": 6.0}
 _TRACE = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
@@ -321,7 +318,7 @@ def _explore(report: CrashReport, worlds: _Worlds, jobs: int,
                        "unconfirmed; whatever the code does after it (a flag file, a reader's "
                        "check) never ran, so no crash state of it can be enumerated")
         return
-    in_world = report.workload in RESTARTS_IN_WORLD
+    in_world = WORKLOADS[report.workload].restarts_alone
 
     def one(index: int, result: StateResult) -> StateResult:
         name = f"crash-{slug}-{index + 1}"

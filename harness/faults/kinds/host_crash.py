@@ -32,6 +32,8 @@ class HostCrash(Preempt):
     partial: bool = False  # the write in flight is lost with the rest of the cache
 
     said = "lost its host"
+    unsearchable = ("what a host crash loses (cut) comes from the operations before it: harness "
+                    "explore --crash-states computes it; drawn blind it is a preempt")
 
     @field_validator("cut")
     @classmethod
