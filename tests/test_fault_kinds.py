@@ -56,8 +56,8 @@ def test_the_readme_faults_table_has_one_row_per_kind():
 
 
 def test_the_facts_the_world_asks_of_a_kind():
-    assert {k for k, c in KINDS.items() if c.ends_life} == {"kill", "preempt"}
-    assert {k for k, c in KINDS.items() if c.restarts} == {"preempt"}
+    assert {k for k, c in KINDS.items() if c.ends_life} == {"kill", "preempt", "host-crash"}
+    assert {k for k, c in KINDS.items() if c.restarts} == {"preempt", "host-crash"}
     assert {k for k, c in KINDS.items() if c.holds_forever} == {"never-arrive"}
     assert {k for k, c in KINDS.items() if c.watched_path} == \
         {"hold-write", "empty-window", "stale-leftover"}

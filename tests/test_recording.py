@@ -26,7 +26,8 @@ def test_a_handoff_shows_its_writer_its_readers_and_the_pollers_attempts():
     assert [(e.rank, e.detail["ok"], e.detail["size"]) for e in closes] == [(0, True, 11)]
     renames = file_events(result, op="rename")
     assert [(e.rank, e.detail) for e in renames] == [
-        (0, {"path": "/tmp/x/cfg.json.part", "ok": True, "dst": "/tmp/x/cfg.json"})]
+        (0, {"path": "/tmp/x/cfg.json.part", "ok": True, "dst": "/tmp/x/cfg.json",
+             "line": "recording_targets.py:18 in handoff"})]  # the target's own line
     reads = [e for e in file_events(result, op="open-read") if e.detail["path"] == "/tmp/x/cfg.json"]
     assert {e.rank for e in reads} == set(range(8))
     assert all(e.detail["ok"] for e in reads)

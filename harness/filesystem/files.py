@@ -27,6 +27,8 @@ class Files(Resolution):
     """The view's half that opens, syncs and closes files (a mixin of ``View``)."""
 
     writing_fds: set[int]
+    #: The raw file class of the files the view opens (the recording view tells their writes).
+    file_class: type[ViewFile]
 
     def open(self, file: Any, mode: str = "r", buffering: int = -1, encoding: str | None = None,
              errors: str | None = None, newline: str | None = None, closefd: bool = True,
@@ -55,7 +57,7 @@ class Files(Resolution):
     def _file(self, fd: int, name: Any, mode: str, buffering: int, encoding: str | None,
               errors: str | None, newline: str | None) -> Any:
         """A file object over an fd the view opened: its reads, writes and close meet the hooks."""
-        raw = ViewFile(fd, _raw_mode(mode), closefd=True)
+        raw = self.file_class(fd, _raw_mode(mode), closefd=True)
         raw.name = os.fspath(name) if isinstance(name, os.PathLike) else name
         raw.bind(self, self.fds[fd], writing=fd in self.writing_fds)
         return _wrap(raw, mode, buffering, encoding, errors, newline)
@@ -210,6 +212,9 @@ class ViewFile(io.FileIO):
         super().close()
         if view is not None:
             view.file_closed(self._resolved, self._writing)
+
+
+Files.file_class = ViewFile
 
 
 def _exclusive(flags: int) -> bool:

@@ -8,30 +8,65 @@ rank tells at most ``LIMIT`` operations (then one more message, which the
 coordinator records as a warning that the rest were dropped), and a stat or
 listdir repeated on the same path with the same outcome is told once, then
 once more with ``count`` when the run of repeats ends.
+
+What changes the disk is told in full, for the crash-state explorer
+(``harness.explore.crash``): each write of a file the view opened (its offset
+and size, as ``write(2)`` got them from the buffered layer), each fsync (of a
+file or of a directory's fd), whether a writer's open truncated or created the
+file, and, for each of these, the target's source line that made it: the
+innermost frame that is neither the harness's machinery nor the standard
+library nor an installed package other than the target's own
+(``user_line``). Only this view does it: a plain world's view tells nothing.
 """
 
 from __future__ import annotations
 
 import errno as errno_
 import os
+import sys
+import sysconfig
 import threading
 from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 from harness.filesystem import machine
+from harness.filesystem.files import ViewFile
 from harness.filesystem.resolution import Resolved
 from harness.filesystem.view import View
 
 #: at most this many file events per rank per world
 LIMIT = 10_000  # as the server's FILE_EVENTS_LIMIT
 _COLLAPSED = ("stat", "listdir")
+#: The operations told with the target's source line (what changes the disk).
+_WITH_LINE = frozenset({"open-write", "write", "fsync", "close", "rename", "remove", "mkdir",
+                        "rmdir"})
+
+
+class RecordingFile(ViewFile):
+    """A view's raw file that also tells each write: where it starts and how many
+    bytes reached the file (what a crash in the middle of it can tear)."""
+
+    def write(self, b: Any) -> int:
+        view = self._view
+        if not isinstance(view, RecordingView):
+            return super().write(b)
+        try:
+            offset: int | None = self.tell()
+        except OSError:
+            offset = None
+        return view._recorded("write", self._resolved.vpath, lambda: ViewFile.write(self, b),
+                              offset=offset, size=_length(b), _size_of_result=True)
 
 
 class RecordingView(View):
     """A ``View`` that reports each operation as a ``file-op`` message."""
 
+    file_class = RecordingFile
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._lines = LineFinder(_target_of_this_world())
         self._told = 0
         self._last: tuple[Any, ...] | None = None  # the stat/listdir being repeated
         self._repeats = 0
@@ -89,6 +124,13 @@ class RecordingView(View):
         inside = self._inside
         if vpath is None or getattr(inside, "depth", 0):
             return call()
+        if op in _WITH_LINE:
+            inside.depth = 1  # finding the line stats the code's files: not the target's doing
+            try:
+                extra["line"] = self._lines.find(sys._getframe(1))
+            finally:
+                inside.depth = 0
+        sized = extra.pop("_size_of_result", False)
         inside.depth = 1
         try:
             result = call()
@@ -98,14 +140,37 @@ class RecordingView(View):
             raise
         finally:
             inside.depth = 0
+        if sized and isinstance(result, int):
+            extra["size"] = result  # the bytes write(2) took, not the bytes offered
         self._tell(op, vpath, None, **extra)
         return result
 
     # -- the operations ------------------------------------------------------------
     def _open_fd(self, r: Resolved, flags: int, mode: int) -> int:
         writing = bool(flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND))
-        return self._recorded("open-write" if writing else "open-read", r.vpath,
-                              lambda: super(RecordingView, self)._open_fd(r, flags, mode))
+        if not writing:
+            return self._recorded("open-read", r.vpath,
+                                  lambda: super(RecordingView, self)._open_fd(r, flags, mode))
+        try:
+            new = self._read_location(r) is None
+        except OSError:
+            new = None
+        return self._recorded("open-write", r.vpath,
+                              lambda: super(RecordingView, self)._open_fd(r, flags, mode),
+                              trunc=bool(flags & os.O_TRUNC), new=new)
+
+    def fsync(self, fd: Any) -> None:
+        try:
+            fileno = fd if isinstance(fd, int) else fd.fileno()
+        except (AttributeError, ValueError, OSError):
+            return super().fsync(fd)  # the machine's own error, told by nobody
+        r = self.fds.get(fileno)
+        if r is None:
+            return super().fsync(fd)
+        location = self._read_location(r)
+        is_dir = bool(location) and machine.leads_to_dir(location)
+        return self._recorded("fsync", r.vpath, lambda: super(RecordingView, self).fsync(fd),
+                              dir=is_dir)
 
     def file_closed(self, r: Resolved, writing: bool) -> None:
         """Every close of a file the view opened ends here (``close_fd`` and
@@ -150,6 +215,75 @@ class RecordingView(View):
                                                       src_dir_fd=src_dir_fd,
                                                       dst_dir_fd=dst_dir_fd),
             dst=vdst if vdst is not None else (None if vsrc is None else os.fsdecode(os.fspath(dst))))
+
+
+def _length(b: Any) -> int | None:
+    try:
+        return memoryview(b).nbytes
+    except TypeError:
+        return None
+
+
+def _target_of_this_world() -> str | None:
+    """The target's ``module:function`` or ``file.py:function`` (None outside a world)."""
+    try:
+        from harness.world import runtime
+
+        ctx = runtime.active()
+    except Exception:  # noqa: BLE001 - a view built outside a world has no target
+        return None
+    spec = getattr(ctx, "spec", None)
+    target = getattr(spec, "target", None)
+    return target if isinstance(target, str) else None
+
+
+class LineFinder:
+    """``file:line in function`` of the target's own code that made an operation.
+
+    The innermost frame that is not the harness's machinery (as the reports hide it:
+    ``harness.reports.diagnosis.own_frame``, which counts the reference targets as
+    code under test), not the standard library and not an installed package, except
+    the target's own module when it is installed. Decided once per code file."""
+
+    def __init__(self, target: str | None) -> None:
+        paths = sysconfig.get_paths()
+        self._library = tuple(os.path.realpath(paths[k]) + os.sep
+                              for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths)
+        module = (target or "").rpartition(":")[0]
+        self._own_file = os.path.realpath(module) if module.endswith(".py") else None
+        self._own_package = None if self._own_file or not module else module.split(".")[0]
+        self._verdicts: dict[str, bool] = {}
+
+    def users(self, frame: FrameType) -> bool:
+        filename = frame.f_code.co_filename
+        verdict = self._verdicts.get(filename)
+        if verdict is None:
+            verdict = self._decide(filename, frame)
+            self._verdicts[filename] = verdict
+        return verdict
+
+    def _decide(self, filename: str, frame: FrameType) -> bool:
+        from harness.reports.diagnosis import own_frame
+
+        if filename.startswith("<"):
+            return False  # frozen importlib, exec'd strings
+        real = os.path.realpath(filename)
+        if self._own_file is not None and real == self._own_file:
+            return True
+        if own_frame(real) or "/torch_xla/" in real or "/_shims/" in real:
+            return False
+        if real.startswith(self._library):
+            name = str(frame.f_globals.get("__name__", ""))
+            return bool(self._own_package) and name.split(".")[0] == self._own_package
+        return True
+
+    def find(self, frame: FrameType | None) -> str | None:
+        while frame is not None:
+            if self.users(frame):
+                return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno} " \
+                       f"in {frame.f_code.co_name}"
+            frame = frame.f_back
+        return None
 
 
 def _size(r: Resolved) -> int | None:

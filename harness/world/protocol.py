@@ -139,13 +139,19 @@ class FsAccess:
 class FileOp:
     """One file operation a rank made through the view (``record_files``)."""
 
-    op: str  # open-read | open-write | close | rename | remove | stat | listdir | mkdir | rmdir
+    op: str  # open-read | open-write | write | fsync | close | rename | remove | stat | listdir
+    #          | mkdir | rmdir
     path: str
     ok: bool
     errno: int | None = None  # when not ok
     dst: str | None = None  # a rename's
-    size: int | None = None  # a writer's close: the bytes the file holds
+    size: int | None = None  # a writer's close: the bytes the file holds; a write's: its bytes
     count: int | None = None  # a stat or listdir repeated this many more times
+    offset: int | None = None  # a write's: where in the file it starts
+    trunc: bool | None = None  # an open-write's: it truncated the file (O_TRUNC)
+    new: bool | None = None  # an open-write's: the file did not exist before
+    dir: bool | None = None  # an fsync's: of a directory
+    line: str | None = None  # ``file:line in function`` of the target's code that made it
 
 
 @dataclass(slots=True)
@@ -243,7 +249,8 @@ _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
                     "delay_ms": (int, float), "copy": _B, "fault": _S0}),
     "fs-access": (FsAccess, {"path": _S}),
     "file-op": (FileOp, {"op": _S, "path": _S, "ok": _B, "errno": _I0, "dst": _S0,
-                         "size": _I0, "count": _I0}),
+                         "size": _I0, "count": _I0, "offset": _I0, "trunc": (bool, _N),
+                         "new": (bool, _N), "dir": (bool, _N), "line": _S0}),
     "started": (Started, {"units": _list(_started_unit)}),
     "exited": (Exited, {"pid": _I, "status": _I, "unit": _opt(_unit)}),
     "done": (Done, {"leftovers": _I}),

@@ -228,7 +228,7 @@ class WorldServer:
         detail: dict[str, object] = {"path": msg.path, "ok": msg.ok}
         if not msg.ok:
             detail["errno"] = msg.errno if msg.errno is not None else 0
-        for name in ("dst", "size", "count"):
+        for name in ("dst", "size", "count", "offset", "trunc", "new", "dir", "line"):
             value = getattr(msg, name)
             if value is not None:
                 detail[name] = value

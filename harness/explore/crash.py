@@ -1,0 +1,532 @@
+"""``harness explore --crash-states``: the states a crash can leave on disk, each one tried.
+
+ALICE and CrashMonkey's idea, on the harness's worlds:
+
+1. **Record.** One fault-free world of the target, in its workload's usual setting
+   (the topology, mounts and inputs of the workload's ``baseline`` scenario, else of
+   its first catalog scenario), with every file operation told
+   (``harness.filesystem.recording``): opens, writes with their offsets, fsyncs of
+   files and directories, renames, unlinks, closes, each with the target's line.
+   The same world is the baseline the crash states are judged against.
+2. **Enumerate.** For each rank that changes the disk (ranks running the same code on
+   files named alike count once), the distinct states a process crash or a host crash
+   can leave at each crash point, per mount consistency (``crash_model``, whose
+   docstring is the crash model).
+3. **Materialise.** Each state is a world, with the real process really killed:
+   - a workload whose ranks restart on their own (``Workload.restarts_alone``: the
+     checkpoint workers) crashes the rank with ``preempt`` (a process crash; ``partial``
+     tears the write in flight) or ``host-crash`` (its ``cut`` drops what was not
+     durable), and the rank's restart IS the recovery;
+   - any other workload is a job that is restarted whole: a first world SIGKILLs the
+     rank (``kill``) and snapshots what it left, then the recovery is a fresh world of
+     the job with those files in place (``stale-leftover`` with their content, on the
+     crashed rank's host), the host crash's cut applied to them.
+4. **Judge.** The workload's checker judges each recovery world; a state whose world
+   ends worse than the fault-free run (it passed, this does not) is a vulnerability.
+   States are grouped by the operation they depend on, with its file, occurrences,
+   consistency model, the recovery's one-line detail and the target's source line;
+   each carries the scenario (the faults) that replays it.
+
+A target whose fault-free run does not pass cannot be judged worse than it: its
+report says so, and lists what the crash model reads from its operations alone
+(files written in place without fsync, renames before fsync) as unconfirmed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shlex
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from harness.explore.crash_model import (
+    HOST,
+    CrashState,
+    FileOp,
+    Pattern,
+    enumerate_states,
+    ops_of,
+    patterns,
+    writers,
+)
+from harness.filesystem.mounts import default_table
+from harness.filesystem.snapshot import content_bytes
+from harness.history import dropped_line
+from harness.runner.cells import NOT_EXERCISED, Cell
+from harness.runner.run import CellPlan, run_cell
+from harness.scenarios import Scenario, catalog_dir, load_scenario
+from harness.topology import get_topology
+from harness.workloads.base import Target
+from harness.workloads.registry import DEFAULT_WORKLOAD, WORKLOADS
+from harness.world.result import PASS
+from harness.world.world import ABORT, run_world
+
+log = logging.getLogger(__name__)
+
+#: What a setting without a scenario of its workload uses.
+_FALLBACK = {"topology": "single-host-8", "timeout": 6.0}
+_TRACE = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
+
+
+class CrashError(ValueError):
+    """Bad input to the crash-state explorer: the message says what and where."""
+
+
+@dataclass
+class StateResult:
+    """One crash state and what its recovery world showed."""
+
+    state: CrashState
+    faults: list[dict[str, Any]]  # the recovery world's, as a scenario writes them
+    outcome: str = ""  # of the recovery world ("" when not run)
+    detail: str = ""
+    duration_s: float = 0.0
+    worlds: int = 0
+
+    @property
+    def vulnerable(self) -> bool:
+        return bool(self.outcome) and self.outcome not in (PASS, NOT_EXERCISED)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.state.to_dict(), "faults": self.faults, "outcome": self.outcome,
+                "detail": self.detail, "duration_s": round(self.duration_s, 3)}
+
+
+@dataclass
+class Vulnerability:
+    """States that fail through one operation: ALICE's report line."""
+
+    depends: FileOp
+    crash: str
+    consistency: str
+    states: list[StateResult]
+    scenario_name: str = ""
+    scenario_yaml: str = ""
+    replay: str = ""
+    protocol: str = ""  # what the operations show of the file's protocol (``Pattern``), if any
+
+    @property
+    def first(self) -> StateResult:
+        return self.states[0]
+
+    @property
+    def occurrences(self) -> list[int]:
+        return sorted({s.state.depends.nth for s in self.states if s.state.depends})
+
+    @property
+    def file(self) -> str:
+        return self.depends.path
+
+    def headline(self) -> str:
+        """``a crash during write 2 of `ckpt.json` leaves a torn file, and the restart: <what
+        the recovery saw>``."""
+        return f"{self.first.state.why}, and the restart: {self.first.detail}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": self.depends.op, "file": self.file, "occurrences": self.occurrences,
+                "crash": self.crash, "consistency": self.consistency,
+                "line": self.depends.line, "why": self.first.state.why,
+                "protocol": self.protocol,
+                "detail": self.first.detail, "outcome": self.first.outcome,
+                "faults": self.first.faults, "scenario": self.scenario_yaml,
+                "scenario_name": self.scenario_name, "replay": self.replay,
+                "states": [s.to_dict() for s in self.states]}
+
+
+@dataclass
+class CrashReport:
+    target: str
+    workload: str
+    seed: int
+    topology: str = ""
+    baseline_outcome: str = ""
+    baseline_detail: str = ""
+    baseline_raised_at: str | None = None
+    writers: list[int] = field(default_factory=list)
+    operations: int = 0
+    states: list[StateResult] = field(default_factory=list)
+    vulnerabilities: list[Vulnerability] = field(default_factory=list)
+    patterns: list[Pattern] = field(default_factory=list)
+    confirmed: bool = True  # the states were tried in worlds (the baseline passed)
+    note: str = ""
+    worlds: int = 0
+    duration_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"target": self.target, "workload": self.workload, "seed": self.seed,
+                "topology": self.topology,
+                "baseline": {"outcome": self.baseline_outcome, "detail": self.baseline_detail,
+                             "raised_at": self.baseline_raised_at},
+                "writers": self.writers, "operations": self.operations,
+                "confirmed": self.confirmed, "note": self.note,
+                "vulnerabilities": [v.to_dict() for v in self.vulnerabilities],
+                "patterns": [p.to_dict() for p in self.patterns],
+                "states": [s.to_dict() for s in self.states],
+                "worlds": self.worlds, "duration_s": round(self.duration_s, 3)}
+
+
+# -- the setting -------------------------------------------------------------------
+
+def _setting(workload: str) -> dict[str, Any]:
+    """The topology, mounts, timeout and inputs a crash world of ``workload`` runs in."""
+    names = ["baseline", *WORKLOADS[workload].catalog_order]
+    for name in names:
+        path = catalog_dir() / f"{name}.yaml"
+        if not path.is_file():
+            continue
+        try:
+            scenario = load_scenario(path)
+        except Exception:  # noqa: BLE001 - a broken catalog file: try the next
+            continue
+        if scenario.workload == workload:
+            return {"topology": scenario.topology, "timeout": scenario.timeout,
+                    "mounts": [m.model_dump(exclude_defaults=True) for m in scenario.mounts],
+                    "inputs": dict(scenario.inputs), "profile": scenario.profile}
+    return dict(_FALLBACK)
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:40] or "target"
+
+
+def _scenario_text(name: str, workload: str, setting: dict[str, Any], faults: list[dict[str, Any]],
+                   description: str) -> str:
+    data: dict[str, Any] = {"name": name, "workload": workload, "description": description,
+                            "topology": setting["topology"], "expect": "pass",
+                            "timeout": float(setting["timeout"])}
+    if setting.get("profile") not in (None, "legacy"):
+        data["profile"] = setting["profile"]
+    if setting.get("mounts"):
+        data["mounts"] = setting["mounts"]
+    if setting.get("inputs"):
+        data["inputs"] = setting["inputs"]
+    if faults:
+        data["faults"] = faults
+    return yaml.safe_dump(data, sort_keys=False, width=100, allow_unicode=True)
+
+
+class _Worlds:
+    """Runs scenarios of one target as cells; each scenario file lives in ``directory``."""
+
+    def __init__(self, target: Target, workload: str, seed: int, setting: dict[str, Any],
+                 directory: str) -> None:
+        self.target, self.workload, self.seed = target, workload, seed
+        self.setting, self.directory = setting, directory
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def scenario(self, name: str, faults: list[dict[str, Any]], description: str) -> tuple[Scenario, str]:
+        text = _scenario_text(name, self.workload, self.setting, faults, description)
+        path = os.path.join(self.directory, f"{name}.yaml")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return load_scenario(path), text
+
+    def run(self, scenario: Scenario, *, record: bool = False,
+            watch: list[str] | None = None) -> Cell:
+        def execute(ref: Any, **kwargs: Any) -> Any:
+            if watch:
+                kwargs["watch"] = list(kwargs.get("watch") or []) + watch
+            return run_world(ref, record_files=record, **kwargs)
+
+        with self._lock:
+            self.count += 1
+        plan = CellPlan(scenario, self.target, self.seed, scenario.topology, scenario.timeout)
+        return run_cell(plan, execute=execute)
+
+
+# -- the explorer ---------------------------------------------------------------------
+
+def explore_crash_states(target: Target, workload: str, *, seed: int = 0, jobs: int = 1,
+                         on_state: Callable[[StateResult], None] | None = None) -> CrashReport:
+    """Record ``target``'s fault-free run, enumerate its crash states, try each one in a
+    world (``jobs`` at a time), and report the vulnerabilities (see the module docstring).
+    ``on_state`` is called with each state once its world is judged (from a worker thread).
+    Raises ``CrashError`` for a workload that is unknown or not the target's."""
+    if workload not in WORKLOADS:
+        raise CrashError(f"unknown workload {workload!r}: use one of {', '.join(WORKLOADS)}")
+    if target.workload not in (None, workload):
+        raise CrashError(f"target {target.name} belongs to workload {target.workload}, "
+                         f"not {workload}")
+    start = time.monotonic()
+    setting = _setting(workload)
+    report = CrashReport(target.name, workload, seed, topology=setting["topology"])
+    with tempfile.TemporaryDirectory(prefix="harness-crash-") as directory:
+        worlds = _Worlds(target, workload, seed, setting, directory)
+        _explore(report, worlds, jobs, on_state)
+        report.worlds = worlds.count
+    report.duration_s = time.monotonic() - start
+    return report
+
+
+def _explore(report: CrashReport, worlds: _Worlds, jobs: int,
+             on_state: Callable[[StateResult], None] | None) -> None:
+    slug = _slug(report.target)
+    base, _ = worlds.scenario(f"crash-{slug}-baseline", [], "The fault-free run, recorded.")
+    cell = worlds.run(base, record=True)
+    report.baseline_outcome, report.baseline_detail = cell.outcome, cell.detail
+    report.baseline_raised_at = _raised_at(cell)
+    topology = get_topology(base.topology)
+    history = cell.history
+    dropped = next((e for e in history if e.get("kind") == "dropped"), None)
+    if dropped is not None:  # a gap in the file events: occurrences after it cannot be counted
+        gap = (dropped.get("detail") or {}).get("first_t")
+        history = [e for e in history if gap is not None and e.get("t", 0) < gap]
+        report.note = (f"the recording dropped events ({dropped_line(cell.history)}): only the "
+                       "operations before the gap are enumerated. ")
+    ops = {r: ops_of(history, r) for r in range(topology.world_size)}
+    report.operations = sum(len(v) for v in ops.values())
+    report.writers = writers(ops)
+    if not report.writers:
+        report.note += (f"nothing to crash: {report.target} changes no file in its fault-free run "
+                       f"({report.operations} operations that change the disk, none a crash "
+                       "point): no crash can leave a state its restart has not seen")
+        return
+    home = os.path.expanduser("~")
+    table = default_table(topology, home, os.getcwd())
+    for m in base.mount_list(home):
+        table = table.with_mount(m)
+
+    def consistency(path: str) -> str:
+        try:
+            return table.match(path).consistency
+        except LookupError:
+            return "local"
+
+    states = [s for r in report.writers for s in enumerate_states(ops[r], r, consistency)]
+    scratch = {e["detail"].get("path") for e in cell.history
+               if e.get("kind") == "file" and e.get("op") == "remove"}
+    report.patterns = [p for r in report.writers
+                       for p in patterns(ops[r], consistency, r, scratch - {None})]
+    report.states = [StateResult(s, []) for s in states]
+    if report.baseline_outcome != PASS:
+        report.confirmed = False
+        where = f"; the target raised at {report.baseline_raised_at}, and made no file " \
+            "operation after it" if report.baseline_raised_at else ""
+        report.note += (f"the fault-free run does not pass ({report.baseline_outcome}{where}): no "
+                       f"crash state can be judged worse than it, so none of its {len(states)} "
+                       "crash states was run. What its operations up to the failure show is listed "
+                       "unconfirmed; whatever the code does after it (a flag file, a reader's "
+                       "check) never ran, so no crash state of it can be enumerated")
+        return
+    in_world = WORKLOADS[report.workload].restarts_alone
+
+    def one(index: int, result: StateResult) -> StateResult:
+        name = f"crash-{slug}-{index + 1}"
+        try:
+            if in_world:
+                _restart_in_world(worlds, name, result)
+            else:
+                _restart_job(worlds, name, result, topology.host_of(result.state.rank))
+        except Exception as exc:  # noqa: BLE001 - one state, never the whole exploration
+            log.exception("crash state %s failed", name)
+            result.outcome, result.detail = "", f"could not be tried: {type(exc).__name__}: {exc}"
+        if on_state is not None:
+            on_state(result)
+        return result
+
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="harness-crash")
+    try:
+        list(pool.map(one, range(len(report.states)), report.states))
+    except KeyboardInterrupt:
+        ABORT.set()  # every world in flight ends now, as run_matrix does
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    report.vulnerabilities = _group(report.states, worlds, slug, report.patterns)
+
+
+def _trigger(state: CrashState) -> dict[str, Any]:
+    at = state.at
+    out: dict[str, Any] = {"rank": state.rank, "op": at.op, "path": at.path,
+                           "occurrence": at.occurrence, "lives": [0]}
+    if at.op == "write":
+        out["partial"] = state.torn
+    return out
+
+
+def _restart_in_world(worlds: _Worlds, name: str, result: StateResult) -> None:
+    state = result.state
+    if state.crash == HOST:
+        fault = {"kind": "host-crash", **_trigger(state), "cut": dict(state.cut)}
+    else:
+        fault = {"kind": "preempt", **_trigger(state)}
+    result.faults = [fault]
+    scenario, _ = worlds.scenario(name, result.faults, state.why)
+    cell = worlds.run(scenario)
+    result.outcome, result.detail, result.duration_s = cell.outcome, cell.detail, cell.duration_s
+    result.worlds = 1
+
+
+def _restart_job(worlds: _Worlds, name: str, result: StateResult, host: int) -> None:
+    """Kill the rank at the crash point, then start the job afresh on what it left."""
+    state = result.state
+    kill = {"kind": "kill", **{k: v for k, v in _trigger(state).items() if k != "lives"}}
+    scenario, _ = worlds.scenario(f"{name}-kill", [kill], f"{state.why} (the crash)")
+    paths = list(state.files)
+    crashed = worlds.run(scenario, watch=paths)
+    left: dict[str, bytes] = {}
+    for event in crashed.history:
+        if event.get("kind") == "snapshot" and event.get("rank") == state.rank:
+            for vpath, content in (event.get("detail") or {}).get("files", {}).items():
+                data = content_bytes(content)
+                if data is not None and vpath in paths:
+                    left[vpath] = data
+            break
+    for vpath, keep in state.cut.items():
+        if vpath in left:
+            left[vpath] = left[vpath][:keep]
+    result.worlds = 2
+    faults = []
+    for vpath, data in sorted(left.items()):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = data.decode("latin-1")  # placed as text: the torn bytes of a text file
+        faults.append({"kind": "stale-leftover", "path": vpath, "content": text, "hosts": [host]})
+    result.faults = faults
+    if not faults:
+        result.outcome, result.detail = PASS, "the crash left no file of the rank: a fresh start"
+        return
+    scenario, _ = worlds.scenario(name, faults, f"{state.why}; the job restarts on what it left")
+    cell = worlds.run(scenario)
+    result.outcome, result.detail = cell.outcome, cell.detail
+    result.duration_s = crashed.duration_s + cell.duration_s
+
+
+def _group(results: list[StateResult], worlds: _Worlds, slug: str,
+           found: list[Pattern]) -> list[Vulnerability]:
+    groups: dict[tuple[Any, ...], Vulnerability] = {}
+    for result in results:
+        if not result.vulnerable or result.state.depends is None:
+            continue
+        state = result.state
+        op = state.depends
+        key = (state.crash, state.torn, op.site)
+        v = groups.get(key)
+        if v is None:
+            groups[key] = v = Vulnerability(op, state.crash, state.consistency, [])
+        v.states.append(result)
+    out = sorted(groups.values(), key=lambda v: (not v.first.state.torn, v.crash == HOST,
+                                                 v.first.state.rank, v.depends.index))
+    for i, v in enumerate(out, 1):
+        damaged = v.first.state.damaged
+        v.protocol = "" if damaged is None else next(
+            (p.text for p in found if p.op.path == damaged or (p.op.dst == damaged)
+             or p.op.site == v.depends.site), "")
+        v.scenario_name = f"crash-{slug}-{v.crash}-{i}"
+        model = "host crash (data since the last fsync lost)" if v.crash == HOST \
+            else "process crash (the host survives)"
+        v.scenario_yaml = _scenario_text(
+            v.scenario_name, worlds.workload, worlds.setting, v.first.faults,
+            f"{v.first.state.why} ({model}, {v.consistency} mount); found by harness explore "
+            f"--crash-states; the recovery saw: {v.first.detail}")
+        parts = ["harness", "run", "--scenario", f"{v.scenario_name}.yaml", "--target",
+                 worlds.target.name]
+        if not worlds.target.builtin and worlds.workload != DEFAULT_WORKLOAD:
+            parts += ["--workload", worlds.workload]
+        v.replay = shlex.join(parts)
+    return out
+
+
+def _raised_at(cell: Cell) -> str | None:
+    """The target's line where the first rank that raised raised (its innermost frame
+    outside the harness and the standard library)."""
+    from harness.filesystem.recording import LineFinder
+
+    finder = LineFinder(cell.target if ":" in cell.target else None)
+    for rank in cell.ranks:
+        if not rank.traceback:
+            continue
+        frames = list(_TRACE.finditer(rank.traceback))
+        for m in reversed(frames):
+            fake = _Frame(m["path"])
+            if finder.users(fake):  # type: ignore[arg-type]
+                return f"{os.path.basename(m['path'])}:{m['line']} in {m['fn']}"
+    return None
+
+
+class _Frame:
+    """Enough of a frame for ``LineFinder.users``: its file and module globals."""
+
+    def __init__(self, path: str) -> None:
+        self.f_code = type("Code", (), {"co_filename": path})()
+        self.f_globals: dict[str, Any] = {}
+
+
+def write_scenarios(report: CrashReport, directory: str) -> list[str]:
+    """Write each vulnerability's replay scenario into ``directory``; their paths."""
+    os.makedirs(directory, exist_ok=True)
+    paths = []
+    for v in report.vulnerabilities:
+        path = os.path.join(directory, f"{v.scenario_name}.yaml")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(v.scenario_yaml)
+        paths.append(path)
+    return paths
+
+
+# -- the report as text ------------------------------------------------------------------
+
+def render_crash_report(report: CrashReport) -> str:
+    """The report as plain text lines, ALICE's way: one paragraph per vulnerability."""
+    ranks = ", ".join(map(str, report.writers))
+    states = f"{len(report.states)} crash states of rank{'s' if len(report.writers) > 1 else ''} " \
+        f"{ranks}, from {report.operations} file operations" if report.writers else \
+        f"{report.operations} file operations, no crash point"
+    lines = [f"crash states of {report.target} ({report.workload}, {report.topology}, "
+             f"seed {report.seed}): {states}; {report.worlds} "
+             f"world{'s' if report.worlds != 1 else ''} in {report.duration_s:.1f} s"]
+    lines.append(f"fault-free run: {report.baseline_outcome}"
+                 + (f" ({report.baseline_detail})" if report.baseline_outcome != PASS else ""))
+    if report.note:
+        lines.append(report.note)
+    if report.confirmed and report.states:
+        if not report.vulnerabilities:
+            lines.append(f"no vulnerability: every one of the {len(report.states)} crash states "
+                         "recovers as the fault-free run does")
+        for i, v in enumerate(report.vulnerabilities, 1):
+            lines += ["", f"{i}. {v.protocol or v.first.state.why}"]
+            if v.protocol:
+                lines.append(f"   {v.first.state.why}")
+            lines += [
+                f"   recovery ({v.first.outcome}): {v.first.detail}",
+                f"   operation: {v.depends.op} of {v.file} (the {_nth(v.occurrences)} time it ran, "
+                f"rank {v.first.state.rank}) at {v.depends.line or 'an unknown line'}",
+                f"   crash: {v.crash} ({v.consistency} mount); {len(v.states)} state(s) fail this "
+                "way",
+                f"   faults: {_flow(v.first.faults)}",
+                f"   replay: save the scenario as {v.scenario_name}.yaml, then {v.replay}",
+            ]
+        not_tried = [s for s in report.states if not s.outcome]
+        if not_tried:
+            lines.append(f"{len(not_tried)} state(s) could not be tried: {not_tried[0].detail}")
+    if report.patterns and not report.confirmed:
+        lines.append("")
+        lines.append("unconfirmed (from the operations alone, no world judged them):")
+        for p in report.patterns:
+            lines.append(f"- {p.text}: {p.op.describe()} at {p.op.line or 'an unknown line'} "
+                         f"(rank {p.rank})")
+    return "\n".join(lines)
+
+
+def _nth(numbers: list[int]) -> str:
+    def suffix(n: int) -> str:
+        return "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+
+    words = [f"{n}{suffix(n)}" for n in numbers]
+    return " and ".join([", ".join(words[:-1]), words[-1]]) if len(words) > 1 else words[0]
+
+
+def _flow(faults: list[dict[str, Any]]) -> str:
+    text = yaml.safe_dump(faults, default_flow_style=True, width=10_000, sort_keys=False).strip()
+    return text if len(text) <= 400 else text[:397] + "..."
