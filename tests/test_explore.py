@@ -268,3 +268,31 @@ def test_the_checkpoint_workload_breaks_naive_worker_and_not_robust_worker():
                for f in naive.findings), [f.cell.detail for f in naive.findings]
     robust = explore(target("robust-worker"), base, seed=0, max_worlds=30)
     assert robust.worlds == 30 and robust.findings == []
+
+
+def test_crash_states_from_the_command_line_write_each_vulnerability_as_a_replayable_scenario(
+        tmp_path):
+    run = _cli("explore", "--target", "naive-worker", "--crash-states", "--format", "json",
+               "--out", "crashes", cwd=tmp_path)
+    assert run.returncode == 1, run.stderr
+    report = json.loads(run.stdout)
+    in_place = [v for v in report["vulnerabilities"] if "written in place" in v["protocol"]]
+    assert in_place and all(v["line"].startswith("naive.py:")
+                            and v["line"].endswith("in save_checkpoint")
+                            for v in in_place), report["vulnerabilities"]
+    first = in_place[0]
+    assert (tmp_path / first["path"]).is_file()
+    replay = _cli(*first["replay"].split()[1:], "--format", "json", "--report-dir", "r",
+                  cwd=tmp_path)
+    cell = json.loads(next((tmp_path / "r").glob("*/matrix.json")).read_text())["cells"][0]
+    assert replay.returncode == 1 and cell["outcome"] == first["outcome"]
+
+
+def test_crash_states_of_a_target_whose_fault_free_run_fails_list_its_operations_unconfirmed(
+        tmp_path):
+    run = _cli("explore", "--target", "seed-fix-sync", "--crash-states", cwd=tmp_path)
+    assert run.returncode == 1, run.stderr
+    assert "the fault-free run does not pass" in run.stdout
+    assert "`temp_config.yaml` is written in place" in run.stdout
+    assert "seed_fix.py:" in run.stdout and "in load_synced_config" in run.stdout
+    assert not (tmp_path / "found").exists()  # nothing confirmed: no scenario written

@@ -6,6 +6,7 @@ Exit codes: 0 no failing plan found, 1 some found, 2 a usage error, 130 interrup
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
@@ -72,10 +73,16 @@ class _Budget(click.ParamType):
               help="Keep no example database (start from nothing, save nothing).")
 @click.option("--format", "fmt", default="text", show_default=True,
               type=click.Choice(["text", "json"]), help="The report on stdout.")
+@click.option("--crash-states", is_flag=True, default=False,
+              help="Instead of drawing plans: enumerate the states a crash can leave on disk at "
+                   "each of the target's file operations (process and host crashes, per mount), "
+                   "try each, and report the operations the recovery depends on.")
+@click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(min=1),
+              help="With --crash-states: worlds run at once.")
 def explore_command(target_spec: str, workload: str, base: str | None, budget: float | None,
                     examples: int | None, seed: int, out_dir: str, kinds: str | None,
                     topologies: tuple[str, ...], timeout: float | None, database: str | None,
-                    no_database: bool, fmt: str) -> None:
+                    no_database: bool, fmt: str, crash_states: bool, jobs: int) -> None:
     """Search fault plans that break TARGET, shrink each to the smallest that still
     fails, and write it as a scenario file (``harness run --scenario`` replays it)."""
     from harness.explore import found
@@ -122,6 +129,8 @@ def explore_command(target_spec: str, workload: str, base: str | None, budget: f
     out = Path(out_dir)
     made = _writable(out)
 
+    if crash_states:
+        _crash_states(chosen, workload, seed, jobs, out, made, fmt)
     err = Console(stderr=True)
     written: list[found.Written] = []
 
@@ -146,6 +155,47 @@ def explore_command(target_spec: str, workload: str, base: str | None, budget: f
     if result.stopped == "interrupted":
         sys.exit(EXIT_INTERRUPTED)
     sys.exit(EXIT_FOUND if written else EXIT_OK)
+
+
+def _crash_states(chosen: Any, workload: str, seed: int, jobs: int, out: Path, made: bool,
+                  fmt: str) -> None:
+    from harness.explore.crash import (
+        CrashError,
+        explore_crash_states,
+        render_crash_report,
+        write_scenarios,
+    )
+
+    err = Console(stderr=True)
+    status = err.status(f"crash states of {chosen.name}: recording its fault-free run") \
+        if err.is_terminal else None
+    tried = [0]
+
+    def on_state(state: Any) -> None:
+        tried[0] += 1
+        if status is not None:
+            status.update(f"crash states of {chosen.name}: {tried[0]} states tried")
+
+    try:
+        with status if status is not None else contextlib.nullcontext():
+            report = explore_crash_states(chosen, workload, seed=seed, jobs=jobs,
+                                          on_state=on_state)
+    except CrashError as exc:
+        raise click.BadParameter(str(exc), param_hint="--workload") from None
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    write_scenarios(report, str(out))
+    if made and not report.vulnerabilities:
+        out.rmdir()
+    # a target whose fault-free run fails has its crash-prone operations listed unconfirmed:
+    # still something to fix
+    flawed = bool(report.vulnerabilities) or (not report.confirmed and bool(report.patterns))
+    if fmt == "json":
+        click.echo(json.dumps(report.to_dict(), indent=2))
+    else:
+        click.echo(render_crash_report(report))
+    sys.exit(EXIT_FOUND if flawed else EXIT_OK)
 
 
 def _writable(out: Path) -> bool:

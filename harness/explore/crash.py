@@ -113,6 +113,7 @@ class Vulnerability:
     scenario_yaml: str = ""
     replay: str = ""
     protocol: str = ""  # what the operations show of the file's protocol (``Pattern``), if any
+    path: str = ""  # where ``write_scenarios`` wrote the scenario ("": not written)
 
     @property
     def first(self) -> StateResult:
@@ -138,7 +139,7 @@ class Vulnerability:
                 "protocol": self.protocol,
                 "detail": self.first.detail, "outcome": self.first.outcome,
                 "faults": self.first.faults, "scenario": self.scenario_yaml,
-                "scenario_name": self.scenario_name, "replay": self.replay,
+                "scenario_name": self.scenario_name, "replay": self.replay, "path": self.path,
                 "states": [s.to_dict() for s in self.states]}
 
 
@@ -472,6 +473,8 @@ def write_scenarios(report: CrashReport, directory: str) -> list[str]:
         with open(path, "w", encoding="utf-8") as f:
             f.write(v.scenario_yaml)
         paths.append(path)
+        v.path = path
+        v.replay = v.replay.replace(shlex.quote(f"{v.scenario_name}.yaml"), shlex.quote(path), 1)
     return paths
 
 
@@ -505,8 +508,9 @@ def render_crash_report(report: CrashReport) -> str:
                 f"   crash: {v.crash} ({v.consistency} mount); {len(v.states)} state(s) fail this "
                 "way",
                 f"   faults: {_flow(v.first.faults)}",
-                f"   replay: save the scenario as {v.scenario_name}.yaml, then {v.replay}",
             ]
+            lines += [f"   scenario: {v.path}", f"   replay: {v.replay}"] if v.path else \
+                [f"   replay: save the scenario as {v.scenario_name}.yaml, then {v.replay}"]
         not_tried = [s for s in report.states if not s.outcome]
         if not_tried:
             lines.append(f"{len(not_tried)} state(s) could not be tried: {not_tried[0].detail}")
