@@ -58,12 +58,13 @@ from harness.explore.crash_model import (
     patterns,
     writers,
 )
+from harness.explore.search import base_scenario
 from harness.filesystem.mounts import default_table
 from harness.filesystem.snapshot import content_bytes
 from harness.history import dropped_line
 from harness.runner.cells import NOT_EXERCISED, Cell
 from harness.runner.run import CellPlan, run_cell
-from harness.scenarios import Scenario, catalog_dir, load_scenario
+from harness.scenarios import Scenario, load_scenario
 from harness.topology import get_topology
 from harness.workloads.base import Target
 from harness.workloads.registry import DEFAULT_WORKLOAD, WORKLOADS
@@ -73,7 +74,6 @@ from harness.world.world import ABORT, run_world
 log = logging.getLogger(__name__)
 
 #: What a setting without a scenario of its workload uses.
-_FALLBACK = {"topology": "single-host-8", "timeout": 6.0}
 _TRACE = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
 
 
@@ -178,21 +178,12 @@ class CrashReport:
 # -- the setting -------------------------------------------------------------------
 
 def _setting(workload: str) -> dict[str, Any]:
-    """The topology, mounts, timeout and inputs a crash world of ``workload`` runs in."""
-    names = ["baseline", *WORKLOADS[workload].catalog_order]
-    for name in names:
-        path = catalog_dir() / f"{name}.yaml"
-        if not path.is_file():
-            continue
-        try:
-            scenario = load_scenario(path)
-        except Exception:  # noqa: BLE001 - a broken catalog file: try the next
-            continue
-        if scenario.workload == workload:
-            return {"topology": scenario.topology, "timeout": scenario.timeout,
-                    "mounts": [m.model_dump(exclude_defaults=True) for m in scenario.mounts],
-                    "inputs": dict(scenario.inputs), "profile": scenario.profile}
-    return dict(_FALLBACK)
+    """The topology, mounts, timeout and inputs a crash world of ``workload`` runs in: the
+    base a plan search starts from (the workload's baseline, else its first scenario)."""
+    scenario = base_scenario(workload)
+    return {"topology": scenario.topology, "timeout": scenario.timeout,
+            "mounts": [m.model_dump(exclude_defaults=True) for m in scenario.mounts],
+            "inputs": dict(scenario.inputs), "profile": scenario.profile}
 
 
 def _slug(name: str) -> str:
