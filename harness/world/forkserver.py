@@ -93,6 +93,7 @@ def warm_up() -> None:
 
     import harness.faults.engine  # noqa: F401
     import harness.filesystem.patch  # noqa: F401
+    import harness.filesystem.recording  # noqa: F401
     import harness.filesystem.view  # noqa: F401
     if "numpy" in sys.modules:
         import numpy.random  # noqa: F401
@@ -103,6 +104,9 @@ def warm_up() -> None:
         compileall.compile_dir(shim_root(), quiet=2, force=False)
     except Exception:  # noqa: BLE001 - bytecode is an optimisation only (read-only installs)
         pass
+    from harness.world.environment import forget_foreign_torch_xla
+    from harness.world.world import shim_root
+    forget_foreign_torch_xla(shim_root())  # a preload's real torch_xla: gone for every rank
     from harness.filesystem.patch import find_early_bindings
     find_early_bindings()  # after every preload: what they hold of the real os, once
     gc.collect()
