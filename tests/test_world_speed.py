@@ -15,10 +15,7 @@ import pytest
 
 from harness import PASS, run_world
 from harness.world import sweep
-try:
-    from harness.world.environment import seed_torch
-except ImportError:
-    seed_torch = None
+from harness.world.environment import seed_torch
 
 TARGETS = Path(__file__).parent / "targets" / "speed_targets.py"
 
@@ -130,3 +127,55 @@ def test_the_benchmark_runs_and_prints_the_ratio_to_the_floor():
     assert "floor: fork 8 children, reap" in out and "x floor" in out
     assert "before the throughput work (5c1d321" in out
     assert textwrap.dedent("outcomes: ERROR x1") in out
+
+
+def test_a_rank_imports_the_shim_from_the_code_the_fork_server_holds():
+    result = run_world(f"{TARGETS}:shim_loaders", topology="v4-8", timeout=30,
+                       env={"XLA_METRICS_SAMPLES": "77"})
+    assert result.outcome == PASS, result.describe()
+    for rank in result.ranks:
+        loaders = rank.value["loaders"]
+        assert loaders["torch_xla.core.xla_model"] == "HeldCodeLoader", loaders
+        assert loaders["torch_xla"] == "HeldCodeLoader", loaders
+        # its module code ran in the rank, reading the rank's environment
+        assert rank.value["metrics_samples"] == 77
+
+
+@pytest.fixture
+def held_tree(tmp_path, monkeypatch):
+    """A package held by ``warm.hold``, on ``sys.path``; forgotten afterwards."""
+    from harness.world import warm
+
+    pkg = tmp_path / "heldpkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "mod.py").write_text("VALUE = 1\n")
+    before = dict(sys.path_importer_cache)
+    assert warm.hold(str(tmp_path)) >= 3
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield pkg
+    for name in [n for n in sys.modules if n == "heldpkg" or n.startswith("heldpkg.")]:
+        del sys.modules[name]
+    sys.path_importer_cache.clear()
+    sys.path_importer_cache.update(before)
+    for path in [p for p in warm._held if p.startswith(str(tmp_path))]:
+        del warm._held[path]
+
+
+def test_held_code_is_what_an_unchanged_module_runs(held_tree):
+    import heldpkg.sub.mod as mod
+
+    from harness.world import warm
+
+    assert mod.VALUE == 1
+    assert type(mod.__loader__) is warm.HeldCodeLoader
+    assert mod.__file__ == str(held_tree / "sub" / "mod.py")
+    assert mod.__loader__.get_code("heldpkg.sub.mod") is warm._held[mod.__file__][0]
+
+
+def test_a_module_changed_since_it_was_held_is_read_from_its_file(held_tree):
+    (held_tree / "sub" / "mod.py").write_text("VALUE = 22  # edited after the fork server held it\n")
+    import heldpkg.sub.mod as mod
+
+    assert mod.VALUE == 22

@@ -25,3 +25,16 @@ def which_torch_xla():
     """The files of the torch_xla modules this rank sees (a preload imported another one)."""
     return {name: getattr(module, "__file__", None) for name, module in sys.modules.items()
             if name == "torch_xla" or name.startswith("torch_xla.")}
+
+
+def shim_loaders():
+    """The loader each torch_xla module of this rank was loaded by (the surface's wrapper
+    unwrapped), and what the shim's import-time code read in this rank."""
+    import torch_xla.debug.metrics as metrics
+
+    loaders = {}
+    for name, module in list(sys.modules.items()):
+        if name == "torch_xla" or name.startswith("torch_xla."):
+            loader = getattr(module, "__loader__", None)
+            loaders[name] = type(getattr(loader, "loader", loader)).__name__
+    return {"loaders": loaders, "metrics_samples": metrics._MAX_SAMPLES}
