@@ -138,7 +138,7 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
         server = WorldServer(spec, start, watch=list(config.watch),
                              max_restarts=config.max_restarts, timeout=timeout)
         try:
-            server.life.leader_pid = forks.fork_world(spec)
+            server.life.watch_leader(forks.fork_world(spec))
             finished = server.serve(until=start + timeout - grace,
                                     detect_deadlock=config.detect_deadlock, abort=ABORT,
                                     progress=config.progress)
