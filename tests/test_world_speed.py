@@ -179,3 +179,23 @@ def test_a_module_changed_since_it_was_held_is_read_from_its_file(held_tree):
     import heldpkg.sub.mod as mod
 
     assert mod.VALUE == 22
+
+
+def test_wait_gone_works_with_descriptors_past_1024():
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if max(soft, hard) < 1200:
+        pytest.skip("this machine allows fewer than 1200 open files")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    null = os.open(os.devnull, os.O_RDONLY)
+    held = [os.dup(null) for _ in range(1100)]  # a harness serving many worlds at once
+    p = _sleeper()
+    try:
+        p.kill()
+        assert sweep.wait_gone([p.pid], limit=30)
+    finally:
+        p.wait()
+        for fd in (null, *held):
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

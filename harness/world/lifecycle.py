@@ -334,8 +334,10 @@ class Lifecycle:
         or the fork server it hangs under: then no exit is reported any more.)"""
         if self.done or self.leader_pid is None:
             return False
-        if self._leader_fd is not None:
-            return bool(select.select([self._leader_fd], [], [], 0)[0])
+        if self._leader_fd is not None:  # poll, not select: a busy harness has fds past 1024
+            poller = select.poll()
+            poller.register(self._leader_fd, select.POLLIN)
+            return bool(poller.poll(0))
         return not sweep.running(self.leader_pid)
 
     def all_accounted(self) -> bool:

@@ -146,12 +146,15 @@ def wait_gone(pids: list[int], limit: float) -> bool:
                 continue  # gone already (a zombie still has its pidfd: waited for below)
             except (OSError, AttributeError):
                 return _poll_gone(pids, end)
+        poller = select.poll()  # not select: a busy harness has fds past 1024
+        for fd in fds:
+            poller.register(fd, select.POLLIN)
         while fds:
             left = end - time.monotonic()
             if left <= 0:
                 return not any(running(p) for p in pids)
-            ready, _, _ = select.select(fds, [], [], left)
-            for fd in ready:
+            for fd, _ in poller.poll(left * 1000):
+                poller.unregister(fd)
                 fds.remove(fd)
                 os.close(fd)
         return True
