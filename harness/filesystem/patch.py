@@ -98,6 +98,8 @@ def install(view: View) -> None:
                 _set(accessor, name, getattr(os, name))
     import tempfile
     tempfile.tempdir = None  # recomputed through the view on next use
+    import linecache
+    _set(linecache, "os", _MACHINE_OS)  # a traceback's source, from the machine (see _KEEP)
     _rebind_early(early)
     when_imported("torch", _patch_torch)
     when_imported("numpy", _patch_numpy)
@@ -128,6 +130,12 @@ _REAL = [(builtins, "open"), (io, "open"), *((os, n) for n in (
 #: (read for tracebacks) is loaded from the machine, as imports are, never through faults.
 _KEEP = ("harness", "torch_xla", "os", "posix", "io", "_io", "builtins", "pathlib", "posixpath",
          "tokenize", "linecache")
+#: ``os`` as ``linecache`` sees it once the view is installed: the machine's own functions.
+#: It reads a traceback's source with ``tokenize.open`` (the real ``open``, kept above) but
+#: checks the file with ``os.stat`` at each use: through the view, that stat walked the
+#: mount table and the sandbox for every frame of every traceback a rank formats (and
+#: counted towards the fault plan's stat operations, which the target never made).
+_MACHINE_OS = types.SimpleNamespace(**{k: v for k, v in vars(os).items() if not k.startswith("__")})
 
 
 def find_early_bindings() -> list[tuple[Any, Any, Any]]:

@@ -182,8 +182,9 @@ def run_reporting(fn: Callable[[], Any], checker: Any = None) -> tuple[dict[str,
                       "exit_code": code}
     except BaseException as exc:  # noqa: BLE001 - the target's failure is the product
         code = 1
-        traceback.print_exc()
-        result = {"type": "result", "ok": False, "error": describe_exception(exc)}
+        error = describe_exception(exc)
+        print(error["traceback"], file=sys.stderr, end="")  # traceback.print_exc(), formatted once
+        result = {"type": "result", "ok": False, "error": error}
     return result, code
 
 

@@ -19,7 +19,11 @@ def enter_environment(spec: WorldSpec, env: dict[str, str]) -> None:
     posix.chdir(spec.cwd)  # the real one: a launcher forking us may have a view installed
     if spec.shim_root not in sys.path[:1]:
         sys.path.insert(0, spec.shim_root)
-    forget_foreign_torch_xla(spec.shim_root)
+    # The fork server dropped them once for all its ranks (a scan of every module name
+    # touches, and so copies, pages of the inherited heap); a submodule is only ever
+    # imported after its package, so without the package there is nothing to drop.
+    if "torch_xla" in sys.modules:
+        forget_foreign_torch_xla(spec.shim_root)
 
 
 def forget_foreign_torch_xla(shim_root: str) -> None:
@@ -73,4 +77,31 @@ def seed_generators(seed: int) -> None:
 
     random.seed(seed)
     when_imported("numpy", lambda np: np.random.seed(seed))
-    when_imported("torch", lambda torch: torch.manual_seed(seed))
+    when_imported("torch", lambda torch: seed_torch(torch, seed))
+
+
+#: The accelerator modules ``torch.manual_seed`` seeds besides the CPU generator.
+_ACCELERATORS = ("cuda", "xpu", "mps", "mtia")
+
+
+def seed_torch(torch: Any, seed: int) -> None:
+    """``torch.manual_seed(seed)``, without what it queues for accelerators the machine lacks.
+
+    For a device that is not initialised, torch queues the seeding until its lazy
+    initialisation, with the formatted stack of the call (every frame's source read
+    through the rank's view): three of them, most of a rank's start-up on a CPU-only
+    machine. A device that is not available can never initialise, so its queue is
+    never run: skipping it leaves every generator the target can reach as
+    ``torch.manual_seed`` would. With any accelerator available, torch does it all.
+    """
+    try:
+        lacking = all(not getattr(torch, name).is_available() for name in _ACCELERATORS)
+        generator = torch.default_generator
+        custom = torch.random._seed_custom_device
+    except AttributeError:  # another torch than the one this was written against
+        lacking = False
+    if not lacking:
+        torch.manual_seed(seed)
+        return
+    custom(seed)  # a privateuse1 backend, as torch.manual_seed seeds it
+    generator.manual_seed(seed)

@@ -85,14 +85,16 @@ def warm_up() -> None:
 
     The harness's rank-side modules are imported (so every rank of every world
     runs the same code, compiled once); ``numpy.random`` too when numpy is
-    loaded (each rank seeds it); the shim is byte-compiled, since it can only
-    be imported inside a rank; and the heap is frozen so that a rank's garbage
-    collections do not touch, and so copy, every page it inherited.
+    loaded (each rank seeds it); the shim is byte-compiled and its code held
+    (``warm``), since it can only be imported inside a rank; and the heap is
+    frozen so that a rank's garbage collections do not touch, and so copy,
+    every page it inherited.
     """
     import gc
 
     import harness.faults.engine  # noqa: F401
     import harness.filesystem.patch  # noqa: F401
+    import harness.filesystem.recording  # noqa: F401
     import harness.filesystem.view  # noqa: F401
     if "numpy" in sys.modules:
         import numpy.random  # noqa: F401
@@ -103,6 +105,11 @@ def warm_up() -> None:
         compileall.compile_dir(shim_root(), quiet=2, force=False)
     except Exception:  # noqa: BLE001 - bytecode is an optimisation only (read-only installs)
         pass
+    from harness.world import warm
+    from harness.world.environment import forget_foreign_torch_xla
+    from harness.world.world import shim_root
+    forget_foreign_torch_xla(shim_root())  # a preload's real torch_xla: gone for every rank
+    warm.hold(shim_root())  # its code, compiled once: every rank still runs it in its world
     from harness.filesystem.patch import find_early_bindings
     find_early_bindings()  # after every preload: what they hold of the real os, once
     gc.collect()

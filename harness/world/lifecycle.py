@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import select
 import signal
 import time
 from collections.abc import Callable
@@ -90,6 +91,7 @@ class Lifecycle:
         self.promoted: dict[int, int] = {}  # host -> rank, for launchers without spawn
         self.pids: dict[int, tuple[str, int]] = {}
         self.leader_pid: int | None = None
+        self._leader_fd: int | None = None  # a pidfd: readable once the leader has exited
         self.done = False
         self.leader_lost = False  # the leader died before it said the world was over
         self.finish_sent = False
@@ -313,10 +315,30 @@ class Lifecycle:
         """Might the world be deadlocked (then it is checked often)?"""
         return self._stuck_since is not None
 
+    def watch_leader(self, pid: int) -> None:
+        """The world's leader is ``pid``: watched through a pidfd (asked at every turn of
+        the serving loop, it costs a poll, not a read of /proc), or /proc without one."""
+        self.leader_pid = pid
+        try:
+            self._leader_fd = os.pidfd_open(pid)
+        except (OSError, AttributeError):
+            self._leader_fd = None
+
+    def close(self) -> None:
+        if self._leader_fd is not None:
+            os.close(self._leader_fd)
+            self._leader_fd = None
+
     def leader_gone(self) -> bool:
         """Has the leader died without saying the world was over? (A rank that kills it,
         or the fork server it hangs under: then no exit is reported any more.)"""
-        return not self.done and self.leader_pid is not None and not sweep.running(self.leader_pid)
+        if self.done or self.leader_pid is None:
+            return False
+        if self._leader_fd is not None:  # poll, not select: a busy harness has fds past 1024
+            poller = select.poll()
+            poller.register(self._leader_fd, select.POLLIN)
+            return bool(poller.poll(0))
+        return not sweep.running(self.leader_pid)
 
     def all_accounted(self) -> bool:
         """With the leader gone (no exit is reported any more): has every unit either

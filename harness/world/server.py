@@ -93,6 +93,7 @@ class WorldServer:
 
     def close(self) -> None:
         self.loop.close()
+        self.life.close()
 
     def _publish_due(self) -> None:
         for held in self.publisher.due(self.coordinator.now()):

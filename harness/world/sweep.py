@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import select
 import signal
 import time
 from typing import Any
@@ -124,9 +125,50 @@ def _end(find: Any, what: str) -> int:
 def _wait_gone(pids: list[int], limit: float = 2.0) -> None:
     """A SIGKILL is delivered, not done: wait (briefly) until the processes are dead, so
     that a world said to be over has no process left running."""
+    wait_gone(pids, limit)
+
+
+def wait_gone(pids: list[int], limit: float) -> bool:
+    """Wait until none of ``pids`` runs any more (gone, or a zombie), at most ``limit``
+    seconds; True if none does.
+
+    Woken by each process's end (a pidfd becomes readable when its process exits), not
+    by polling: a world's end waits for its last process as long as that takes, not
+    up to a polling period more. Without pidfds (an old kernel), /proc is polled.
+    """
     end = time.monotonic() + limit
-    while any(running(p) for p in pids) and time.monotonic() < end:
+    fds: list[int] = []
+    try:
+        for pid in pids:
+            try:
+                fds.append(os.pidfd_open(pid))
+            except ProcessLookupError:
+                continue  # gone already (a zombie still has its pidfd: waited for below)
+            except (OSError, AttributeError):
+                return _poll_gone(pids, end)
+        poller = select.poll()  # not select: a busy harness has fds past 1024
+        for fd in fds:
+            poller.register(fd, select.POLLIN)
+        while fds:
+            left = end - time.monotonic()
+            if left <= 0:
+                return not any(running(p) for p in pids)
+            for fd, _ in poller.poll(left * 1000):
+                poller.unregister(fd)
+                fds.remove(fd)
+                os.close(fd)
+        return True
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _poll_gone(pids: list[int], end: float) -> bool:
+    while any(running(p) for p in pids):
+        if time.monotonic() >= end:
+            return False
         time.sleep(0.01)
+    return True
 
 
 def running(pid: int | None) -> bool:

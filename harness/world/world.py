@@ -131,13 +131,14 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
         kwargs=config.kwargs, argv=config.argv, seed=seed, home=config.home, mounts=table,
         faults=plan, record_files=config.record_files, args_by_host=config.args_by_host,
         checker=config.checker)
+    server = None
     try:
         if table is not None:
             sandbox_layout.create(spec.sandbox, table, topo, plan.leftovers + config.files)
         server = WorldServer(spec, start, watch=list(config.watch),
                              max_restarts=config.max_restarts, timeout=timeout)
         try:
-            server.life.leader_pid = forks.fork_world(spec)
+            server.life.watch_leader(forks.fork_world(spec))
             finished = server.serve(until=start + timeout - grace,
                                     detect_deadlock=config.detect_deadlock, abort=ABORT,
                                     progress=config.progress)
@@ -157,6 +158,10 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
             server.close()
         return server.result(time.monotonic() - start)
     finally:
+        if server is not None and server.life.done and server.life.leader_pid is not None:
+            # The leader exits right after its "done": let it, rather than have the sweep
+            # find it still running, stop it, kill it and look again.
+            sweep.wait_gone([server.life.leader_pid], limit=0.5)
         # What outlived the leader's own cleanup: daemons of a world whose fork server was killed.
         sweep.end_world(world_id)
         if not config.keep_output_dir:

@@ -1,0 +1,201 @@
+"""What makes a small world cheap must leave it the same world: a rank's torch seeded as
+``torch.manual_seed`` seeds it, its tracebacks with their source lines (read from the
+machine, never through the view or the fault plan), the shim whatever a preload
+imported, and a world's end that leaves nothing and stops nothing it need not."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness import PASS, run_world
+from harness.world import sweep
+from harness.world.environment import seed_torch
+
+TARGETS = Path(__file__).parent / "targets" / "speed_targets.py"
+
+
+def test_seed_torch_draws_what_manual_seed_draws():
+    import torch
+
+    seed_torch(torch, 1234)
+    ours = torch.rand(6)
+    torch.manual_seed(1234)
+    assert torch.equal(ours, torch.rand(6))
+
+
+def test_a_rank_is_seeded_without_queueing_seeds_for_devices_the_machine_lacks():
+    import torch
+
+    if any(getattr(torch, n).is_available() for n in ("cuda", "xpu", "mps", "mtia")):
+        pytest.skip("an accelerator is available: torch.manual_seed runs as it is")
+    first = run_world(f"{TARGETS}:torch_draws", topology="v4-8", timeout=30, seed=7)
+    again = run_world(f"{TARGETS}:torch_draws", topology="v4-8", timeout=30, seed=7)
+    assert first.outcome == PASS, first.describe()
+    values = [r.value for r in first.ranks]
+    assert all(v["queued"] == {"cuda": 0, "xpu": 0} for v in values), values
+    # Every rank draws alike, and the same seed draws the same again.
+    assert len({tuple(v["draws"]) for v in values}) == 1
+    assert [r.value["draws"] for r in again.ranks] == [v["draws"] for v in values]
+
+
+def test_a_traceback_shows_its_source_read_from_the_machine_not_through_the_view():
+    result = run_world(f"{TARGETS}:fails_with_a_traceback", topology="v4-8", timeout=30,
+                       record_files=True)
+    assert result.outcome != PASS
+    for rank in result.ranks:
+        assert rank.error is not None and "the config is torn" in rank.error["message"]
+        # linecache found the line: the traceback quotes it
+        assert 'raise ValueError("the config is torn")' in rank.error["traceback"]
+        assert rank.stderr.count("Traceback (most recent call last)") == 1
+    looked_at = {e.detail["path"] for e in result.history if e.kind == "file"}
+    assert not any(p.endswith(".py") for p in looked_at), sorted(looked_at)
+
+
+def test_a_preloaded_foreign_torch_xla_is_dropped_and_every_rank_gets_the_shim(tmp_path,
+                                                                                monkeypatch):
+    fake = tmp_path / "torch_xla"
+    (fake / "core").mkdir(parents=True)
+    (fake / "__init__.py").write_text("FOREIGN = True\n")
+    (fake / "core" / "__init__.py").write_text("")
+    (tmp_path / "uses_foreign_xla.py").write_text("import torch_xla.core\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        p for p in (str(tmp_path), os.environ.get("PYTHONPATH", "")) if p))
+    result = run_world(f"{TARGETS}:which_torch_xla", topology="v4-8", timeout=30,
+                       preload=("uses_foreign_xla",))
+    assert result.outcome == PASS, result.describe()
+    for rank in result.ranks:
+        files = [f for f in rank.value.values() if f]
+        assert files and all(str(tmp_path) not in f for f in files), rank.value
+
+
+def test_a_world_that_ended_cleanly_leaves_the_sweep_nothing(monkeypatch):
+    found: list[int] = []
+    real = sweep.end_world
+
+    def counting(world_id: str) -> int:
+        n = real(world_id)
+        found.append(n)
+        return n
+
+    monkeypatch.setattr(sweep, "end_world", counting)
+    for _ in range(4):
+        result = run_world(f"{TARGETS}:torch_draws", topology="v4-8", timeout=30)
+        assert result.outcome == PASS, result.describe()
+    # The leader is let exit after its "done", not found running, stopped and killed.
+    assert found == [0, 0, 0, 0]
+
+
+def _sleeper() -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+
+
+def test_wait_gone_returns_once_the_processes_have_ended():
+    procs = [_sleeper() for _ in range(3)]
+    try:
+        for p in procs:
+            p.kill()
+        assert sweep.wait_gone([p.pid for p in procs], limit=30)  # zombies count as gone
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    assert sweep.wait_gone([p.pid for p in procs], limit=30)  # reaped: gone already
+
+
+def test_wait_gone_says_so_when_a_process_still_runs_at_its_limit():
+    p = _sleeper()
+    try:
+        assert not sweep.wait_gone([p.pid], limit=0.05)
+        assert sweep.running(p.pid)
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_the_benchmark_runs_and_prints_the_ratio_to_the_floor():
+    bench = Path(__file__).parent.parent / "benchmarks" / "bench_throughput.py"
+    done = subprocess.run([sys.executable, str(bench), "--worlds", "1", "--rounds", "1",
+                           "--no-baseline"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "floor: fork 8 children, reap" in out and "x floor" in out
+    assert "before the throughput work (5c1d321" in out
+    assert textwrap.dedent("outcomes: ERROR x1") in out
+
+
+def test_a_rank_imports_the_shim_from_the_code_the_fork_server_holds():
+    result = run_world(f"{TARGETS}:shim_loaders", topology="v4-8", timeout=30,
+                       env={"XLA_METRICS_SAMPLES": "77"})
+    assert result.outcome == PASS, result.describe()
+    for rank in result.ranks:
+        loaders = rank.value["loaders"]
+        assert loaders["torch_xla.core.xla_model"] == "HeldCodeLoader", loaders
+        assert loaders["torch_xla"] == "HeldCodeLoader", loaders
+        # its module code ran in the rank, reading the rank's environment
+        assert rank.value["metrics_samples"] == 77
+
+
+@pytest.fixture
+def held_tree(tmp_path, monkeypatch):
+    """A package held by ``warm.hold``, on ``sys.path``; forgotten afterwards."""
+    from harness.world import warm
+
+    pkg = tmp_path / "heldpkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "mod.py").write_text("VALUE = 1\n")
+    before = dict(sys.path_importer_cache)
+    assert warm.hold(str(tmp_path)) >= 3
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield pkg
+    for name in [n for n in sys.modules if n == "heldpkg" or n.startswith("heldpkg.")]:
+        del sys.modules[name]
+    sys.path_importer_cache.clear()
+    sys.path_importer_cache.update(before)
+    for path in [p for p in warm._held if p.startswith(str(tmp_path))]:
+        del warm._held[path]
+
+
+def test_held_code_is_what_an_unchanged_module_runs(held_tree):
+    import heldpkg.sub.mod as mod
+
+    from harness.world import warm
+
+    assert mod.VALUE == 1
+    assert type(mod.__loader__) is warm.HeldCodeLoader
+    assert mod.__file__ == str(held_tree / "sub" / "mod.py")
+    assert mod.__loader__.get_code("heldpkg.sub.mod") is warm._held[mod.__file__][0]
+
+
+def test_a_module_changed_since_it_was_held_is_read_from_its_file(held_tree):
+    (held_tree / "sub" / "mod.py").write_text("VALUE = 22  # edited after the fork server held it\n")
+    import heldpkg.sub.mod as mod
+
+    assert mod.VALUE == 22
+
+
+def test_wait_gone_works_with_descriptors_past_1024():
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if max(soft, hard) < 1200:
+        pytest.skip("this machine allows fewer than 1200 open files")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    null = os.open(os.devnull, os.O_RDONLY)
+    held = [os.dup(null) for _ in range(1100)]  # a harness serving many worlds at once
+    p = _sleeper()
+    try:
+        p.kill()
+        assert sweep.wait_gone([p.pid], limit=30)
+    finally:
+        p.wait()
+        for fd in (null, *held):
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
