@@ -189,7 +189,7 @@ def test_a_strangers_target_is_explored_in_its_own_directory(tmp_path):
     (["--target", "naive-sync", "--topology", "3y"], "unknown topology '3y'"),
     (["--target", "naive-sync", "--scenario", "no-such-scenario"], "unknown scenario"),
     (["--target", "naive-sync", "--out", "/proc/found"], "cannot write scenario files under"),
-    (["--target", "naive-sync", "--out", "README"], "README is not a directory"),
+    (["--target", "naive-sync", "--out", "README"], "'README' is a file"),
 ])
 def test_bad_input_is_a_usage_error_naming_what_is_wrong(tmp_path, args, message):
     (tmp_path / "README").write_text("a file, not a directory")
