@@ -296,3 +296,25 @@ def test_crash_states_of_a_target_whose_fault_free_run_fails_list_its_operations
     assert "`temp_config.yaml` is written in place" in run.stdout
     assert "seed_fix.py:" in run.stdout and "in load_synced_config" in run.stdout
     assert not (tmp_path / "found").exists()  # nothing confirmed: no scenario written
+
+
+def test_lanes_draw_apart_keep_the_worlds_seed_and_merge_each_finding_once(tmp_path):
+    from harness.explore.lanes import Lanes, lane_seed, merge, run_here
+    from harness.explore.search import Search
+
+    spec = Lanes("naive-sync", "config-sync", None, 5, 2, None, 30, ["lost-write"], None, None)
+    items = spec.items()
+    assert [i["seed"] for i in items] == [5, 5]  # every lane's worlds: a finding replays with 5
+    assert items[0]["draw_seed"] == 5 and items[1]["draw_seed"] == lane_seed(5, 1) != 5
+    results = [r for _, r in run_here(items)]
+    assert all(r["findings"] for r in results)  # each lane found the lost write on its own
+    search = Search.start(target("naive-sync"), base_scenario("config-sync"), seed=5,
+                          kinds=["lost-write"])
+    kept = merge(search, results, None)
+    both = [f for r in results for f in r["findings"]]
+    assert len(kept) < len(both)  # what both lanes found is kept once
+    kept_needs = [(tuple(sorted(f.needs)), f.outcome) for f in kept]
+    assert len(set(kept_needs)) == len(kept_needs)
+    assert set(kept_needs) == {(tuple(f["needs"]), f["outcome"]) for f in both}
+    again = [r for _, r in run_here(items)]
+    assert [r["findings"] for r in again] == [r["findings"] for r in results]  # deterministic

@@ -79,15 +79,23 @@ class _Budget(click.ParamType):
                    "try each, and report the operations the recovery depends on.")
 @click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(min=1),
               help="With --crash-states: worlds run at once.")
+@click.option("--lanes", default=None, type=click.IntRange(min=1, max=10_000),
+              help="Split the search into this many independent searches (each its own "
+                   "draws, the worlds' seed kept), run one after another here or side by side "
+                   "with --cluster. Default: 1, or the cluster's threads.")
+@click.option("--cluster", default=None, metavar="ADDRESS",
+              help="Run the lanes on a Dask cluster: tcp://HOST:PORT, or local:N to start N "
+                   "worker processes here.")
 def explore_command(target_spec: str, workload: str, base: str | None, budget: float | None,
                     examples: int | None, seed: int, out_dir: str, kinds: str | None,
                     topologies: tuple[str, ...], timeout: float | None, database: str | None,
-                    no_database: bool, fmt: str, crash_states: bool, jobs: int) -> None:
+                    no_database: bool, fmt: str, crash_states: bool, jobs: int,
+                    lanes: int | None, cluster: str | None) -> None:
     """Search fault plans that break TARGET, shrink each to the smallest that still
     fails, and write it as a scenario file (``harness run --scenario`` replays it)."""
     from harness.explore import found
+    from harness.explore.lanes import Lanes
     from harness.explore.search import base_scenario, default_database, explore, without_faults
-    from harness.scenarios import ScenarioError
     from harness.topology import get_topology
     from harness.workloads.registry import WORKLOADS, target
 
@@ -139,13 +147,16 @@ def explore_command(target_spec: str, workload: str, base: str | None, budget: f
         if not err.is_terminal:
             click.echo(f"found: {finding.outcome} {finding.plan.describe()}", err=True)
 
-    try:
+    if cluster is not None or (lanes or 1) > 1:
+        spec = Lanes(target_spec, workload, base, seed, lanes or 1, budget, examples, kind_list,
+                     list(topologies) or None, timeout)
+        result = _in_lanes(chosen, start, spec, cluster, db, on_finding, err,
+                           lanes_given=lanes is not None)
+    else:
         with _progress(err, chosen.name) as show:
             result = explore(chosen, start, seed=seed, budget_s=budget, max_worlds=examples,
                              database=db, topologies=list(topologies) or None, kinds=kind_list,
                              timeout=timeout, on_progress=show, on_finding=on_finding)
-    except ScenarioError:
-        raise
     if made and not written:
         out.rmdir()  # nothing found: leave nothing behind
     if fmt == "json":
@@ -155,6 +166,52 @@ def explore_command(target_spec: str, workload: str, base: str | None, budget: f
     if result.stopped == "interrupted":
         sys.exit(EXIT_INTERRUPTED)
     sys.exit(EXIT_FOUND if written else EXIT_OK)
+
+
+def _in_lanes(chosen: Any, start: Any, spec: Any, cluster: str | None, db: Path | None,
+              on_finding: Any, err: Console, lanes_given: bool) -> Any:
+    """The search split into lanes, here or on a cluster; their findings merged here."""
+    import dataclasses
+    import time
+
+    from harness.explore.lanes import database_at, merge, run_here, run_lane
+    from harness.explore.search import Exploration, Search
+    from harness.world.world import ABORT
+
+    started = time.monotonic()
+    search = Search.start(chosen, start, seed=spec.seed, kinds=spec.kinds,
+                          topologies=spec.topologies, timeout=spec.timeout)
+    results: list[dict[str, Any]] = []
+    campaign = None
+    interrupted = False
+    try:
+        if cluster is None:
+            err.print(f"explore {chosen.name}: {spec.count} lanes, one after another")
+            results = [r for _, r in run_here(spec.items())]
+        else:
+            from harness.runner.cluster import Cluster, ClusterError
+            try:
+                with Cluster(cluster) as engine:
+                    if not lanes_given:
+                        spec = dataclasses.replace(spec, count=engine.threads)
+                    err.print(f"explore {chosen.name}: {spec.count} lanes on {cluster} "
+                              f"({engine.threads} threads)")
+                    results = [r for _, r in engine.map(run_lane, spec.items())]
+                    campaign = engine.campaign()
+            except ClusterError as exc:
+                raise click.BadParameter(str(exc), param_hint="--cluster") from None
+    except KeyboardInterrupt:
+        ABORT.set()
+        interrupted = True
+    findings = merge(search, results, database_at(db), on_finding)
+    reasons = sorted({r["stopped"] for r in results})
+    stopped = "interrupted" if interrupted else ("exhausted" if reasons == ["exhausted"] else
+                                                 next((r for r in reasons if r != "exhausted"),
+                                                      "exhausted"))
+    return Exploration(chosen, start.workload, spec.seed, search.space, findings,
+                       worlds=sum(r["worlds"] for r in results) + search.progress.worlds,
+                       duration_s=time.monotonic() - started, stopped=stopped,
+                       discovery=search.discovery, lanes=spec.count, campaign=campaign)
 
 
 def _crash_states(chosen: Any, workload: str, seed: int, jobs: int, out: Path, made: bool,

@@ -77,6 +77,7 @@ def to_dict(exploration: Exploration, written: list[Written]) -> dict[str, Any]:
         "schema": SCHEMA, "target": exploration.target.name, "workload": exploration.workload,
         "seed": exploration.seed, "base": space.base.name, "worlds": exploration.worlds,
         "duration_s": round(exploration.duration_s, 3), "stopped": exploration.stopped,
+        "lanes": exploration.lanes, "campaign": exploration.campaign,
         "space": {"topologies": list(space.topologies), "kinds": list(space.kinds),
                   "left_out": dict(space.left_out)},
         "findings": [{
@@ -95,8 +96,9 @@ def render(exploration: Exploration, written: list[Written]) -> str:
     stopped = {"budget": "the time budget was spent", "examples": "the worlds budget was spent",
                "exhausted": "every search ran out of new plans to draw",
                "interrupted": "interrupted"}.get(exploration.stopped, exploration.stopped)
+    lanes = f", {exploration.lanes} lanes" if exploration.lanes > 1 else ""
     lines = [f"explore {exploration.target.name} ({exploration.workload}, seed "
-             f"{exploration.seed}): {exploration.worlds} worlds in "
+             f"{exploration.seed}{lanes}): {exploration.worlds} worlds in "
              f"{exploration.duration_s:.1f} s; stopped: {stopped}"]
     if exploration.space.left_out:
         lines.append("  not drawn: " + "; ".join(f"{k} ({why})" for k, why in

@@ -30,6 +30,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import yaml
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
@@ -116,6 +117,8 @@ class Exploration:
     #: draw) or "interrupted"
     stopped: str = ""
     discovery: Discovery | None = None
+    lanes: int = 1  # searches it was split into (``harness.explore.lanes``)
+    campaign: dict[str, Any] | None = None  # the cluster the lanes ran on, and its retries
 
 
 class _Spent(BaseException):
@@ -272,14 +275,17 @@ def _find(strategy: st.SearchStrategy[Plan], condition: Callable[[Plan], bool],
 
 
 def explore(target: Target, base: Scenario, *, seed: int = 0, budget_s: float | None = None,
-            max_worlds: int | None = None, database: Path | None = None,
+            max_worlds: int | None = None, database: Path | ExampleDatabase | None = None,
             topologies: list[str] | None = None, kinds: list[str] | None = None,
             timeout: float | None = None, use_cache: bool = True,
             on_progress: Callable[[Progress], None] | None = None,
-            on_finding: Callable[[Search, Finding], None] | None = None) -> Exploration:
+            on_finding: Callable[[Search, Finding], None] | None = None,
+            draw_seed: int | None = None) -> Exploration:
     """Search fault plans for ``target`` around ``base`` until the budget is spent.
 
-    ``database``: Hypothesis's example database directory (None: none kept).
+    ``seed`` is every world's; the plans are drawn from ``draw_seed`` (default: ``seed``),
+    so that lanes draw apart while their findings replay with the same ``--seed``.
+    ``database``: Hypothesis's example database, or its directory (None: none kept).
     """
     progress = Progress(budget_s=budget_s, max_worlds=max_worlds)
     search = Search.start(target, base, seed=seed, progress=progress, topologies=topologies,
@@ -287,8 +293,8 @@ def explore(target: Target, base: Scenario, *, seed: int = 0, budget_s: float | 
                           on_progress=on_progress)
     space = search.space
     result = Exploration(target, base.workload, seed, space, discovery=search.discovery)
-    db = DirectoryBasedExampleDatabase(str(database)) if database is not None else None
-    rng = random.Random(seed)
+    db = DirectoryBasedExampleDatabase(str(database)) if isinstance(database, Path) else database
+    rng = random.Random(seed if draw_seed is None else draw_seed)
     ABORT.clear()
     try:
         for drawn, examples in passes(space):
