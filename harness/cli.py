@@ -328,6 +328,8 @@ def run_command(ctx: click.Context, scenarios: tuple[str, ...], targets: tuple[s
         matrix = _run_with_progress(plans, jobs, seeds[0], known, console)
     else:
         with _connect(cluster) as engine:
+            click.echo(f"harness: {len(plans)} cells on {cluster} ({engine.threads} threads)",
+                       err=True)
             matrix = _run_with_progress(plans, jobs, seeds[0], known, console, engine.run_matrix)
     paths = write_run(matrix, run_dir, files) if run_dir else {}
     _print_matrix(matrix, verbose)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import queue
 import re
 import signal
@@ -48,7 +49,7 @@ log = logging.getLogger(__name__)
 #: What to install when Dask distributed is missing (the extra of pyproject.toml).
 INSTALL = "pip install 'distributed>=2024.1'  (the harness's extra: pip install 'harness[cluster]')"
 #: Seconds to wait for a scheduler to answer, and for it to have a worker.
-CONNECT_TIMEOUT = 10.0
+CONNECT_TIMEOUT = float(os.environ.get("HARNESS_CLUSTER_TIMEOUT") or 10.0)
 #: How often a wait looks at the Ctrl-C flag.
 _POLL = 0.2
 _LOCAL = re.compile(r"local:(\d+)")
@@ -146,6 +147,9 @@ class Cluster:
     def __init__(self, address: str, timeout: float = CONNECT_TIMEOUT) -> None:
         distributed = _distributed()
         kind, where = parse_address(address)
+        # the scheduler's and workers' comings and goings are not the campaign's news
+        logging.getLogger("distributed").setLevel(max(logging.getLogger().getEffectiveLevel(),
+                                                      logging.WARNING))
         self.address = address.strip()
         self._local: Any = None
         self._lock = threading.Lock()
@@ -161,7 +165,7 @@ class Cluster:
             with dask.config.set({"distributed.scheduler.worker-saturation": 1.0}):
                 self._local = distributed.LocalCluster(
                     n_workers=where, threads_per_worker=1, processes=True, dashboard_address=None,
-                    silence_logs=logging.ERROR, preload=["harness.runner.cluster"])
+                    silence_logs=logging.CRITICAL, preload=["harness.runner.cluster"])
             where = self._local.scheduler_address
         try:
             self.client = distributed.Client(where, timeout=timeout, set_as_default=False)
@@ -322,6 +326,8 @@ class Cluster:
         """Disconnect; a local cluster's workers end."""
         client = getattr(self, "client", None)
         if client is not None:
+            if "all" in client._event_handlers:  # the scheduler would tell a closed client
+                client.unsubscribe_topic("all")
             client.close()
         self._close_local()
 
