@@ -176,6 +176,7 @@ def test_an_address_that_does_not_answer_is_a_usage_error(tmp_path: Path) -> Non
     (["--seeds", "5-2"], "runs backwards"),
     (["--seeds", "0,x"], "'x' is not a seed"),
     (["--seed", "1", "--seeds", "0-2"], "either --seed or --seeds"),
+    (["--cluster", "local:1", "--jobs", "2"], "--jobs is the cluster's threads"),
 ])
 def test_bad_campaign_options_are_usage_errors(tmp_path: Path, args: list[str], says: str) -> None:
     r = run_cli("run", "-s", "baseline", "-T", "naive-sync", "--report-dir", str(tmp_path), *args)
@@ -202,8 +203,12 @@ def test_ctrl_c_cancels_the_cells_in_flight_and_writes_the_finished_ones(tmp_pat
                              "--report-dir", str(tmp_path / "reports")],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
-    line = proc.stderr.readline()  # the campaign has its cluster: the cells go out now
-    assert "10 cells on local:2 (2 threads)" in line, line
+    said = ""
+    while "cells on local:2" not in said:  # the campaign has its cluster: the cells go out now
+        line = proc.stderr.readline()
+        assert line, f"the campaign ended before it started: {said}"
+        said += line
+    assert "harness: 10 cells on local:2 (2 threads)" in said
     time.sleep(5)  # a first pair of cells ends; whenever the signal lands, the checks hold
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)

@@ -108,6 +108,13 @@ def dask_setup(worker: Any) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _worker_facts() -> dict[str, str]:
+    """What a cell's result depends on besides its plan: the harness, home and directory."""
+    from harness import __version__
+
+    return {"harness": __version__, "home": os.path.expanduser("~"), "cwd": os.getcwd()}
+
+
 def _abort_worlds() -> None:
     ABORT.set()
 
@@ -145,8 +152,8 @@ class Cluster:
     when a worker dies under them. Use as a context manager (``local:N`` is closed with it)."""
 
     def __init__(self, address: str, timeout: float = CONNECT_TIMEOUT) -> None:
-        distributed = _distributed()
         kind, where = parse_address(address)
+        distributed = _distributed()
         # the scheduler's and workers' comings and goings are not the campaign's news
         logging.getLogger("distributed").setLevel(max(logging.getLogger().getEffectiveLevel(),
                                                       logging.WARNING))
@@ -165,7 +172,9 @@ class Cluster:
             with dask.config.set({"distributed.scheduler.worker-saturation": 1.0}):
                 self._local = distributed.LocalCluster(
                     n_workers=where, threads_per_worker=1, processes=True, dashboard_address=None,
-                    silence_logs=logging.CRITICAL, preload=["harness.runner.cluster"])
+                    silence_logs=logging.CRITICAL, preload=["harness.runner.cluster"],
+                    # its HTTP routes on a free loopback port, never a fixed one another holds
+                    scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
             where = self._local.scheduler_address
         try:
             self.client = distributed.Client(where, timeout=timeout, set_as_default=False)
@@ -181,6 +190,23 @@ class Cluster:
                                f"worker (waited {timeout:g} s)") from None
         self.client.subscribe_topic("all", self._on_event)
         self.client.run(_clear_abort)  # a Ctrl-C of an earlier campaign left it set
+        self._check_workers()
+
+    def _check_workers(self) -> None:
+        """Every worker must run this harness (another version judges cells otherwise); one
+        with another home or directory is said, as its cells' paths would say it."""
+        here = _worker_facts()
+        for worker, facts in sorted(self.client.run(_worker_facts).items()):
+            if facts["harness"] != here["harness"]:
+                self.close()
+                raise ClusterError(f"--cluster {self.address}: worker {worker} runs harness "
+                                   f"{facts['harness']}, this machine {here['harness']}: install "
+                                   "the same version on every worker")
+            for what in ("home", "cwd"):
+                if facts[what] != here[what]:
+                    log.warning("worker %s has another %s (%s, here %s): a target given as a "
+                                "file, and the paths in its cells' details, may differ from a "
+                                "local run's", worker, what, facts[what], here[what])
 
     # -- the cluster's shape -------------------------------------------------------------
 
