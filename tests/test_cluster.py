@@ -217,3 +217,49 @@ def test_ctrl_c_cancels_the_cells_in_flight_and_writes_the_finished_ones(tmp_pat
     assert matrix.interrupted and matrix.planned == 10 and len(matrix.cells) < 10
     assert matrix.campaign is not None and matrix.campaign["cluster"] == "local:2"
     assert all(c.outcome == "PASS" for c in matrix.cells)
+
+
+def _cell(scenario: str, target: str, seed: int, outcome: str = "PASS",
+          verdict: str = "ok") -> Any:
+    from harness.runner.cells import Cell
+
+    return Cell(scenario=scenario, target=target, topology="single-host-8", seed=seed,
+                outcome=outcome, expected="pass", verdict=verdict, duration_s=0.5,
+                detail="it failed" if outcome != "PASS" else "",
+                replay=f"harness replay --scenario {scenario} --target {target} --seed {seed}")
+
+
+def test_every_report_names_each_seed_of_a_campaign() -> None:
+    import re
+
+    from harness.reports import render
+    from harness.runner.cells import Matrix
+
+    cells = [_cell("torn", "naive", s, *(("ERROR", "unexpected") if s == 1 else ()))
+             for s in (0, 1, 2)] + [_cell("torn", "robust", s) for s in (0, 1, 2)]
+    matrix = Matrix(cells=cells, seed=0, created="now", harness_version="0")
+    assert matrix.several_seeds and matrix.to_dict()["seeds"] == [0, 1, 2]
+
+    text = render(matrix, "terminal")
+    assert "ERROR ✗ 1/3" in text and "torn[naive] seed 1" in text and "(seeds 0-2)" in text
+    assert "torn[naive] seed 0" not in text  # a passing seed needs no look
+    markdown = render(matrix, "markdown")
+    assert "](#cell-torn--naive--seed-1)" in markdown and '<a id="cell-torn--naive--seed-1">' in markdown
+    html = render(matrix, "html")
+    ids = re.findall(r'id="(cell-[^"]+)"', html)
+    assert len(ids) == 6 and len(set(ids)) == 6
+    names = re.findall(r'testcase name="([^"]+)"', render(matrix, "junit"))
+    assert sorted(names) == sorted(f"torn[{t}] seed {s}" for t in ("naive", "robust")
+                                   for s in (0, 1, 2))
+
+    # one seed's cell changing is that seed's difference, not the pair's
+    after = Matrix(cells=[_cell(c.scenario, c.target, c.seed) for c in cells], seed=0,
+                   created="now", harness_version="0")
+    rows = compare(*sides(matrix, after, "a.json", "b.json")).rows
+    assert [r.name for r in rows if r.group != AGREE] == ["torn[naive] seed 1"]
+    assert len(rows) == 6
+
+    # a run of one seed reads as before
+    one = Matrix(cells=[c for c in cells if c.seed == 1], seed=1, created="now",
+                 harness_version="0")
+    assert "seeds" not in one.to_dict() and "torn[naive] seed" not in render(one, "terminal")
