@@ -121,20 +121,14 @@ def test_a_worker_killed_mid_cell_loses_no_cell(tmp_path: Path,
                                                 caplog: pytest.LogCaptureFixture) -> None:
     from harness.runner.cluster import Cluster
 
-    sleepy = target(_sleepy(tmp_path, 4), "config-sync", None)
-    plans = plan_cells(select(("baseline",)), [sleepy], 3)
+    sleepy = target(_sleepy(tmp_path, 3), "config-sync", None)
+    plans = plan_cells(select(("baseline",)), [sleepy], 3, timeout=60)
     caplog.set_level(logging.WARNING, logger="harness.runner.cluster")
     done: dict[str, Any] = {}
     with Cluster("local:2") as cluster:
         runner = threading.Thread(target=lambda: done.update(m=cluster.run_matrix(plans)))
         runner.start()
-        victim = None
-        while victim is None and runner.is_alive():
-            busy = {addr: pid for addr, (pid, n) in cluster.client.run(_executing).items() if n}
-            victim = next(iter(busy.items()), None)
-            time.sleep(0.1)
-        assert victim is not None, "the cell never started"
-        os.kill(victim[1], signal.SIGKILL)
+        victim = _kill_the_busy_worker(cluster, runner)
         runner.join()
     matrix = done["m"]
     assert [(c.outcome, c.verdict, c.seed) for c in matrix.cells] == [("PASS", "ok", 3)]
@@ -143,6 +137,40 @@ def test_a_worker_killed_mid_cell_loses_no_cell(tmp_path: Path,
     said = [r.getMessage() for r in caplog.records if r.name == "harness.runner.cluster"]
     assert any(f"cell baseline[{sleepy.name}] seed 3" in m and victim[0] in m and "attempt 2" in m
                for m in said), said
+
+
+def _kill_the_busy_worker(cluster: Any, runner: threading.Thread) -> tuple[str, int]:
+    """SIGKILL the worker running a task as soon as one is (its address and pid)."""
+    victim = None
+    while victim is None and runner.is_alive():
+        busy = {addr: pid for addr, (pid, n) in cluster.client.run(_executing).items() if n}
+        victim = next(iter(busy.items()), None)
+        time.sleep(0.1)
+    assert victim is not None, "the cell never started"
+    os.kill(victim[1], signal.SIGKILL)
+    return victim
+
+
+@needs_dask
+def test_a_cell_whose_workers_all_die_is_lost_and_says_so(tmp_path: Path) -> None:
+    import dask
+
+    from harness.runner.cluster import Cluster
+
+    sleepy = target(_sleepy(tmp_path, 2), "config-sync", None)
+    plans = plan_cells(select(("baseline",)), [sleepy], 0, timeout=60)
+    done: dict[str, Any] = {}
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
+            Cluster("local:1") as cluster:
+        assert cluster.allowed_failures == 0
+        runner = threading.Thread(target=lambda: done.update(m=cluster.run_matrix(plans)))
+        runner.start()
+        _kill_the_busy_worker(cluster, runner)
+        runner.join()
+    [cell] = done["m"].cells
+    assert (cell.outcome, cell.verdict) == ("ERROR", "unexpected")
+    assert f"cell baseline[{sleepy.name}] seed 0: lost: 1 workers died" in cell.detail
+    assert done["m"].campaign["retried"] == []
 
 
 @needs_dask
@@ -199,7 +227,7 @@ def test_without_distributed_the_cluster_option_says_what_to_install(tmp_path: P
 def test_ctrl_c_cancels_the_cells_in_flight_and_writes_the_finished_ones(tmp_path: Path) -> None:
     sleepy = _sleepy(tmp_path, 2)
     proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "-s", "baseline", "-T", sleepy,
-                             "--seeds", "0-9", "--cluster", "local:2", "--format", "json",
+                             "--seeds", "0-9", "--timeout", "60", "--cluster", "local:2", "--format", "json",
                              "--report-dir", str(tmp_path / "reports")],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None

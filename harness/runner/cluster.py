@@ -115,6 +115,11 @@ def _worker_facts() -> dict[str, str]:
     return {"harness": __version__, "home": os.path.expanduser("~"), "cwd": os.getcwd()}
 
 
+def _allowed_failures(dask_scheduler: Any) -> int:
+    """On the scheduler: its ``distributed.scheduler.allowed-failures``."""
+    return dask_scheduler.allowed_failures
+
+
 def _abort_worlds() -> None:
     ABORT.set()
 
@@ -169,12 +174,17 @@ class Cluster:
             import dask
 
             # one task per worker at a time: a dead worker held only what it was running
-            with dask.config.set({"distributed.scheduler.worker-saturation": 1.0}):
-                self._local = distributed.LocalCluster(
-                    n_workers=where, threads_per_worker=1, processes=True, dashboard_address=None,
-                    silence_logs=logging.CRITICAL, preload=["harness.runner.cluster"],
-                    # its HTTP routes on a free loopback port, never a fixed one another holds
-                    scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
+            try:
+                with dask.config.set({"distributed.scheduler.worker-saturation": 1.0}):
+                    self._local = distributed.LocalCluster(
+                        n_workers=where, threads_per_worker=1, processes=True,
+                        dashboard_address=None, silence_logs=logging.CRITICAL,
+                        preload=["harness.runner.cluster"],
+                        # its HTTP routes on a free loopback port, never a fixed one another holds
+                        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
+            except Exception as exc:  # noqa: BLE001 - this machine cannot start one
+                raise ClusterError(f"--cluster {self.address}: cannot start a local cluster: "
+                                   f"{type(exc).__name__}: {exc}") from None
             where = self._local.scheduler_address
         try:
             self.client = distributed.Client(where, timeout=timeout, set_as_default=False)
@@ -188,6 +198,8 @@ class Cluster:
             self.close()
             raise ClusterError(f"--cluster {self.address}: the scheduler answers but has no "
                                f"worker (waited {timeout:g} s)") from None
+        #: how many dead workers a task survives before the scheduler gives up on it
+        self.allowed_failures = int(self.client.run_on_scheduler(_allowed_failures))
         self.client.subscribe_topic("all", self._on_event)
         self.client.run(_clear_abort)  # a Ctrl-C of an earlier campaign left it set
         self._check_workers()
@@ -237,6 +249,11 @@ class Cluster:
                 if label is None:
                     continue
                 attempt = self._attempts[key] = self._attempts.get(key, 1) + 1
+                if attempt > self.allowed_failures + 1:  # the scheduler gives up: CellLost
+                    log.error("%s: worker %s died while it held it, the %d%s worker to: the "
+                              "cluster gives up on it", _describe(label), worker, attempt - 1,
+                              _nth(attempt - 1))
+                    continue
                 self.retried.append(Retried(label, worker, attempt))
             log.warning("%s: worker %s died while it held it; the cluster runs it again "
                         "elsewhere (attempt %d)", _describe(label), worker, attempt)
@@ -260,7 +277,7 @@ class Cluster:
         with self._lock:
             self._running.discard(future)
             label = self._labels.get(future.key, {})
-            tries = self._attempts.get(future.key, 1)
+            tries = self._attempts.get(future.key, 1) - 1
         if future.status == "error":
             exc = future.exception()
             if type(exc).__name__ == "KilledWorker":
@@ -362,6 +379,10 @@ class Cluster:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _nth(n: int) -> str:
+    return {1: "st", 2: "nd", 3: "rd"}.get(n if n < 20 else n % 10, "th")
 
 
 def _describe(label: dict[str, Any]) -> str:
