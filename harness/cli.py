@@ -12,6 +12,7 @@ import math
 import os
 import sys
 import traceback
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -281,20 +282,39 @@ def _apply(options: list[Any]) -> Any:
 @click.option("--verbose", "-v", is_flag=True, default=False,
               help="Each failing cell's whole detail and how each group of its ranks ended, "
                    "not one line (matrix.txt and the HTML report always have them).")
-def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: str,
-                checker: str | None, topology: str | None, seed: int, timeout: float | None,
-                require_exercised: bool, jobs: int | None, report_dir: str,
-                formats: tuple[str, ...], baseline: str | None, verbose: bool) -> None:
+@click.option("--seeds", "seed_spec", default=None, metavar="SEEDS",
+              help="A campaign over several seeds: every cell at each seed, as 0-24 or 0,3,7-9 "
+                   "(instead of --seed).")
+@click.option("--cluster", default=None, metavar="ADDRESS",
+              help="Run the cells on a Dask cluster: its scheduler (tcp://HOST:PORT), or local:N "
+                   "to start N local worker processes. Needs the 'cluster' extra.")
+@click.pass_context
+def run_command(ctx: click.Context, scenarios: tuple[str, ...], targets: tuple[str, ...],
+                workload: str, checker: str | None, topology: str | None, seed: int,
+                timeout: float | None, require_exercised: bool, jobs: int | None, report_dir: str,
+                formats: tuple[str, ...], baseline: str | None, verbose: bool,
+                seed_spec: str | None, cluster: str | None) -> None:
     """Run scenarios x targets and write the matrix's reports.
 
     With no arguments: the whole catalog against the built-in targets.
+
+    \b
+    harness run --seeds 0-24 --cluster local:2          # 2,025 cells on 2 local workers
+    harness run --seeds 0-24 --cluster tcp://sched:8786  # on an existing Dask cluster
     """
     from harness.reports import FORMATS, write_run
     from harness.runner.run import known_from_baseline, plan_cells
 
+    seeds = [seed]
+    if seed_spec is not None:
+        if ctx.get_parameter_source("seed") is not click.core.ParameterSource.DEFAULT:
+            raise click.UsageError("give either --seed or --seeds, not both")
+        seeds = _seed_list(seed_spec)
+    if cluster is not None and jobs is not None:
+        raise click.UsageError("--jobs is the cluster's threads with --cluster: leave it out")
     known = known_from_baseline(_load(baseline)) if baseline else frozenset()
-    plans = plan_cells(_scenarios(scenarios), _targets(targets, workload, checker), seed, topology,
-                       timeout)
+    scenario_list, target_list = _scenarios(scenarios), _targets(targets, workload, checker)
+    plans = [p for s in seeds for p in plan_cells(scenario_list, target_list, s, topology, timeout)]
     if not plans:
         raise click.UsageError("no cell to run: no target belongs to these scenarios' workloads")
     # The terminal report is always printed; it is also written (matrix.txt, every detail in
@@ -304,7 +324,13 @@ def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: 
         files = []
     run_dir = _new_run_dir(report_dir) if files else None
     console = Console(stderr=True)
-    matrix = _run_with_progress(plans, jobs, seed, known, console)
+    if cluster is None:
+        matrix = _run_with_progress(plans, jobs, seeds[0], known, console)
+    else:
+        with _connect(cluster) as engine:
+            click.echo(f"harness: {len(plans)} cells on {cluster} ({engine.threads} threads)",
+                       err=True)
+            matrix = _run_with_progress(plans, jobs, seeds[0], known, console, engine.run_matrix)
     paths = write_run(matrix, run_dir, files) if run_dir else {}
     _print_matrix(matrix, verbose)
     for fmt, path in paths.items():
@@ -338,19 +364,51 @@ def _new_run_dir(report_dir: str) -> Path:
         raise click.BadParameter(str(exc), param_hint="'--report-dir'") from None
 
 
+def _seed_list(spec: str) -> list[int]:
+    """``--seeds``: ``0-24`` or ``0,3,7-9``, each a world's seed; a usage error otherwise."""
+    seeds: list[int] = []
+    for part in spec.split(","):
+        first, dash, last = part.strip().partition("-")
+        try:
+            lo, hi = int(first), int(last if dash else first)
+        except ValueError:
+            raise click.BadParameter(f"{part.strip()!r} is not a seed or a range of seeds "
+                                     "(give 0-24 or 0,3,7-9)", param_hint="'--seeds'") from None
+        if lo > hi:
+            raise click.BadParameter(f"{part.strip()!r}: the range runs backwards",
+                                     param_hint="'--seeds'")
+        for n in (lo, hi):
+            if not 0 <= n <= 2**32 - 1:
+                raise click.BadParameter(f"{n} is not a seed (0 to {2**32 - 1})",
+                                         param_hint="'--seeds'")
+        seeds += range(lo, hi + 1)
+    return list(dict.fromkeys(seeds))
+
+
+def _connect(address: str) -> Any:
+    """A connected cluster, or a usage error saying what to install or that nobody answered."""
+    from harness.runner.cluster import Cluster, ClusterError
+
+    try:
+        return Cluster(address)
+    except ClusterError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
 def _run_with_progress(plans: list[Any], jobs: int | None, seed: int, known: frozenset,
-                       console: Console) -> Any:
+                       console: Console, run: Any = None) -> Any:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from harness.runner.run import run_matrix
 
+    if run is None:
+        run = partial(run_matrix, jobs=jobs)
     if not console.is_terminal:
-        return run_matrix(plans, jobs=jobs, seed=seed, known=known)
+        return run(plans, seed=seed, known=known)
     with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console, transient=True) as progress:
         task = progress.add_task("cells", total=len(plans))
-        return run_matrix(plans, jobs=jobs, seed=seed, known=known,
-                          on_cell=lambda cell: progress.advance(task))
+        return run(plans, seed=seed, known=known, on_cell=lambda cell: progress.advance(task))
 
 
 @cli.command("replay")

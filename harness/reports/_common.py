@@ -24,18 +24,45 @@ def marker(verdict: str) -> str:
     return MARKERS.get(verdict, "?")
 
 
-def cell_name(cell: Cell) -> str:
-    """``scenario[target]``: the name a cell has in every report and in pytest ids."""
-    return f"{cell.scenario}[{cell.target}]"
+def cell_name(cell: Cell, seeded: bool = False) -> str:
+    """``scenario[target]``: the name a cell has in every report and in pytest ids; in a
+    matrix of several seeds (``seeded``), ``scenario[target] seed 7``."""
+    return f"{cell.scenario}[{cell.target}]" + (f" seed {cell.seed}" if seeded else "")
 
 
 def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "x"
 
 
-def anchor(cell: Cell) -> str:
+def anchor(cell: Cell, seeded: bool = False) -> str:
     """A link target for the cell, the same in the Markdown and the HTML report."""
-    return f"cell-{_slug(cell.scenario)}--{_slug(cell.target)}"
+    return f"cell-{_slug(cell.scenario)}--{_slug(cell.target)}" + \
+        (f"--seed-{cell.seed}" if seeded else "")
+
+
+def seeds_text(matrix: Matrix) -> str:
+    """``seed 0``, or a campaign's ``seeds 0-24`` (runs of consecutive seeds joined)."""
+    seeds = matrix.seeds
+    if len(seeds) == 1:
+        return f"seed {seeds[0]}"
+    runs: list[list[int]] = []
+    for s in seeds:
+        if runs and s == runs[-1][-1] + 1:
+            runs[-1].append(s)
+        else:
+            runs.append([s])
+    return "seeds " + ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+
+
+def seed_group(matrix: Matrix, scenario: str, target: str) -> tuple[Cell | None, str]:
+    """What a grid shows for (scenario, target): its cell, or over several seeds the most
+    urgent one and how many seeds ended that way (``3/25``; "" when every seed agrees)."""
+    cells = matrix.cells_of(scenario, target)
+    if not cells:
+        return None, ""
+    worst = min(cells, key=lambda c: (_VERDICT_ORDER.get(c.verdict, -1), c.outcome == PASS))
+    same = sum((c.outcome, c.verdict) == (worst.outcome, worst.verdict) for c in cells)
+    return worst, "" if same == len(cells) else f"{same}/{len(cells)}"
 
 
 def needs_attention(cell: Cell) -> bool:

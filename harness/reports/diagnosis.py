@@ -235,8 +235,9 @@ def _assemble(head: Diagnosis, ranks: list[RankRow], launchers: list[RankRow]) -
     return head
 
 
-def diagnose(subject: Cell | WorldResult) -> Diagnosis:
-    """The diagnosis of a cell (live or read from a report) or of a bare world."""
+def diagnose(subject: Cell | WorldResult, seeded: bool = False) -> Diagnosis:
+    """The diagnosis of a cell (live or read from a report) or of a bare world; ``seeded``:
+    the cell is one of several seeds of its (scenario, target), and its title says which."""
     if isinstance(subject, WorldResult):
         head = Diagnosis(title=f"world {subject.world_id}", outcome=subject.outcome,
                          topology=f"{subject.topology} ({subject.profile})", seed=subject.seed,
@@ -246,7 +247,8 @@ def diagnose(subject: Cell | WorldResult) -> Diagnosis:
                          dropped=dropped_line(subject.history) or "")
         return _assemble(head, [RankRow.of(r) for r in subject.ranks],
                          [RankRow.of(r) for r in subject.hosts])
-    head = Diagnosis(title=f"{subject.scenario}[{subject.target}]", outcome=subject.outcome,
+    title = f"{subject.scenario}[{subject.target}]" + (f" seed {subject.seed}" if seeded else "")
+    head = Diagnosis(title=title, outcome=subject.outcome,
                      topology=subject.topology, seed=subject.seed, duration_s=subject.duration_s,
                      detail=subject.detail, replay=subject.replay, verdict=subject.verdict,
                      expected=subject.expected, finding=subject.finding,

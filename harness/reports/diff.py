@@ -1,13 +1,14 @@
 """What differs between two reports: the simulator against a pod, or before against after a fix.
 
-Cells are matched by (scenario, target). A cell in both reports whose outcome or verdict
-differs is a difference; so is a cell only one report ran, unless the other report is a
-pod that says it does not run that scenario (``Matrix.pod["not_run"]``: a topology it does
-not have, a fault kind that cannot act there), which is listed but never a failure. A cell
-the pod itself failed (outcome ``INFRA``: a host unreachable, a key refused) is neither:
-it is its own group, since it says nothing about the target, and it makes the comparison
-incomplete. A reviewed expected-differences file (``harness.reports.expected``) lists the
-differences that are known, each with why; the rest make ``harness diff`` fail.
+Cells are matched by (scenario, target), and seed when a report ran several. A cell in both
+reports whose outcome or verdict differs is a difference; so is a cell only one report ran,
+unless the other report is a pod that says it does not run that scenario
+(``Matrix.pod["not_run"]``: a topology it does not have, a fault kind that cannot act
+there), which is listed but never a failure. A cell the pod itself failed (outcome
+``INFRA``: a host unreachable, a key refused) is neither: it is its own group, since it says
+nothing about the target, and it makes the comparison incomplete. A reviewed expected-
+differences file (``harness.reports.expected``) lists the differences that are known, each
+with why; the rest make ``harness diff`` fail.
 
 The two sides are named by the reports' modes ("sim", "pod"), or by their file names when
 both have the same mode; notes say first when the reports differ in seed (faults then fire
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.pod.cli import EXIT_POD_FAILED
+from harness.reports._common import seeds_text
 from harness.reports.expected import Expected, Listed
 from harness.runner.cells import INFRA, Cell, Matrix
 
@@ -118,9 +120,13 @@ class Row:
     listed: Listed | None = None
     expected: bool = False
 
+    #: the cell's seed when a report ran several (its name says it), else None
+    seed: int | None = None
+
     @property
     def name(self) -> str:
-        return f"{self.scenario}[{self.target}]"
+        return f"{self.scenario}[{self.target}]" + (f" seed {self.seed}" if self.seed is not None
+                                                     else "")
 
     @property
     def is_difference(self) -> bool:
@@ -177,10 +183,15 @@ def compare(a: Side, b: Side, expected: Expected | None = None) -> Comparison:
     first and second report when both have the same mode).
     """
     sim_first = a.matrix.mode == "sim" or a.matrix.mode == b.matrix.mode
-    in_b = {c.key: c for c in b.matrix.cells}
-    in_a = {c.key: c for c in a.matrix.cells}
-    pairs = [(c, in_b.get(c.key)) for c in a.matrix.cells]
-    pairs += [(None, c) for c in b.matrix.cells if c.key not in in_a]
+    seeded = a.matrix.several_seeds or b.matrix.several_seeds
+
+    def key(c: Cell) -> tuple[Any, ...]:
+        return (*c.key, c.seed) if seeded else c.key
+
+    in_b = {key(c): c for c in b.matrix.cells}
+    in_a = {key(c): c for c in a.matrix.cells}
+    pairs = [(c, in_b.get(key(c))) for c in a.matrix.cells]
+    pairs += [(None, c) for c in b.matrix.cells if key(c) not in in_a]
     rows: list[Row] = []
     for ca, cb in pairs:
         some = ca if ca is not None else cb
@@ -198,7 +209,8 @@ def compare(a: Side, b: Side, expected: Expected | None = None) -> Comparison:
             group = AGREE
         listed = expected.get(some.scenario, some.target) if expected else None
         sim, pod = (ca, cb) if sim_first else (cb, ca)
-        row = Row(some.scenario, some.target, ca, cb, group, not_run, listed)
+        row = Row(some.scenario, some.target, ca, cb, group, not_run, listed,
+                  seed=some.seed if seeded else None)
         if row.is_difference and listed is not None and listed.matches(_outcome(sim), _outcome(pod)):
             row = replace(row, expected=True)
         rows.append(row)
@@ -257,9 +269,11 @@ def _names(names: list[str]) -> str:
 
 def seed_note(a: Matrix, b: Matrix, a_label: str = "A", b_label: str = "B") -> str | None:
     """A warning line when the two reports ran with different seeds, else None."""
-    if a.seed == b.seed:
+    if a.seed == b.seed and a.seeds == b.seeds:
         return None
-    return (f"the reports ran with different seeds ({a_label}: {a.seed}, {b_label}: {b.seed}): "
+    one, two = (seeds_text(a), seeds_text(b)) if a.several_seeds or b.several_seeds else \
+        (a.seed, b.seed)
+    return (f"the reports ran with different seeds ({a_label}: {one}, {b_label}: {two}): "
             "faults fire at other points, so a cell may change with the seed, not the code")
 
 

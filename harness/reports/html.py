@@ -22,6 +22,8 @@ from harness.reports._common import (
     ms,
     needs_attention,
     seconds,
+    seed_group,
+    seeds_text,
     sorted_history,
     summary_parts,
 )
@@ -59,6 +61,7 @@ def verdict_badge(verdict: str) -> str:
 
 def header(matrix: Matrix) -> str:
     outcomes, verdicts = summary_parts(matrix)
+    seeds_label, _, seeds_value = seeds_text(matrix).partition(" ")
     unexpected = len(matrix.unexpected)
     if unexpected:
         status = (f'<span class="status bad">{unexpected} unexpected '
@@ -72,26 +75,30 @@ def header(matrix: Matrix) -> str:
         f'<header><div class="wrap"><h1>harness matrix {status}</h1>'
         f'<p class="meta"><b>{len(matrix.cells)}</b> cells ({len(matrix.scenarios)} scenarios × '
         f'{len(matrix.targets)} targets) in <b>{e(seconds(matrix.duration_s))}</b>'
-        f' · seed <b>{e(matrix.seed)}</b>'
+        f' · {seeds_label} <b>{e(seeds_value)}</b>'
         f' · {e(matrix.created)} · harness {e(matrix.harness_version)}</p>'
         f'<div class="counts">{"".join(chips)}</div></div></header>'
     )
 
 
-def grid_cell(cell: Cell | None) -> str:
+def grid_cell(cell: Cell | None, count: str = "", seeded: bool = False) -> str:
+    """A grid's cell; over several seeds, the most urgent one and how many seeds ended so."""
     if cell is None:
         return '<td><span class="missing" title="not run">·</span></td>'
-    title = f"{cell_name(cell)}: {cell.outcome}, {cell.verdict} (expected {cell.expected}). {cell.detail}"
+    title = (f"{cell_name(cell, seeded)}: {cell.outcome}, {cell.verdict} (expected "
+             f"{cell.expected}). {cell.detail}")
+    seeds = f' <span class="n">{e(count)}</span>' if count else ""
     return (f'<td><a class="gc {outcome_class(cell.outcome)} {verdict_class(cell.verdict)}" '
-            f'href="#{e(anchor(cell))}" title="{e(title)}"><span>{e(cell.outcome)}</span>'
-            f"{verdict_badge(cell.verdict)}</a></td>")
+            f'href="#{e(anchor(cell, seeded))}" title="{e(title)}"><span>{e(cell.outcome)}</span>'
+            f"{verdict_badge(cell.verdict)}{seeds}</a></td>")
 
 
 def grid(matrix: Matrix) -> str:
     head = "".join(f'<th scope="col">{e(t)}</th>' for t in matrix.targets)
     rows = []
     for scenario in matrix.scenarios:
-        cells = "".join(grid_cell(matrix.cell(scenario, t)) for t in matrix.targets)
+        cells = "".join(grid_cell(*seed_group(matrix, scenario, t), matrix.several_seeds)
+                        for t in matrix.targets)
         rows.append(f'<tr><th scope="row">{e(scenario)}</th>{cells}</tr>')
     legend = (
         '<div class="legend"><span>colour: the outcome</span>'
@@ -176,9 +183,9 @@ def output_blocks(d: Diagnosis) -> str:
     return "".join(parts)
 
 
-def cell_detail(cell: Cell) -> str:
+def cell_detail(cell: Cell, seeded: bool = False) -> str:
     """One cell as a <details>: closed, its summary says enough to decide whether to open it."""
-    d = diagnose(cell)
+    d = diagnose(cell, seeded)
     facts = [("scenario", cell.scenario), ("target", cell.target), ("topology", d.topology),
              ("seed", d.seed), ("expected", d.expected),
              ("outcome", f"{d.outcome} ({d.verdict})"), ("duration", seconds(d.duration_s))]
@@ -212,11 +219,11 @@ def cell_detail(cell: Cell) -> str:
     output = output_blocks(d)
     if output:
         body.append(sub("Captured output", "", output))
-    name = cell_name(cell)
+    name = cell_name(cell, seeded)
     return (f'<details class="cell {verdict_class(cell.verdict)}">'
             f'<summary>{outcome_pill(cell.outcome)}{verdict_badge(cell.verdict)}'
             f'<code class="name">{e(name)}</code><span class="line">{e(d.detail)}</span></summary>'
-            f'<div class="body" id="{e(anchor(cell))}">{"".join(body)}</div></details>')
+            f'<div class="body" id="{e(anchor(cell, seeded))}">{"".join(body)}</div></details>')
 
 
 def cells_section(matrix: Matrix) -> str:
@@ -226,12 +233,12 @@ def cells_section(matrix: Matrix) -> str:
                '<button id="collapse" type="button">Collapse all</button></div>')
     parts = [f"<section><h2>Cells that need a look ({len(attention)})</h2>{toolbar}"]
     if attention:
-        parts += [cell_detail(c) for c in attention]
+        parts += [cell_detail(c, matrix.several_seeds) for c in attention]
     else:
         parts.append('<p class="none">every cell passed and met its expectation</p>')
     if others:
         parts.append(f'<details class="group"><summary>Passing cells ({len(others)})</summary>'
-                     + "".join(cell_detail(c) for c in others) + "</details>")
+                     + "".join(cell_detail(c, matrix.several_seeds) for c in others) + "</details>")
     parts.append("</section>")
     return "".join(parts)
 
@@ -239,7 +246,7 @@ def cells_section(matrix: Matrix) -> str:
 def to_html(matrix: Matrix) -> str:
     """The whole page: header, grid, then every cell's detail; inline CSS and JS only."""
     unexpected = len(matrix.unexpected)
-    title = f"harness matrix · {unexpected} unexpected · seed {matrix.seed}"
+    title = f"harness matrix · {unexpected} unexpected · {seeds_text(matrix)}"
     if matrix.cells:
         main = grid(matrix) + cells_section(matrix)
     else:

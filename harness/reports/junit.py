@@ -24,9 +24,9 @@ def clean(text: object) -> str:
     return _INVALID_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
 
 
-def testcase(cell: Cell, parent: ET.Element) -> ET.Element:
+def testcase(cell: Cell, parent: ET.Element, seeded: bool = False) -> ET.Element:
     case = ET.SubElement(parent, "testcase", {
-        "name": clean(cell_name(cell)),
+        "name": clean(cell_name(cell, seeded)),
         "classname": clean(f"harness.{cell.workload or 'matrix'}"),
         "time": f"{max(cell.duration_s, 0.0):.3f}",
     })
@@ -63,7 +63,7 @@ def to_junit(matrix: Matrix) -> str:
                         ("created", matrix.created)):
         ET.SubElement(props, "property", {"name": name, "value": clean(value)})
     for cell in cells:
-        testcase(cell, suite)
+        testcase(cell, suite, matrix.several_seeds)
     ET.indent(suite)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
 

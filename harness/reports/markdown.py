@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import re
 
-from harness.reports._common import anchor, attention_cells, cell_name, seconds, summary_parts
+from harness.reports._common import (
+    anchor,
+    attention_cells,
+    cell_name,
+    seconds,
+    seed_group,
+    seeds_text,
+    summary_parts,
+)
 from harness.reports.diagnosis import diagnose
 from harness.runner.cells import KNOWN, OK, UNEXERCISED, UNEXPECTED, Cell, Matrix
 
@@ -47,16 +55,17 @@ def block(value: str, lang: str = "text") -> str:
     return f"{fence}{lang}\n{value.rstrip()}\n{fence}"
 
 
-def grid_cell(cell: Cell | None) -> str:
+def grid_cell(cell: Cell | None, count: str = "", seeded: bool = False) -> str:
+    """A grid's cell; over several seeds, the most urgent one and how many seeds ended so."""
     if cell is None:
         return "·"
-    label = f"{emoji(cell.verdict)} {cell.outcome}"
+    label = f"{emoji(cell.verdict)} {cell.outcome}" + (f" {count}" if count else "")
     if cell.verdict == UNEXPECTED:
         label = f"{emoji(cell.verdict)} **{cell.outcome}** (unexpected)"
     elif cell.verdict == KNOWN:
         label += " (known)"
     if cell.outcome != "PASS" or cell.verdict != OK:
-        label = f"[{label}](#{anchor(cell)})"
+        label = f"[{label}](#{anchor(cell, seeded)})"
     return label
 
 
@@ -66,16 +75,16 @@ def table(matrix: Matrix) -> list[str]:
     lines = ["| scenario | " + " | ".join(code(t) for t in targets) + " |",
              "|---" * (len(targets) + 1) + "|"]
     for scenario in matrix.scenarios:
-        row = [grid_cell(matrix.cell(scenario, t)) for t in targets]
+        row = [grid_cell(*seed_group(matrix, scenario, t), matrix.several_seeds) for t in targets]
         lines.append(f"| {code(scenario)} | " + " | ".join(row) + " |")
     return lines
 
 
-def section(cell: Cell) -> list[str]:
+def section(cell: Cell, seeded: bool = False) -> list[str]:
     """A failing cell: detail, facts, per-rank outcomes, faults, mismatches, traces, replay."""
-    d = diagnose(cell)
-    lines = [f'<a id="{anchor(cell)}"></a>', "",
-             f"### {emoji(cell.verdict)} {code(cell_name(cell))}: {d.outcome}, "
+    d = diagnose(cell, seeded)
+    lines = [f'<a id="{anchor(cell, seeded)}"></a>', "",
+             f"### {emoji(cell.verdict)} {code(cell_name(cell, seeded))}: {d.outcome}, "
              f"expected {d.expected} ({d.verdict})", "",
              f"> {text(d.detail or '(no detail recorded)')}", ""]
     facts = [f"topology {code(d.topology)}", f"seed {d.seed}", seconds(d.duration_s)]
@@ -118,7 +127,7 @@ def to_markdown(matrix: Matrix) -> str:
     counts = ", ".join(f"{n} {o}" for o, n in outcomes) or "no cells"
     verdict_counts = ", ".join((f"**{n} {v}**" if v == UNEXPECTED else f"{n} {v}") for v, n in verdicts)
     lines = ["# harness matrix", "",
-             f"seed {matrix.seed} · harness {text(matrix.harness_version)} · {text(matrix.created)} · "
+             f"{seeds_text(matrix)} · harness {text(matrix.harness_version)} · {text(matrix.created)} · "
              f"{len(matrix.cells)} cells in {seconds(matrix.duration_s)}", "",
              f"**{counts}**" + (f" · {verdict_counts}" if verdict_counts else ""), ""]
     if not matrix.cells:
@@ -130,5 +139,5 @@ def to_markdown(matrix: Matrix) -> str:
     if cells:
         lines += [f"## Cells that need a look ({len(cells)})", ""]
         for cell in cells:
-            lines += section(cell)
+            lines += section(cell, matrix.several_seeds)
     return "\n".join(lines).rstrip() + "\n"

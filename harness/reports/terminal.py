@@ -18,7 +18,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from harness.reports._common import attention_cells, marker, seconds, summary_parts
+from harness.reports._common import (
+    attention_cells,
+    marker,
+    seconds,
+    seed_group,
+    seeds_text,
+    summary_parts,
+)
 from harness.reports.diagnosis import diagnose, group_line
 from harness.runner.cells import KNOWN, OK, UNEXERCISED, UNEXPECTED, Cell, Matrix
 from harness.world.result import one_line
@@ -30,11 +37,13 @@ def verdict_style(verdict: str) -> str:
     return VERDICT_STYLES.get(verdict, "magenta")
 
 
-def cell_text(cell: Cell | None) -> Text:
-    """``ERROR ~``: the outcome and the verdict's marker, coloured by the verdict."""
+def cell_text(cell: Cell | None, count: str = "") -> Text:
+    """``ERROR ~``: the outcome and the verdict's marker, coloured by the verdict; over
+    several seeds, how many ended so when they did not all agree (``ERROR ~ 3/25``)."""
     if cell is None:
         return Text("·", style="dim")
-    return Text(f"{cell.outcome} {marker(cell.verdict)}", style=verdict_style(cell.verdict))
+    return Text(f"{cell.outcome} {marker(cell.verdict)}" + (f" {count}" if count else ""),
+                style=verdict_style(cell.verdict))
 
 
 def grid(matrix: Matrix, scenarios: list[str] | None = None,
@@ -47,7 +56,8 @@ def grid(matrix: Matrix, scenarios: list[str] | None = None,
     for target in targets:
         table.add_column(target, justify="left", no_wrap=True, overflow="ellipsis")
     for scenario in scenarios:
-        table.add_row(Text(scenario), *(cell_text(matrix.cell(scenario, t)) for t in targets))
+        table.add_row(Text(scenario), *(cell_text(*seed_group(matrix, scenario, t))
+                                        for t in targets))
     return table
 
 
@@ -80,7 +90,8 @@ def cut(text: str, width: int) -> str:
     return one_line(text, limit=max(width, 8))
 
 
-def print_attention(cell: Cell, console: Console, verbose: bool = False) -> None:
+def print_attention(cell: Cell, console: Console, verbose: bool = False,
+                    seeded: bool = False) -> None:
     """One failing cell: its state and name, the detail, the replay command.
 
     Compact (the default): the detail is cut to one line, so a catalog's worth of
@@ -88,7 +99,7 @@ def print_attention(cell: Cell, console: Console, verbose: bool = False) -> None
     and one line per group of ranks, wrapped with a hanging indent. The replay
     command is never wrapped so that it stays one line to copy.
     """
-    d = diagnose(cell)
+    d = diagnose(cell, seeded)
     width = max(console.width, 40)
     head = Text()
     head.append(f"{marker(d.verdict)} {d.outcome:<5} ", style=verdict_style(d.verdict))
@@ -120,7 +131,7 @@ def summary_lines(matrix: Matrix) -> list[Text]:
     outcomes, verdicts = summary_parts(matrix)
     first = Text()
     first.append(f"{len(matrix.cells)} cells", style="bold")
-    first.append(f" in {seconds(matrix.duration_s)} (seed {matrix.seed})")
+    first.append(f" in {seconds(matrix.duration_s)} ({seeds_text(matrix)})")
     if outcomes:
         first.append(": " + ", ".join(f"{n} {o}" for o, n in outcomes))
     second = Text()
@@ -160,7 +171,7 @@ def render_matrix(matrix: Matrix, console: Console, verbose: bool = False) -> No
     for i, cell in enumerate(cells):
         if i and verbose:
             console.print()
-        print_attention(cell, console, verbose)
+        print_attention(cell, console, verbose, matrix.several_seeds)
     if cells:
         console.print()
     for i, table in enumerate(grids(matrix)):

@@ -126,6 +126,20 @@ class Matrix:
     #: mode "pod": the pod's name, accelerator type and workers, and the scenarios that
     #: do not run on a pod with why (``not_run``: {scenario: reason})
     pod: dict[str, Any] | None = None
+    #: a campaign sent to a cluster: its address, workers, and the cells a dead worker held
+    #: that ran again (``retried``: [{"scenario", "target", "seed", "worker", "attempt"}])
+    campaign: dict[str, Any] | None = None
+
+    @property
+    def seeds(self) -> list[int]:
+        """The seeds the cells ran with, in order; several in a campaign over seeds."""
+        return sorted({c.seed for c in self.cells}) or [self.seed]
+
+    @property
+    def several_seeds(self) -> bool:
+        """Cells of the same (scenario, target) at different seeds: every report names
+        each cell with its seed."""
+        return len(self.seeds) > 1
 
     @property
     def scenarios(self) -> list[str]:
@@ -137,6 +151,10 @@ class Matrix:
 
     def cell(self, scenario: str, target: str) -> Cell | None:
         return next((c for c in self.cells if c.key == (scenario, target)), None)
+
+    def cells_of(self, scenario: str, target: str) -> list[Cell]:
+        """The (scenario, target) cells, one per seed."""
+        return [c for c in self.cells if c.key == (scenario, target)]
 
     def summary(self) -> dict[str, Any]:
         outcomes: dict[str, int] = {}
@@ -168,8 +186,12 @@ class Matrix:
         out = {"schema": SCHEMA, "harness_version": self.harness_version, "seed": self.seed,
                "created": self.created, "cells": [c.to_dict() for c in self.cells],
                "summary": self.summary(), "mode": self.mode}
+        if self.several_seeds:  # additive: "seed" stays the first, for older readers
+            out["seeds"] = self.seeds
         if self.pod is not None:
             out["pod"] = self.pod
+        if self.campaign is not None:
+            out["campaign"] = self.campaign
         return out
 
     @classmethod
@@ -182,4 +204,4 @@ class Matrix:
                    duration_s=summary.get("duration_s", 0.0),
                    interrupted=bool(summary.get("interrupted", False)),
                    planned=summary.get("planned"), mode=data.get("mode", "sim"),
-                   pod=data.get("pod"))
+                   pod=data.get("pod"), campaign=data.get("campaign"))

@@ -285,21 +285,22 @@ def run_matrix(plans: list[CellPlan], jobs: int | None = None, seed: int = 0,
     jobs = max(1, jobs or os.cpu_count() or 1)
     start = time.monotonic()
     created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    cells: dict[tuple[str, str], Cell] = {}
+    cells: dict[int, Cell] = {}  # by plan index: a campaign over seeds repeats each key
     ABORT.clear()
     workers = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="harness-cell")
     try:
         found = discover_targets(plans, use_cache, jobs)
         one = cell_runner or run_cell  # looked up now: a test may replace run_cell
-        futures = {workers.submit(one, plan, known, found.get(plan.target.name)): plan
-                   for plan in plans}
+        futures = {workers.submit(one, plan, known, found.get(plan.target.name)): i
+                   for i, plan in enumerate(plans)}
         for future in as_completed(futures):
+            plan = plans[futures[future]]
             try:
                 cell = future.result()
             except Exception as exc:  # noqa: BLE001 - one cell, never the whole run's results
-                log.exception("cell %s failed", futures[future].key)
-                cell = broken_cell(futures[future], exc)
-            cells[futures[future].key] = cell
+                log.exception("cell %s seed %d failed", plan.key, plan.seed)
+                cell = broken_cell(plan, exc)
+            cells[futures[future]] = cell
             if on_cell is not None:
                 on_cell(cell)
         interrupted = False
@@ -312,7 +313,7 @@ def run_matrix(plans: list[CellPlan], jobs: int | None = None, seed: int = 0,
         interrupted = True
     finally:
         workers.shutdown(wait=False, cancel_futures=True)
-    ordered = [cells[p.key] for p in plans if p.key in cells]
+    ordered = [cells[i] for i in range(len(plans)) if i in cells]
     return Matrix(cells=ordered, seed=seed, created=created, harness_version=__version__,
                   duration_s=time.monotonic() - start, interrupted=interrupted,
                   planned=len(plans))
