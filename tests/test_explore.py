@@ -318,3 +318,21 @@ def test_lanes_draw_apart_keep_the_worlds_seed_and_merge_each_finding_once(tmp_p
     assert set(kept_needs) == {(tuple(f["needs"]), f["outcome"]) for f in both}
     again = [r for _, r in run_here(items)]
     assert [r["findings"] for r in again] == [r["findings"] for r in results]  # deterministic
+
+
+def test_lanes_on_a_local_cluster_find_what_the_same_lanes_find_here(tmp_path):
+    pytest.importorskip("distributed")
+    args = ["explore", "--target", "naive-sync", "--kinds", "torn-write,lost-write",
+            "--lanes", "2", "--examples", "30", "--seed", "4", "--format", "json",
+            "--no-database"]
+    here = _cli(*args, "--out", "here", cwd=tmp_path)
+    there = _cli(*args, "--out", "there", "--cluster", "local:2", cwd=tmp_path)
+    assert here.returncode == there.returncode == 1, (here.stderr, there.stderr)
+    ours, theirs = json.loads(here.stdout), json.loads(there.stdout)
+    assert theirs["campaign"]["cluster"] == "local:2" and ours["campaign"] is None
+    for report in (ours, theirs):
+        report.pop("duration_s"), report.pop("campaign")
+        for finding in report["findings"]:
+            finding["scenario"] = Path(finding["scenario"]).name
+            finding["replay"] = finding["replay"].replace("there/", "here/")
+    assert ours == theirs and ours["findings"]
