@@ -423,6 +423,7 @@ def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workloa
     \b
     harness replay --scenario isolated-tmp --target naive-sync --seed 0
     harness replay reports/latest/matrix.json --cell 'isolated-tmp[naive-sync]'
+    harness replay reports/latest/matrix.json --cell 'isolated-tmp[naive-sync] seed 7'
     """
     import shlex
 
@@ -432,9 +433,18 @@ def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workloa
     if report:
         if not cell:
             raise click.UsageError("with a report, name the cell: --cell 'scenario[target]'")
-        saved = next((c for c in _load(report).cells if f"{c.scenario}[{c.target}]" == cell), None)
-        if saved is None:
+        matrix = _load(report)
+        # a campaign over seeds names its cells 'scenario[target] seed N'; without the seed,
+        # the name must be one cell's
+        named = [c for c in matrix.cells if cell in (f"{c.scenario}[{c.target}]",
+                                                     f"{c.scenario}[{c.target}] seed {c.seed}")]
+        if not named:
             raise click.UsageError(f"{report} has no cell {cell}")
+        if len(named) > 1:
+            seeds = ", ".join(str(c.seed) for c in named)
+            raise click.UsageError(f"{report} has {cell} at seeds {seeds}: name one, as "
+                                   f"--cell '{cell} seed {named[0].seed}'")
+        saved = named[0]
         args = shlex.split(saved.replay)[2:]
         return replay_command.main(args, standalone_mode=False)
     chosen = _scenarios(scenarios) if scenarios else []

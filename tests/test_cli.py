@@ -61,3 +61,17 @@ def test_replay_of_an_unexpected_failure_prints_its_diagnosis_and_exits_1(bare_c
         in done.stdout
     assert "ranks 1-7 raised FileNotFoundError" in done.stdout
     assert "No module named" not in done.stdout + done.stderr
+
+
+def test_replay_of_a_cell_of_a_campaign_over_seeds_names_the_seed(bare_cli: Cli, tmp_path) -> None:
+    done = bare_cli("run", "-s", "partial-write", "-T", "naive-sync", "--seeds", "0,3",
+                    "--format", "json", "--report-dir", str(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = str(tmp_path / "latest" / "matrix.json")
+    both = bare_cli("replay", report, "--cell", "partial-write[naive-sync]")
+    assert both.returncode == 2
+    assert "has partial-write[naive-sync] at seeds 0, 3: name one, as --cell " \
+           "'partial-write[naive-sync] seed 0'" in both.stderr
+    one = bare_cli("replay", report, "--cell", "partial-write[naive-sync] seed 3")
+    assert one.returncode == 0, one.stdout + one.stderr
+    assert one.stdout.startswith("partial-write[naive-sync] on single-host-8, seed 3:")
