@@ -394,3 +394,25 @@ def select(names: Iterable[str]) -> list[Scenario]:
         for scenario in found:
             chosen.setdefault(scenario.source or scenario.name, scenario)
     return list(chosen.values())
+
+
+def base_scenario(workload: str) -> Scenario:
+    """A workload's plain setting (its topology, mounts, inputs and deadline): its own
+    ``baseline`` if the catalog has one, else its first catalog scenario, faults removed.
+    Its fault-free run is learned there, and a search and its crash states start there."""
+    order = registry.WORKLOADS[workload].catalog_order
+    names = (["baseline"] if "baseline" in order else []) + list(order)
+    for name in names:
+        path = catalog_dir() / f"{name}.yaml"
+        if path.exists():
+            return without_faults(load_scenario(path))
+    raise ScenarioError(workload, f"workload {workload} has no catalog scenario to start from: "
+                                  "give one with --scenario")
+
+
+def without_faults(scenario: Scenario) -> Scenario:
+    """The same scenario with no fault: what a plan adds its own to."""
+    bare = scenario.model_copy(update={"faults": []})
+    for attr in ("_source", "_workload_inputs", "_host_inputs", "_validator"):
+        setattr(bare, attr, getattr(scenario, attr))
+    return bare

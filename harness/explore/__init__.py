@@ -15,8 +15,9 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from harness.explore.search import Search, base_scenario, without_faults
+from harness.explore.search import Search
 from harness.explore.space import Plan
+from harness.scenarios import base_scenario, without_faults
 
 __all__ = ["PlanCase", "check_plan", "fault_plans"]
 

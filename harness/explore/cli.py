@@ -95,7 +95,8 @@ def explore_command(target_spec: str, workload: str, base: str | None, budget: f
     fails, and write it as a scenario file (``harness run --scenario`` replays it)."""
     from harness.explore import found
     from harness.explore.lanes import Lanes
-    from harness.explore.search import base_scenario, default_database, explore, without_faults
+    from harness.explore.search import default_database, explore
+    from harness.scenarios import base_scenario, without_faults
     from harness.topology import get_topology
     from harness.workloads.registry import WORKLOADS, target
 

@@ -58,13 +58,12 @@ from harness.explore.crash_model import (
     patterns,
     writers,
 )
-from harness.explore.search import base_scenario
 from harness.filesystem.mounts import default_table
 from harness.filesystem.snapshot import content_bytes
 from harness.history import dropped_line
 from harness.runner.cells import NOT_EXERCISED, Cell
 from harness.runner.run import CellPlan, run_cell
-from harness.scenarios import Scenario, load_scenario
+from harness.scenarios import Scenario, base_scenario, load_scenario
 from harness.topology import get_topology
 from harness.workloads.base import Target
 from harness.workloads.registry import DEFAULT_WORKLOAD, WORKLOADS

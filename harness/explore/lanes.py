@@ -23,8 +23,9 @@ from typing import Any
 
 from hypothesis.database import ExampleDatabase
 
-from harness.explore.search import Finding, Search, base_scenario, explore, without_faults
+from harness.explore.search import Finding, Search, explore
 from harness.explore.space import Plan
+from harness.scenarios import base_scenario, without_faults
 
 log = logging.getLogger(__name__)
 

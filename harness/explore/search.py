@@ -52,7 +52,7 @@ from harness.world.world import ABORT
 log = logging.getLogger(__name__)
 
 #: Plans drawn for one kind alone before the search moves on to the next.
-FOCUS_EXAMPLES = 10
+FOCUS_EXAMPLES = 25
 
 
 def default_database() -> Path:
@@ -167,7 +167,8 @@ class Search:
         are what the plans aim at; another run's files are what a stale leftover holds)."""
         discovery = discover(target, WORKLOADS[base.workload], previous=True,
                              use_cache=use_cache)
-        space = Space.of(base, discovery.roles, topologies, kinds)
+        space = Space.of(base, discovery.roles, topologies, kinds,
+                         collectives=discovery.collectives > 0)
         return cls(target, space, discovery, seed, progress or Progress(), timeout, on_progress)
 
     # -- one world per plan -------------------------------------------------------------
@@ -320,26 +321,3 @@ def passes(space: Space) -> list[tuple[tuple[str, ...], int]]:
     them), then every kind at once, swarm-style, until the budget is spent."""
     alone = [((), FOCUS_EXAMPLES)] + [((kind,), FOCUS_EXAMPLES) for kind in space.kinds]
     return [*alone, (space.kinds, 1_000_000)]
-
-
-def base_scenario(workload: str) -> Scenario:
-    """What a search starts from when the user names no scenario: the workload's own
-    ``baseline`` if the catalog has one, else its first catalog scenario, faults removed."""
-    from harness.scenarios import catalog_dir
-
-    order = WORKLOADS[workload].catalog_order
-    names = (["baseline"] if "baseline" in order else []) + list(order)
-    for name in names:
-        path = catalog_dir() / f"{name}.yaml"
-        if path.exists():
-            return without_faults(load_scenario(path))
-    raise ScenarioError(workload, f"workload {workload} has no catalog scenario to start from: "
-                                  "give one with --scenario")
-
-
-def without_faults(scenario: Scenario) -> Scenario:
-    """The same scenario with no fault: what a plan adds its own to."""
-    bare = scenario.model_copy(update={"faults": []})
-    for attr in ("_source", "_workload_inputs", "_host_inputs", "_validator"):
-        setattr(bare, attr, getattr(scenario, attr))
-    return bare

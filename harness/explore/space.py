@@ -27,7 +27,6 @@ from hypothesis import strategies as st
 
 from harness.faults.kinds import KINDS, FaultKind
 from harness.faults.kinds._base import Placed
-from harness.faults.trigger import FILE_OPS
 from harness.roles import ROLES, Roles
 from harness.scenarios import Scenario
 from harness.topology import get_topology
@@ -35,6 +34,8 @@ from harness.workloads.registry import WORKLOADS
 
 #: The most faults one plan holds: most bugs need three or fewer (CrashMonkey/ACE).
 MAX_FAULTS = 3
+#: The operations a fault aimed at a file is drawn at, the classic crash point first.
+FILE_STEPS = ("write", "open-write", "close", "fsync", "rename", "open-read", "read", "remove")
 #: Occurrences drawn for a trigger (None, the default, comes first: every match).
 OCCURRENCES = (1, 2, 3)
 #: Consistencies a shared handoff directory is drawn with, the plain local disk first (the
@@ -113,11 +114,14 @@ class Space:
     kinds: tuple[str, ...] = ()
     #: why each kind left out of the space is left out (for the report)
     left_out: Mapping[str, str] = field(default_factory=dict)
+    #: the target's fault-free run made collective calls
+    collectives: bool = True
 
     @classmethod
     def of(cls, base: Scenario, roles: Roles, topologies: Sequence[str] | None = None,
-           kinds: Sequence[str] | None = None) -> Space:
-        """The space for a target with ``roles``, around ``base`` (its inputs and mounts)."""
+           kinds: Sequence[str] | None = None, collectives: bool = True) -> Space:
+        """The space for a target with ``roles``, around ``base`` (its inputs and mounts);
+        ``collectives``: its fault-free run made collective calls."""
         default = WORKLOADS[base.workload].explore_kinds
         chosen = list(kinds) if kinds is not None else _catalog_first(base.workload,
                                                                       default or KINDS)
@@ -127,7 +131,7 @@ class Space:
         usable, left_out = [], {}
         alone = WORKLOADS[base.workload].restarts_alone
         for name in chosen:
-            why = _why_not(KINDS[name], roles, alone)
+            why = _why_not(KINDS[name], roles, alone, collectives)
             if why:
                 left_out[name] = why
             else:
@@ -135,7 +139,7 @@ class Space:
         shapes = tuple(topologies) if topologies else _topologies_for(base)
         for name in shapes:
             get_topology(name)  # a ValueError names the known ones
-        return cls(base, roles, shapes, tuple(usable), left_out)
+        return cls(base, roles, shapes, tuple(usable), left_out, collectives)
 
     def fingerprint(self) -> str:
         """What the space is, for the example database's key: another space's saved
@@ -177,15 +181,21 @@ def _aims(kind: type[FaultKind], roles: Roles) -> list[str]:
     return found
 
 
-def _why_not(kind: type[FaultKind], roles: Roles, restarts_alone: bool) -> str:
+def _why_not(kind: type[FaultKind], roles: Roles, restarts_alone: bool,
+             collectives: bool) -> str:
     """Why the explorer cannot draw ``kind`` for this target ("" when it can)."""
     if kind.unsearchable:
         return kind.unsearchable
     if kind.restarts and not restarts_alone:
         return ("a rank of this workload never comes back alone: its ranks are joined by "
                 "collectives, and a pre-empted VM takes its slice down with it")
-    if _at_files_only(kind) and not _aims(kind, roles):
-        return "it acts on files, and the target's fault-free run wrote or read none it could aim at"
+    files = _at_files_only(kind) or any(op != "collective" for op in kind.ops)
+    at_files = files and bool(_aims(kind, roles))
+    at_collectives = "collective" in kind.ops and collectives
+    if (files or "collective" in kind.ops) and not (at_files or at_collectives):
+        where = " or ".join(w for w, has in (("files", files),
+                                             ("collectives", "collective" in kind.ops)) if has)
+        return f"it acts at {where}, and the target's fault-free run made none it could aim at"
     return ""
 
 
@@ -226,13 +236,13 @@ def _fault(draw: st.DrawFn, space: Space, kind: type[FaultKind], world: int) -> 
     collective = "collective" in kind.ops
     files_too = any(op != "collective" for op in kind.ops)
     at_files = _at_files_only(kind) or (collective and files_too and bool(aims)
-                                         and draw(st.booleans()))
+                                         and (not space.collectives or draw(st.booleans())))
     if at_files:
         fault["role"] = draw(st.sampled_from(aims))
-        ops = [o for o in kind.ops if o != "collective"]
-        # a role names files: an op the file never sees (mkdir of a file) would not fire
+        # what a file of a role goes through (mkdir or chmod of a file never happens)
+        ops = [o for o in FILE_STEPS if o in kind.ops]
         if len(ops) > 1:
-            op = draw(st.none() | st.sampled_from([o for o in ops if o in FILE_OPS + ("close",)]))
+            op = draw(st.none() | st.sampled_from(ops))
             if op is not None:
                 fault["op"] = op
     elif collective and len(kind.ops) > 1:

@@ -25,9 +25,10 @@ from typing import Any
 
 from harness import __version__
 from harness.checkers.common import Baseline, as_json
+from harness.filesystem.mounts import Mount
 from harness.filesystem.snapshot import content_bytes
 from harness.roles import Roles, derive
-from harness.topology import get_topology
+from harness.topology import Topology, get_topology
 from harness.workloads.base import Target, Workload
 from harness.world.result import PASS
 from harness.world.world import run_world
@@ -36,8 +37,8 @@ log = logging.getLogger(__name__)
 
 #: A discovery world's deadline: it pays for the target's imports, a cell does not.
 DISCOVERY_TIMEOUT = 60.0
-TOPOLOGY = "single-host-8"
-_FORMAT = 3  # 3: a directory is never a file role
+TOPOLOGY = "single-host-8"  # a workload without a catalog scenario
+_FORMAT = 4  # 3: a directory is never a file role; 4: the workload's setting, collectives
 
 
 @dataclass(frozen=True)
@@ -51,17 +52,21 @@ class Discovery:
     previous: bool = False  # another run's leftovers were collected
     #: what rank 0 returned in each run (as JSON), for the checker: see ``common.Baseline``
     baseline: Baseline = field(default_factory=Baseline)
+    #: collective calls its ranks made (none: a fault at a collective cannot fire)
+    collectives: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": _FORMAT, "roles": self.roles.to_dict(), "imported": list(self.imported),
                 "outcome": self.outcome, "detail": self.detail, "previous": self.previous,
-                "baseline": [self.baseline.this_run, self.baseline.another_run]}
+                "baseline": [self.baseline.this_run, self.baseline.another_run],
+                "collectives": self.collectives}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Discovery:
         this_run, another_run = data["baseline"]
         return cls(Roles.from_dict(data["roles"]), tuple(data["imported"]), data["outcome"],
-                   data["detail"], data["previous"], Baseline(this_run, another_run))
+                   data["detail"], data["previous"], Baseline(this_run, another_run),
+                   data["collectives"])
 
 
 def cache_dir() -> Path:
@@ -89,8 +94,10 @@ def _source_of(target: Target) -> bytes:
 def cache_key(target: Target, workload: Workload, previous: bool) -> str:
     inputs = workload.inputs().model_dump(mode="json")
     checker = target.checker.ref if target.checker else None
+    topology, mounts = setting(workload)
     blob = json.dumps([_FORMAT, __version__, target.ref, workload.name, inputs, previous, checker,
-                       os.path.abspath(os.getcwd())], sort_keys=True, default=str).encode()
+                       os.path.abspath(os.getcwd()), topology.name, [repr(m) for m in mounts]],
+                      sort_keys=True, default=str).encode()
     return hashlib.sha256(blob + hashlib.sha256(_source_of(target)).digest()).hexdigest()[:32]
 
 
@@ -121,12 +128,26 @@ def _store(path: Path, found: Discovery) -> None:
         log.warning("cannot cache what %s showed: %s", path, exc)
 
 
+def setting(workload: Workload) -> tuple[Topology, list[Mount]]:
+    """Where the fault-free run is recorded: the workload's plain setting (its base
+    scenario's topology and mounts: checkpoint-resume's four workers, each its own id,
+    sharing a bucket), else eight ranks on one host."""
+    from harness.scenarios import ScenarioError, base_scenario
+
+    try:
+        base = base_scenario(workload.name)
+    except (ScenarioError, KeyError):
+        return get_topology(TOPOLOGY), []
+    return get_topology(base.topology), base.mount_list(os.path.expanduser("~"))
+
+
 def _world(target: Target, workload: Workload, inputs: Any, watch: list[str]) -> Any:
-    topology = get_topology(TOPOLOGY)
+    topology, mounts = setting(workload)
     files = workload.setup(inputs, topology, 0) if workload.setup else []
     return run_world(target.ref, topology=topology, timeout=DISCOVERY_TIMEOUT, seed=0,
                      args=(inputs.for_target(),), preload=target.preload, files=files,
-                     watch=watch, record_files=True, checker=workload.validator_for(target))
+                     watch=watch, record_files=True, checker=workload.validator_for(target),
+                     mounts=mounts)
 
 
 def _returned(result: Any) -> Any:
@@ -136,12 +157,14 @@ def _returned(result: Any) -> Any:
 
 
 def _run(target: Target, workload: Workload, previous: bool) -> Discovery:
-    inputs = workload.inputs()
-    result = _world(target, workload, inputs, [])
+    inputs = workload.inputs(topology=setting(workload)[0])  # defaults that follow the hosts
+    # what the workload's checker reads (a bucket's objects), as a cell's world records it
+    result = _world(target, workload, inputs, workload.watch(inputs) if workload.watch else [])
     roles = derive(result.history)
     judgement = workload.judge(result)
     found = Discovery(roles, tuple(result.imported), judgement.outcome, judgement.detail,
-                      baseline=Baseline(_returned(result)))
+                      baseline=Baseline(_returned(result)),
+                      collectives=sum(e.kind == "call" for e in result.history))
     handoffs = roles.paths("handoff")
     if not previous or workload.another_run is None or not handoffs:
         return found
@@ -154,4 +177,4 @@ def _run(target: Target, workload: Workload, previous: bool) -> Discovery:
                 if data is not None and vpath in handoffs:
                     left[vpath] = data
     return Discovery(Roles(roles.uses, left), found.imported, found.outcome, found.detail, True,
-                     Baseline(found.baseline.this_run, _returned(other)))
+                     Baseline(found.baseline.this_run, _returned(other)), found.collectives)
