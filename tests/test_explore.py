@@ -115,7 +115,7 @@ def test_naive_sync_torn_write_is_found_shrunk_and_written_as_a_scenario_that_re
     """The catalog's partial-write, found with no catalog: one torn write on the smallest
     world, and ``harness run --scenario`` reproduces it from the file written."""
     run = _cli("explore", "--target", "naive-sync", "--kinds", "torn-write,latency",
-               "--examples", "40", "--seed", "7", "--format", "json", "--out", "found",
+               "--examples", "80", "--seed", "7", "--format", "json", "--out", "found",
                cwd=tmp_path)
     assert run.returncode == 1, run.stderr
     report = json.loads(run.stdout)
@@ -262,7 +262,7 @@ def test_the_checkpoint_workload_breaks_naive_worker_and_not_robust_worker():
     torn file; robust-worker (tmp, fsync, rename, fsync the directory) survives the same
     plans: pre-emptions at any file operation, workers lost for good, a slow disk."""
     base = base_scenario("checkpoint-resume")
-    naive = explore(target("naive-worker"), base, seed=0, max_worlds=40, kinds=["preempt"])
+    naive = explore(target("naive-worker"), base, seed=0, max_worlds=75)
     assert any(f.needs == {"preempt"} and "JSONDecodeError" in f.cell.detail
                and len(f.plan.faults) == 1 for f in naive.findings), \
         [f.cell.detail for f in naive.findings]

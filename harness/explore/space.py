@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import posixpath
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +36,7 @@ from harness.workloads.registry import WORKLOADS
 
 #: The most faults one plan holds: most bugs need three or fewer (CrashMonkey/ACE).
 MAX_FAULTS = 3
+_DIGITS = re.compile(r"\d+")
 #: The operations a fault aimed at a file is drawn at, the classic crash point first.
 FILE_STEPS = ("write", "open-write", "close", "fsync", "rename", "open-read", "read", "remove")
 #: Occurrences drawn for a trigger (None, the default, comes first: every match).
@@ -173,12 +176,17 @@ def _topologies_for(base: Scenario) -> tuple[str, ...]:
     return DEFAULT_TOPOLOGIES
 
 
-def _aims(kind: type[FaultKind], roles: Roles) -> list[str]:
-    """The roles a file fault of ``kind`` may aim at, for a target with ``roles``."""
+def _aims(kind: type[FaultKind], roles: Roles) -> list[tuple[str, str]]:
+    """What a file fault of ``kind`` may aim at, for a target with ``roles``: each role it
+    has, then (a fault that need not place a file at a name) the files of a role directory
+    by directory, numbered directories as one (``tpu_*``), so that a checkpoint and the
+    shards beside it in the role ``output`` can be told apart."""
     found = [r for r in ROLES if roles.paths(r)]
     if issubclass(kind, Placed):
-        return [r for r in found if r != "handoff-dir"]  # a file is placed, not a directory
-    return found
+        return [("role", r) for r in found if r != "handoff-dir"]  # a file, not a directory
+    globs = dict.fromkeys(_DIGITS.sub("*", posixpath.dirname(p)) + "/*"
+                          for r in ("handoff", "output", "input") for p in roles.paths(r))
+    return [("role", r) for r in found] + [("path", g) for g in globs if g != "/*"]
 
 
 def _why_not(kind: type[FaultKind], roles: Roles, restarts_alone: bool,
@@ -238,7 +246,8 @@ def _fault(draw: st.DrawFn, space: Space, kind: type[FaultKind], world: int) -> 
     at_files = _at_files_only(kind) or (collective and files_too and bool(aims)
                                          and (not space.collectives or draw(st.booleans())))
     if at_files:
-        fault["role"] = draw(st.sampled_from(aims))
+        field_name, aim = draw(st.sampled_from(aims))
+        fault[field_name] = aim
         # what a file of a role goes through (mkdir or chmod of a file never happens)
         ops = [o for o in FILE_STEPS if o in kind.ops]
         if len(ops) > 1:
@@ -252,7 +261,7 @@ def _fault(draw: st.DrawFn, space: Space, kind: type[FaultKind], world: int) -> 
     rank = draw(st.integers(0, world - 1) if one else st.none() | st.integers(0, world - 1))
     if rank is not None:
         fault["rank"] = rank
-    if kind.ops:
+    if kind.ops and "occurrence" not in kind.search:  # else the kind says which
         occurrence = draw(st.none() | st.sampled_from(OCCURRENCES))
         if occurrence is not None:
             fault["occurrence"] = occurrence

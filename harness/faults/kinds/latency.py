@@ -20,6 +20,8 @@ class Latency(FaultKind):
 
     kind: Literal["latency"] = "latency"
     delay_ms: Millis = 100
+    # a slow operation, not a slow disk: on every operation it would only meet the deadline
+    search = {"occurrence": (1, 2, 3)}
 
     ops = FILE_OPS
     needs_sandbox = True

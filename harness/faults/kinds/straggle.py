@@ -17,6 +17,8 @@ class Straggle(FaultKind):
 
     kind: Literal["straggle"] = "straggle"
     delay_ms: Millis = 500
+    # a slow operation, not a slow disk: on every operation it would only meet the deadline
+    search = {"occurrence": (1, 2, 3)}
 
     ops = ("collective",)
 
