@@ -156,7 +156,6 @@ class Space:
         return _plans(self)
 
 
-
 def _catalog_first(workload: str, kinds: Sequence[str]) -> list[str]:
     """The kinds the workload's catalog uses first, in its order (what its authors met on
     pods is searched first), then the others."""
