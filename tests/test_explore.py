@@ -170,7 +170,7 @@ def test_a_finding_saved_in_the_database_is_tried_first_next_time(tmp_path):
 def test_a_strangers_target_is_explored_in_its_own_directory(tmp_path):
     (tmp_path / "atomic.py").write_text(STRANGER)
     run = _cli("explore", "--target", "atomic.py:sync", "--kinds", "lost-write",
-               "--examples", "25", "--seed", "2", cwd=tmp_path)
+               "--examples", "40", "--seed", "2", cwd=tmp_path)
     assert run.returncode == 1, run.stderr
     # its /tmp handoff fails on two hosts with no fault at all (the seed's isolated-tmp)
     assert "✗ ERROR 2x1; no fault" in run.stdout

@@ -53,6 +53,8 @@ log = logging.getLogger(__name__)
 
 #: Plans drawn for one kind alone before the search moves on to the next.
 FOCUS_EXAMPLES = 25
+#: Plans drawn with no fault at all (topologies and the handoff directory's mounts).
+SHAPES_EXAMPLES = 10
 
 
 def default_database() -> Path:
@@ -319,5 +321,5 @@ def passes(space: Space) -> list[tuple[tuple[str, ...], int]]:
     """The searches, in order, with the plans each may draw: the topologies and mounts
     alone, then each kind alone (as Jepsen runs each nemesis alone before it mixes
     them), then every kind at once, swarm-style, until the budget is spent."""
-    alone = [((), FOCUS_EXAMPLES)] + [((kind,), FOCUS_EXAMPLES) for kind in space.kinds]
+    alone = [((), SHAPES_EXAMPLES)] + [((kind,), FOCUS_EXAMPLES) for kind in space.kinds]
     return [*alone, (space.kinds, 1_000_000)]
