@@ -58,6 +58,8 @@ from harness.explore.crash_model import (
     patterns,
     writers,
 )
+from harness.explore.found import slug
+from harness.explore.space import Plan
 from harness.filesystem.mounts import default_table
 from harness.filesystem.snapshot import content_bytes
 from harness.history import dropped_line
@@ -72,7 +74,7 @@ from harness.world.world import ABORT, run_world
 
 log = logging.getLogger(__name__)
 
-#: What a setting without a scenario of its workload uses.
+#: A traceback's frame line, to find where a fault-free run raised.
 _TRACE = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
 
 
@@ -174,49 +176,33 @@ class CrashReport:
                 "worlds": self.worlds, "duration_s": round(self.duration_s, 3)}
 
 
-# -- the setting -------------------------------------------------------------------
-
-def _setting(workload: str) -> dict[str, Any]:
-    """The topology, mounts, timeout and inputs a crash world of ``workload`` runs in: the
-    base a plan search starts from (the workload's baseline, else its first scenario)."""
-    scenario = base_scenario(workload)
-    return {"topology": scenario.topology, "timeout": scenario.timeout,
-            "mounts": [m.model_dump(exclude_defaults=True) for m in scenario.mounts],
-            "inputs": dict(scenario.inputs), "profile": scenario.profile}
-
+# -- the scenarios ------------------------------------------------------------------
 
 def _slug(name: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:40] or "target"
+    return slug(name)[:40] or "target"
 
 
-def _scenario_text(name: str, workload: str, setting: dict[str, Any], faults: list[dict[str, Any]],
+def _scenario_text(name: str, base: Scenario, faults: list[dict[str, Any]],
                    description: str) -> str:
-    data: dict[str, Any] = {"name": name, "workload": workload, "description": description,
-                            "topology": setting["topology"], "expect": "pass",
-                            "timeout": float(setting["timeout"])}
-    if setting.get("profile") not in (None, "legacy"):
-        data["profile"] = setting["profile"]
-    if setting.get("mounts"):
-        data["mounts"] = setting["mounts"]
-    if setting.get("inputs"):
-        data["inputs"] = setting["inputs"]
-    if faults:
-        data["faults"] = faults
+    """A crash world's scenario: the workload's base with these faults, expected to pass
+    (every state is one a correct recovery survives)."""
+    data = Plan(base.topology, tuple(faults)).scenario(base, name, description)
+    data["expect"] = "pass"
     return yaml.safe_dump(data, sort_keys=False, width=100, allow_unicode=True)
 
 
 class _Worlds:
     """Runs scenarios of one target as cells; each scenario file lives in ``directory``."""
 
-    def __init__(self, target: Target, workload: str, seed: int, setting: dict[str, Any],
+    def __init__(self, target: Target, workload: str, seed: int, base: Scenario,
                  directory: str) -> None:
         self.target, self.workload, self.seed = target, workload, seed
-        self.setting, self.directory = setting, directory
+        self.base, self.directory = base, directory
         self.count = 0
         self._lock = threading.Lock()
 
     def scenario(self, name: str, faults: list[dict[str, Any]], description: str) -> tuple[Scenario, str]:
-        text = _scenario_text(name, self.workload, self.setting, faults, description)
+        text = _scenario_text(name, self.base, faults, description)
         path = os.path.join(self.directory, f"{name}.yaml")
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
@@ -249,10 +235,10 @@ def explore_crash_states(target: Target, workload: str, *, seed: int = 0, jobs: 
         raise CrashError(f"target {target.name} belongs to workload {target.workload}, "
                          f"not {workload}")
     start = time.monotonic()
-    setting = _setting(workload)
-    report = CrashReport(target.name, workload, seed, topology=setting["topology"])
+    base = base_scenario(workload)  # where a plan search starts too
+    report = CrashReport(target.name, workload, seed, topology=base.topology)
     with tempfile.TemporaryDirectory(prefix="harness-crash-") as directory:
-        worlds = _Worlds(target, workload, seed, setting, directory)
+        worlds = _Worlds(target, workload, seed, base, directory)
         _explore(report, worlds, jobs, on_state)
         report.worlds = worlds.count
     report.duration_s = time.monotonic() - start
@@ -293,7 +279,14 @@ def _explore(report: CrashReport, worlds: _Worlds, jobs: int,
         except LookupError:
             return "local"
 
-    states = [s for r in report.writers for s in enumerate_states(ops[r], r, consistency)]
+    # A directory another rank also makes (or looks for) is a race: a crash "before rank r's
+    # mkdir" may never come, another rank having made it first. Such a state is not tried.
+    seen_by: dict[str, set[int]] = {}
+    for e in cell.history:
+        if e.get("kind") == "file" and isinstance(e.get("detail", {}).get("path"), str):
+            seen_by.setdefault(e["detail"]["path"], set()).add(e.get("rank"))
+    states = [s for r in report.writers for s in enumerate_states(ops[r], r, consistency)
+              if not (s.at.op in ("mkdir", "rmdir") and seen_by.get(s.at.path, set()) - {r})]
     scratch = {e["detail"].get("path") for e in cell.history
                if e.get("kind") == "file" and e.get("op") == "remove"}
     report.patterns = [p for r in report.writers
@@ -418,7 +411,7 @@ def _group(results: list[StateResult], worlds: _Worlds, slug: str,
         model = "host crash (data since the last fsync lost)" if v.crash == HOST \
             else "process crash (the host survives)"
         v.scenario_yaml = _scenario_text(
-            v.scenario_name, worlds.workload, worlds.setting, v.first.faults,
+            v.scenario_name, worlds.base, v.first.faults,
             f"{v.first.state.why} ({model}, {v.consistency} mount); found by harness explore "
             f"--crash-states; the recovery saw: {v.first.detail}")
         parts = ["harness", "run", "--scenario", f"{v.scenario_name}.yaml", "--target",
