@@ -31,6 +31,7 @@ from support import REPO
 
 CKPT, TMP = "/w/ckpt.json", "/w/ckpt.json.tmp"
 STRANGER = "tests/crash_stranger_worker.py"
+FLAG = "tests/crash_stranger_flag.py"
 
 
 def seq(*ops: tuple) -> list[FileOp]:
@@ -269,6 +270,40 @@ def test_seed_fix_sync_cannot_be_judged_and_says_what_it_shows():
     assert not any(".test_write" in p.op.path for p in report.patterns)  # a probe, removed again
     text = render_crash_report(report)
     assert "does not pass" in text and "unconfirmed" in text and "never ran" in text
+
+
+def test_a_flag_made_durable_before_its_config_is_an_ordering_vulnerability():
+    """Only a host crash that keeps the flag and empties the config fails: reported by the
+    config's write, with the flag's creation as what the failure also needs."""
+    report = explore_crash_states(target(f"{FLAG}:made_early", "config-sync"), "config-sync",
+                                  jobs=2)
+    assert report.baseline_outcome == PASS
+    assert [(v.crash, v.first.outcome) for v in report.vulnerabilities] == [(HOST, "FAIL")]
+    v = report.vulnerabilities[0]
+    source = REPO / FLAG
+    config = _line_of(source, 'with open(PATH, "w")')
+    flag = _line_of(source, 'with open(FLAG, "w")')
+    assert v.depends.line == f"crash_stranger_flag.py:{config} in made_early"
+    assert [(op.op, op.path) for op in v.needs] == [("open-write", "/tmp/team/config.yaml.ready")]
+    assert v.ordering == (
+        "the restart survives an empty `config.yaml` on its own and fails once "
+        f"`config.yaml.ready` (created at crash_stranger_flag.py:{flag} in made_early) also "
+        "exists: `config.yaml` must be durable (fsync) before it is created")
+    assert "returned no config: NoneType" in v.first.detail
+    assert f"ordering: {v.ordering}" in render_crash_report(report)
+    # the same damage without the flag was tried, and passed
+    assert any(s.outcome == PASS and s.state.crash == HOST and s.state.damaged == v.file
+               and v.needs[0].path not in s.state.files for s in report.states)
+
+
+def test_seed_001s_flag_protocol_as_its_author_meant_it_survives_every_crash_state():
+    """With the fsyncs where the file is still open, the rendezvous orders every read after
+    the write: no state a crash leaves hurts the restarted job (the flag adds nothing)."""
+    report = explore_crash_states(target(f"{FLAG}:as_meant", "config-sync"), "config-sync",
+                                  jobs=2)
+    assert report.baseline_outcome == PASS and report.confirmed
+    assert len(report.states) >= 6 and all(s.outcome == PASS for s in report.states)
+    assert report.vulnerabilities == []
 
 
 def test_a_job_restarts_on_what_the_killed_writer_left():

@@ -80,6 +80,26 @@ def test_a_sigkilled_rank_is_a_crash_and_its_peers_hang():
     assert [e.rank for e in exits][:1] == [0]
 
 
+def test_teardown_on_failure_ends_the_world_at_the_first_death_as_a_launcher_does():
+    # Without it the pollers would run to the deadline and the world would be a HANG.
+    result = run_world(target("rank0_sigkilled_while_others_poll"), topology="2x2",
+                       timeout=30, teardown_on_failure=True)
+    assert result.hang_report is None, result.hang_report
+    assert result.ranks[0].signal == 9
+    assert [r.signal for r in result.ranks[1:]] == [9, 9, 9], "torn down by SIGKILL"
+    teardown = [e for e in result.history if e.kind == "teardown"]
+    assert len(teardown) == 1 and teardown[0].rank == 0
+    assert "rank 0 was killed by SIGKILL: the job is torn down" in teardown[0].detail["message"]
+    assert processes_of_world(result.world_id) == []
+
+
+def test_teardown_on_failure_leaves_a_passing_world_alone():
+    result = run_world(target("raises_on"), topology="2x1", timeout=10, args=(5,),
+                       teardown_on_failure=True)
+    assert result.outcome == PASS
+    assert [e for e in result.history if e.kind == "teardown"] == []
+
+
 def test_a_target_that_ignores_signals_and_forks_daemons_leaves_no_process(tmp_path):
     result = run_world(target("stubborn"), topology="2x2", timeout=4, args=(str(tmp_path),),
                        mounts=[machine_dir(tmp_path)])

@@ -114,6 +114,10 @@ class Vulnerability:
     scenario_yaml: str = ""
     replay: str = ""
     protocol: str = ""  # what the operations show of the file's protocol (``Pattern``), if any
+    #: the creations the failure also needs (an earlier state with the same damage passed
+    #: without those files): ALICE's ordering dependency, e.g. a flag file made too early
+    needs: list[FileOp] = field(default_factory=list)
+    ordering: str = ""
     path: str = ""  # where ``write_scenarios`` wrote the scenario ("": not written)
 
     @property
@@ -137,7 +141,8 @@ class Vulnerability:
         return {"op": self.depends.op, "file": self.file, "occurrences": self.occurrences,
                 "crash": self.crash, "consistency": self.consistency,
                 "line": self.depends.line, "why": self.first.state.why,
-                "protocol": self.protocol,
+                "protocol": self.protocol, "ordering": self.ordering,
+                "needs": [op.to_dict() for op in self.needs],
                 "detail": self.first.detail, "outcome": self.first.outcome,
                 "faults": self.first.faults, "scenario": self.scenario_yaml,
                 "scenario_name": self.scenario_name, "replay": self.replay, "path": self.path,
@@ -209,11 +214,11 @@ class _Worlds:
         return load_scenario(path), text
 
     def run(self, scenario: Scenario, *, record: bool = False,
-            watch: list[str] | None = None) -> Cell:
+            watch: list[str] | None = None, teardown: bool = False) -> Cell:
         def execute(ref: Any, **kwargs: Any) -> Any:
             if watch:
                 kwargs["watch"] = list(kwargs.get("watch") or []) + watch
-            return run_world(ref, record_files=record, **kwargs)
+            return run_world(ref, record_files=record, teardown_on_failure=teardown, **kwargs)
 
         with self._lock:
             self.count += 1
@@ -327,6 +332,8 @@ def _explore(report: CrashReport, worlds: _Worlds, jobs: int,
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     report.vulnerabilities = _group(report.states, worlds, slug, report.patterns)
+    for v in report.vulnerabilities:
+        v.needs, v.ordering = _ordering(v.first, report.states, ops[v.first.state.rank])
 
 
 def _trigger(state: CrashState) -> dict[str, Any]:
@@ -357,7 +364,8 @@ def _restart_job(worlds: _Worlds, name: str, result: StateResult, host: int) -> 
     kill = {"kind": "kill", **{k: v for k, v in _trigger(state).items() if k != "lives"}}
     scenario, _ = worlds.scenario(f"{name}-kill", [kill], f"{state.why} (the crash)")
     paths = list(state.files)
-    crashed = worlds.run(scenario, watch=paths)
+    # The job goes down with the killed rank (its peers may poll for it forever).
+    crashed = worlds.run(scenario, watch=paths, teardown=True)
     left: dict[str, bytes] = {}
     for event in crashed.history:
         if event.get("kind") == "snapshot" and event.get("rank") == state.rank:
@@ -422,6 +430,38 @@ def _group(results: list[StateResult], worlds: _Worlds, slug: str,
     return out
 
 
+def _ordering(failed: StateResult, results: list[StateResult],
+              ops: list[FileOp]) -> tuple[list[FileOp], str]:
+    """What a failing state needs besides its damage: the files created since the last
+    earlier state of the same crash that left the same damage and passed. A restart that
+    survives an empty config, and fails once a flag beside it exists, trusts the flag."""
+    f = failed.state
+    if f.damaged is None:
+        return [], ""
+    passed = [r.state for r in results if r.outcome == PASS and r.state.rank == f.rank
+              and r.state.crash == f.crash and r.state.torn == f.torn
+              and r.state.damaged == f.damaged and r.state.at.index < f.at.index
+              and r.state.cut.get(f.damaged) == f.cut.get(f.damaged)]
+    if not passed:
+        return [], ""
+    p = max(passed, key=lambda s: s.at.index)
+    new = set(f.files) - set(p.files) - {f.damaged}
+    needs = [op for op in ops if p.at.index <= op.index < f.at.index
+             and ((op.op == "open-write" and op.path in new) or (op.op == "rename" and op.dst in new))]
+    if not needs:
+        return [], ""
+    damaged = f"`{os.path.basename(f.damaged)}`"
+    names = " and ".join(
+        f"`{os.path.basename(op.dst if op.op == 'rename' and op.dst else op.path)}` "
+        f"({'renamed into place' if op.op == 'rename' else 'created'} at "
+        f"{op.line or 'an unknown line'})" for op in needs)
+    how = "a torn" if f.torn else "an empty" if f.cut.get(f.damaged, 0) == 0 else "a cut-short"
+    ready = "durable (fsync)" if f.crash == HOST else "complete"
+    text = (f"the restart survives {how} {damaged} on its own and fails once {names} also "
+            f"exists: {damaged} must be {ready} before it is created")
+    return needs, text
+
+
 def _raised_at(cell: Cell) -> str | None:
     """The target's line where the first rank that raised raised (its innermost frame
     outside the harness and the standard library)."""
@@ -484,6 +524,8 @@ def render_crash_report(report: CrashReport) -> str:
             lines += ["", f"{i}. {v.protocol or v.first.state.why}"]
             if v.protocol:
                 lines.append(f"   {v.first.state.why}")
+            if v.ordering:
+                lines.append(f"   ordering: {v.ordering}")
             lines += [
                 f"   recovery ({v.first.outcome}): {v.first.detail}",
                 f"   operation: {v.depends.op} of {v.file} (the {_nth(v.occurrences)} time it ran, "

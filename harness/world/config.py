@@ -48,6 +48,10 @@ class WorldConfig:
     files: tuple[Leftover, ...] = ()
     watch: tuple[str, ...] = ()
     max_restarts: int = 20
+    #: a rank that fails (a signal, a non-zero exit) ends the world at once, its other
+    #: units SIGKILLed, as a launcher such as torchrun tears a job down; off by default,
+    #: since a pod's ranks wait for a dead peer forever
+    teardown_on_failure: bool = False
     keep_output_dir: bool = False
     record_files: bool = False
     #: a ``Validator`` or anything ``harness.checkers.validator.validator`` reads

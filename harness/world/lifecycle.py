@@ -76,7 +76,7 @@ class Lifecycle:
 
     def __init__(self, spec: WorldSpec, loop: EventLoop, coordinator: Coordinator,
                  publisher: Publisher, publish_due: Callable[[], None],
-                 watch: list[str], max_restarts: int) -> None:
+                 watch: list[str], max_restarts: int, teardown: bool = False) -> None:
         self.spec = spec
         self.topology = spec.topology
         self.loop = loop
@@ -85,6 +85,7 @@ class Lifecycle:
         self.publish_due = publish_due
         self.watch = watch
         self.max_restarts = max_restarts
+        self.teardown = teardown  # a failed rank ends the world (``teardown_on_failure``)
         self.ranks: dict[int, Unit] = {r: Unit() for r in range(self.topology.world_size)}
         self.hosts: dict[int, Unit] = ({h: Unit() for h in range(self.topology.hosts)}
                                        if spec.exec_mode else {})
@@ -194,9 +195,19 @@ class Lifecycle:
             if role == "rank" and restarts and unit_.life < self.max_restarts:
                 self._restart(rank)
                 return
-            self.coordinator.rank_exited(rank, self._how(self.ranks[rank], status))
+            how = self._how(self.ranks[rank], status)
+            self.coordinator.rank_exited(rank, how)
             self.publisher.rank_exited(rank)
             self.publish_due()
+            code, sig = decode_status(status)
+            result = self.ranks[rank].result
+            failed = sig is not None or code != 0 or (result is not None and not result.ok)
+            if self.teardown and failed and not self.finish_sent:
+                self.coordinator.record("teardown", rank=rank, detail={
+                    "message": f"rank {rank} {how}: the job is torn down, every other "
+                               "process SIGKILLed"})
+                self.finish_sent = self._tell_leader({"type": "kill"})
+                return
         self._finish_if_over()
 
     def _restart(self, rank: int) -> None:

@@ -36,14 +36,14 @@ class WorldServer:
     """Serves one world from its start to its end (see ``run_world``)."""
 
     def __init__(self, spec: WorldSpec, start: float, watch: list[str], max_restarts: int,
-                 timeout: float = 0.0) -> None:
+                 timeout: float = 0.0, teardown: bool = False) -> None:
         self.spec = spec
         self.timeout = timeout  # the world's, as progress reports show it
         self.coordinator = Coordinator(spec.topology.world_size, start=start)
         self.publisher = Publisher(spec.topology.world_size)
         self.loop = EventLoop(spec.address, self._on_frame, self._on_refused)
         self.life = Lifecycle(spec, self.loop, self.coordinator, self.publisher,
-                              self._publish_due, watch, max_restarts)
+                              self._publish_due, watch, max_restarts, teardown)
         self._file_ops: dict[int | None, int] = {}  # file events recorded per rank
         self._handlers = self._make_handlers()
 

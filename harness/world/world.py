@@ -89,6 +89,8 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
     recorded in the history each time a rank exits and, at the end, in
     ``WorldResult.files``. A rank pre-empted by the fault plan comes back with
     the same identity and disk, up to ``max_restarts`` times. With
+    ``teardown_on_failure`` the first rank that fails ends the world (the job's
+    launcher tears it down), rather than leaving its peers to wait. With
     ``detect_deadlock`` the watchdog acts as soon as no rank can make progress
     (see ``Lifecycle.deadlocked``), not only at the deadline. With
     ``record_files`` every rank tells the coordinator each file operation it
@@ -136,7 +138,8 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
         if table is not None:
             sandbox_layout.create(spec.sandbox, table, topo, plan.leftovers + config.files)
         server = WorldServer(spec, start, watch=list(config.watch),
-                             max_restarts=config.max_restarts, timeout=timeout)
+                             max_restarts=config.max_restarts, timeout=timeout,
+                             teardown=config.teardown_on_failure)
         try:
             server.life.watch_leader(forks.fork_world(spec))
             finished = server.serve(until=start + timeout - grace,

@@ -30,6 +30,14 @@ def rank0_sigkilled_before_rendezvous():
     xm.rendezvous("config_save")
 
 
+def rank0_sigkilled_while_others_poll():
+    """The peers of a dead writer poll for its flag in Python, outside any collective."""
+    if xm.get_ordinal() == 0:
+        os.kill(os.getpid(), signal.SIGKILL)
+    while True:
+        time.sleep(0.01)
+
+
 def raises_on(rank):
     if xm.get_ordinal() == rank:
         raise ValueError(f"bad config on rank {rank}")
