@@ -291,6 +291,12 @@ def test_a_flag_made_durable_before_its_config_is_an_ordering_vulnerability():
         "exists: `config.yaml` must be durable (fsync) before it is created")
     assert "returned no config: NoneType" in v.first.detail
     assert f"ordering: {v.ordering}" in render_crash_report(report)
+    assert v.reproduced and v.again[0] == "FAIL", v.again  # its scenario, run once more
+    assert "NOT reproduced" not in render_crash_report(report)
+    v.again = ("PASS", "all 8 ranks hold the same config")  # as a race that went the other way
+    assert not v.to_dict()["reproduced"]
+    assert "NOT reproduced: run again from its scenario, the recovery ended PASS (all 8 ranks " \
+        "hold the same config): its outcome depends on timing" in render_crash_report(report)
     # the same damage without the flag was tried, and passed
     assert any(s.outcome == PASS and s.state.crash == HOST and s.state.damaged == v.file
                and v.needs[0].path not in s.state.files for s in report.states)

@@ -69,7 +69,7 @@ from harness.scenarios import Scenario, base_scenario, load_scenario
 from harness.topology import get_topology
 from harness.workloads.base import Target
 from harness.workloads.registry import DEFAULT_WORKLOAD, WORKLOADS
-from harness.world.result import PASS
+from harness.world.result import PASS, one_line
 from harness.world.world import ABORT, run_world
 
 log = logging.getLogger(__name__)
@@ -118,6 +118,13 @@ class Vulnerability:
     #: without those files): ALICE's ordering dependency, e.g. a flag file made too early
     needs: list[FileOp] = field(default_factory=list)
     ordering: str = ""
+    #: what its scenario gave when run once more, as ``harness run --scenario`` will: a
+    #: target racing with its own restart may not fail twice
+    again: tuple[str, str] = ("", "")
+
+    @property
+    def reproduced(self) -> bool:
+        return self.again[0] == self.first.outcome
     path: str = ""  # where ``write_scenarios`` wrote the scenario ("": not written)
 
     @property
@@ -142,6 +149,8 @@ class Vulnerability:
                 "crash": self.crash, "consistency": self.consistency,
                 "line": self.depends.line, "why": self.first.state.why,
                 "protocol": self.protocol, "ordering": self.ordering,
+                "reproduced": self.reproduced,
+                "again": {"outcome": self.again[0], "detail": self.again[1]},
                 "needs": [op.to_dict() for op in self.needs],
                 "detail": self.first.detail, "outcome": self.first.outcome,
                 "faults": self.first.faults, "scenario": self.scenario_yaml,
@@ -334,6 +343,27 @@ def _explore(report: CrashReport, worlds: _Worlds, jobs: int,
     report.vulnerabilities = _group(report.states, worlds, slug, report.patterns)
     for v in report.vulnerabilities:
         v.needs, v.ordering = _ordering(v.first, report.states, ops[v.first.state.rank])
+
+    def again(v: Vulnerability) -> None:
+        path = os.path.join(worlds.directory, f"{v.scenario_name}.yaml")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(v.scenario_yaml)
+        try:
+            cell = worlds.run(load_scenario(path))
+        except Exception as exc:  # noqa: BLE001 - one replay, never the whole exploration
+            log.exception("replaying %s failed", v.scenario_name)
+            v.again = ("", f"could not be run: {type(exc).__name__}: {exc}")
+        else:
+            v.again = (cell.outcome, cell.detail)
+
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="harness-crash")
+    try:
+        list(pool.map(again, report.vulnerabilities))
+    except KeyboardInterrupt:
+        ABORT.set()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _trigger(state: CrashState) -> dict[str, Any]:
@@ -534,6 +564,10 @@ def render_crash_report(report: CrashReport) -> str:
                 "way",
                 f"   faults: {_flow(v.first.faults)}",
             ]
+            if not v.reproduced:
+                lines.append(f"   NOT reproduced: run again from its scenario, the recovery ended "
+                             f"{v.again[0] or 'untried'} ({one_line(v.again[1])[:200]}): its "
+                             "outcome depends on timing (the target races with its own restart)")
             lines += [f"   scenario: {v.path}", f"   replay: {v.replay}"] if v.path else \
                 [f"   replay: save the scenario as {v.scenario_name}.yaml, then {v.replay}"]
         not_tried = [s for s in report.states if not s.outcome]
