@@ -4,8 +4,15 @@ a stranger's worker, each judged by its workload's checker in real worlds."""
 
 from __future__ import annotations
 
+import glob
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -333,6 +340,46 @@ def test_robust_sync_has_nothing_to_crash():
     assert report.baseline_outcome == PASS and report.states == [] and report.writers == []
     assert report.note.startswith("nothing to crash: robust-sync changes no file")
     assert re.search(r"0 file operations, no crash point; 1 world in", render_crash_report(report))
+
+
+def test_ctrl_c_ends_the_crash_state_in_flight(tmp_path):
+    """A restart that would take two minutes on a crash state's leftovers: Ctrl-C ends its
+    world at once, exit 130, and no rank or sandbox of it is left."""
+    (tmp_path / "slow.py").write_text(
+        "import os, time\nimport torch_xla.core.xla_model as xm\n\n"
+        "def sync(cfg):\n"
+        "    if xm.get_ordinal() == 0:\n"
+        "        if os.path.exists('/tmp/cfg.txt'):  # what a crash left: a slow recovery\n"
+        "            time.sleep(120)\n"
+        "        with open('/tmp/cfg.txt', 'w') as f:\n"
+        "            f.write('x' * 100)\n"
+        "    xm.rendezvous('cfg')\n"
+        "    return cfg\n")
+    env = {**os.environ, "HARNESS_CACHE_DIR": str(tmp_path / ".cache")}
+    run = subprocess.Popen(
+        [sys.executable, "-m", "harness", "explore", "--target", "slow.py:sync", "--crash-states",
+         "--timeout", "300"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        pattern = os.path.join(tempfile.gettempdir(), f"harness-{run.pid}-*")
+        deadline = time.monotonic() + 120
+        seen: dict[str, float] = {}
+        while time.monotonic() < deadline:  # a world up for a second: the slow recovery
+            now = time.monotonic()
+            for path in glob.glob(pattern):
+                seen.setdefault(path, now)
+            if any(now - t >= 1.0 and os.path.exists(p) for p, t in seen.items()):
+                break
+            time.sleep(0.1)
+        assert glob.glob(pattern), "no crash state's world started"
+        run.send_signal(signal.SIGINT)
+        out, err = run.communicate(timeout=60)
+    finally:
+        run.kill()
+    assert run.returncode == 130, err
+    assert "interrupted" in err
+    assert not glob.glob(pattern)  # the world's sandbox and its ranks are gone
 
 
 def test_bad_input_is_named():

@@ -332,14 +332,7 @@ def _explore(report: CrashReport, worlds: _Worlds, jobs: int,
             on_state(result)
         return result
 
-    pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="harness-crash")
-    try:
-        list(pool.map(one, range(len(report.states)), report.states))
-    except KeyboardInterrupt:
-        ABORT.set()  # every world in flight ends now, as run_matrix does
-        raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    _each(jobs, one, range(len(report.states)), report.states)
     report.vulnerabilities = _group(report.states, worlds, slug, report.patterns)
     for v in report.vulnerabilities:
         v.needs, v.ordering = _ordering(v.first, report.states, ops[v.first.state.rank])
@@ -356,11 +349,16 @@ def _explore(report: CrashReport, worlds: _Worlds, jobs: int,
         else:
             v.again = (cell.outcome, cell.detail)
 
+    _each(jobs, again, report.vulnerabilities)
+
+
+def _each(jobs: int, fn: Callable[..., Any], *items: Any) -> None:
+    """``fn`` over ``items``, ``jobs`` worlds at a time; Ctrl-C ends every world in flight."""
     pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="harness-crash")
     try:
-        list(pool.map(again, report.vulnerabilities))
+        list(pool.map(fn, *items))
     except KeyboardInterrupt:
-        ABORT.set()
+        ABORT.set()  # every world in flight ends now, as run_matrix does
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
