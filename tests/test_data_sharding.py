@@ -50,17 +50,20 @@ def helper(name: str) -> str:
     return f"{HERE}:{name}"
 
 
-def world(scenario_name: str, ref: str, cell_seed: int = 0, **overrides: Any):
+def world(scenario_name: str, ref: str, cell_seed: int = 0,
+          faults: list[dict[str, Any]] | None = None, **overrides: Any):
     """Run ``ref`` under a catalog scenario as the runner does: (WorldResult, Judgement).
 
-    ``overrides`` change the scenario's inputs (``seed`` there is the config's seed).
+    ``overrides`` change the scenario's inputs (``seed`` there is the config's seed);
+    ``faults`` are added to the scenario's.
     """
     scenario = find(scenario_name)
     topology = get_topology(scenario.topology)
     inputs = WORKLOAD.inputs({**scenario.inputs, **overrides}, topology)
     result = run_world(ref, topology=topology, timeout=scenario.timeout, seed=cell_seed,
                        args=(inputs.for_target(),), mounts=scenario.mount_list(os.path.expanduser("~")),
-                       faults=scenario.faults, preload=PRELOAD, cwd=str(REPO),
+                       faults=[*scenario.faults, *(faults or [])], preload=PRELOAD,
+                       cwd=str(REPO),
                        files=WORKLOAD.setup(inputs, topology, cell_seed),
                        watch=WORKLOAD.watch(inputs))
     return result, WORKLOAD.checker(result)
@@ -339,6 +342,21 @@ def test_robust_loader_drops_exactly_the_last_partial_batch_and_repeats_its_orde
     other, judged = world("uneven-shards", TARGETS["robust-loader"], cell_seed=1, seed=5)
     assert judged.outcome == PASS
     assert other.values[0]["batches"] != values[0]["batches"]
+
+
+def test_robust_loader_reads_through_a_transient_eio_and_names_a_lasting_one():
+    """Found by harness explore: one EIO on the manifest's first open ended the job. A read of
+    read-only data is safe to repeat; an error that lasts still fails loudly, everywhere."""
+    path = "/mnt/data/puzzles/*"
+    result, judgement = world("uneven-shards", TARGETS["robust-loader"],
+                              faults=[{"kind": "eio", "path": path, "count": 2}])
+    assert judgement.outcome == PASS, judgement.detail
+    assert sum(e.kind == "fault" for e in result.history) >= 2 * 4  # it fired on every rank
+    result, judgement = world("uneven-shards", TARGETS["robust-loader"],
+                              faults=[{"kind": "eio", "path": path, "count": 1000}])
+    assert judgement.outcome == ERROR and judgement.loud
+    assert "cannot read /mnt/data/puzzles/dataset.json after 3 attempts: OSError: [Errno 5] " \
+        "Input/output error" in judgement.detail
 
 
 def test_robust_loader_also_refuses_a_header_it_cannot_parse():

@@ -6,7 +6,10 @@ The recipe, and why each step is there:
 1. Open the data read-only: ``np.load(..., mmap_mode="r")``, never ``r+``, and
    nothing is written next to the data (no index or cache file): seed 004's
    data disk is mounted read-only on every host.
-2. Before the first step, every rank checks its own copy: the ``dataset.json``
+2. Before the first step, every rank checks its own copy (a read that fails with
+   an error a flaky disk or network filesystem gives once, EIO and the like, is
+   tried again, up to ``ATTEMPTS`` times: a read of read-only data is safe to
+   repeat; a missing or garbled file is not retried): the ``dataset.json``
    manifest is there, every ``.npy`` file is there and parses, its shape and
    dtype are the manifest's, its sha256 is the manifest's (a garbled or partly
    copied file fails here, even when every host has the same bad copy), and
@@ -43,11 +46,15 @@ anywhere; in your code, import it at the top.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import socket
-from typing import Any
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -56,6 +63,11 @@ from harness.workloads.data_sharding.dataset import data_dir
 
 MANIFEST = "dataset.json"
 ARRAYS = ("inputs.npy", "labels.npy")
+#: what a flaky disk or network filesystem says once and not the next time
+TRANSIENT = frozenset({errno.EIO, errno.EAGAIN, errno.EINTR, errno.ETIMEDOUT, errno.ESTALE})
+ATTEMPTS = 3
+
+T = TypeVar("T")
 
 
 class DatasetError(RuntimeError):
@@ -70,6 +82,27 @@ def _sha256(path: str) -> str:
     return digest.hexdigest()
 
 
+def _read(path: str, read: Callable[[], T]) -> T:
+    """``read()`` of ``path``, tried again (with a short backoff) while it fails
+    transiently; ``DatasetError`` once every attempt has."""
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return read()
+        except OSError as exc:
+            if exc.errno not in TRANSIENT:
+                raise
+            if attempt == ATTEMPTS:
+                raise DatasetError(f"cannot read {path} after {ATTEMPTS} attempts: "
+                                   f"{type(exc).__name__}: {exc}") from None
+            time.sleep(0.05 * 2 ** attempt)
+    raise AssertionError("unreachable")
+
+
+def _load_manifest(path: str) -> Any:
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
 def inspect_copy(root: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """This host's copy, checked against its manifest: (summary, memory-mapped arrays).
 
@@ -77,8 +110,7 @@ def inspect_copy(root: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """
     manifest_path = os.path.join(root, MANIFEST)
     try:
-        with open(manifest_path, encoding="utf-8") as f:
-            manifest = json.load(f)
+        manifest = _read(manifest_path, partial(_load_manifest, manifest_path))
     except FileNotFoundError:
         raise DatasetError(f"missing {manifest_path}") from None
     except (OSError, ValueError) as exc:
@@ -89,8 +121,8 @@ def inspect_copy(root: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     for name in ARRAYS:
         path = os.path.join(root, name)
         try:
-            array = np.load(path, mmap_mode="r", allow_pickle=False)
-            sha = _sha256(path)
+            array = _read(path, partial(np.load, path, mmap_mode="r", allow_pickle=False))
+            sha = _read(path, partial(_sha256, path))
         except FileNotFoundError:
             raise DatasetError(f"missing {path}") from None
         except (OSError, ValueError) as exc:
