@@ -90,6 +90,22 @@ def test_a_plan_expects_fail_loudly_only_when_a_fault_ends_a_rank_for_good():
     assert Plan("1x2", ({"kind": "preempt", "rank": 0, "lives": [0]},)).expect == "pass"
     for kind in ("kill", "never-arrive", "raise"):
         assert Plan("1x2", ({"kind": kind, "rank": 0},)).expect == "fail-loudly"
+    # a handoff's file can be written elsewhere; the data a loader must read cannot
+    denied = {"kind": "permission-denied"}
+    assert Plan("1x2", ({**denied, "role": "handoff"},)).expect == "pass"
+    assert Plan("1x2", ({**denied, "role": "input"},)).expect == "fail-loudly"
+
+
+def test_transient_errors_stacked_at_the_same_files_expect_only_a_loud_failure():
+    """Found exploring robust-loader: EIO once, then twice more on the same file, outlasts
+    its three attempts; a retry loop must end somewhere, and ending loudly is correct."""
+    once = {"kind": "eio", "role": "input"}
+    assert Plan("1x2", (once,)).expect == "pass"
+    assert Plan("1x2", (once, {"kind": "eio", "role": "output"})).expect == "pass"
+    assert Plan("1x2", (once, {"kind": "eio", "role": "input", "rank": 0, "count": 2})).expect \
+        == "fail-loudly"
+    lost = {"kind": "lost-write", "role": "handoff"}  # not transient: twice is still one loss
+    assert Plan("1x2", (lost, {**lost, "rank": 1})).expect == "pass"
 
 
 def test_the_space_refuses_an_unknown_kind():
@@ -269,6 +285,20 @@ def test_the_checkpoint_workload_breaks_naive_worker_and_not_robust_worker():
     robust = explore(target("robust-worker"), base, seed=0, max_worlds=30)
     assert robust.space.kinds == ("preempt", "kill", "latency")  # the workload's own
     assert robust.worlds == 30 and robust.findings == []
+
+
+def test_the_data_sharding_workload_breaks_seed_loader_and_not_robust_loader():
+    """A transient EIO on the data: seed-loader raises (or, on one rank, hangs the others);
+    robust-loader reads again, and reports what it cannot read, on every rank."""
+    base = base_scenario("data-sharding")
+    seed = explore(target("seed-loader"), base, seed=0, max_worlds=60)
+    assert any(f.needs == {"eio"} and "Input/output error" in f.cell.detail
+               and len(f.plan.faults) == 1 for f in seed.findings), \
+        [f.cell.detail for f in seed.findings]
+    robust = explore(target("robust-loader"), base, seed=0, max_worlds=40)
+    assert "kill" not in robust.space.kinds and "eio" in robust.space.kinds
+    assert robust.worlds == 40 and robust.findings == [], \
+        [(f.plan.describe(), f.cell.detail) for f in robust.findings]
 
 
 def test_crash_states_from_the_command_line_write_each_vulnerability_as_a_replayable_scenario(

@@ -20,6 +20,7 @@ import hashlib
 import json
 import posixpath
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,8 +69,13 @@ class Plan:
 
     @property
     def expect(self) -> str:
-        """What correct code can at best do under every fault of the plan."""
-        worst = [KINDS[f["kind"]].expectation() for f in self.faults]
+        """What correct code can at best do under every fault of the plan (transient errors
+        stacked at the same files last longer than any retry need outwait)."""
+        worst = [KINDS[f["kind"]].expectation(f.get("role")) for f in self.faults]
+        stacked = Counter((f["kind"], f.get("role"), f.get("path")) for f in self.faults
+                          if KINDS[f["kind"]].transient)
+        if any(n > 1 for n in stacked.values()):
+            worst.append("fail-loudly")
         return "fail-loudly" if "fail-loudly" in worst else "pass"
 
     def scenario(self, base: Scenario, name: str, description: str, finding: str = "") -> dict[str, Any]:

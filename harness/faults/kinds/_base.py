@@ -106,10 +106,14 @@ class FaultKind(BaseModel):
     unsearchable: ClassVar[str] = ""
     #: No code can do better than fail loudly under it (a rank ends for good or raises).
     breaks_the_run: ClassVar[bool] = False
+    #: A transient error, which ``search`` keeps short enough for a retry to get through:
+    #: two of it at the same files add up to an outage code can at best report.
+    transient: ClassVar[bool] = False
 
     @classmethod
-    def expectation(cls) -> str:
-        """What correct code can at best do under this fault: a scenario's ``expect``."""
+    def expectation(cls, role: str | None = None) -> str:
+        """What correct code can at best do under this fault (aimed at files of ``role``):
+        a scenario's ``expect``."""
         ends = (cls.ends_life and not cls.restarts) or cls.holds_forever or cls.breaks_the_run
         return "fail-loudly" if ends else "pass"
 

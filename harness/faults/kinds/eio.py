@@ -24,6 +24,7 @@ class Eio(FaultKind):
     kind: Literal["eio"] = "eio"
     count: Annotated[int, Field(ge=1, le=1000)] = 1
     search = {"count": (1, 2)}  # transient: a retry or two gets through
+    transient = True
 
     ops = ("open-read", "open-write", "read", "write", "fsync")
     needs_sandbox = True

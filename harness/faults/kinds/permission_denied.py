@@ -27,6 +27,11 @@ class PermissionDenied(Placed):
 
     needs_sandbox = True
 
+    @classmethod
+    def expectation(cls, role: str | None = None) -> str:
+        # data the code must read, made unreadable: saying so is the best it can do
+        return "fail-loudly" if role == "input" else super().expectation(role)
+
     @field_validator("mode")
     @classmethod
     def _octal(cls, mode: str | int) -> int:

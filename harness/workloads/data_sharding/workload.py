@@ -87,4 +87,9 @@ WORKLOAD = Workload(
     known_failures={"seed-loader": _SEED_LOADER_KNOWN}, preload=PRELOAD,
     setup=_setup, watch=_watch, user_ref=user_ref,
     catalog_order=("uneven-shards", "missing-data-on-host", "divergent-dataset", "corrupt-npy",
-                   "readonly-data-mount", "divergent-seed"))
+                   "readonly-data-mount", "divergent-seed"),
+    # what a loader meets: a flaky or slow data disk, a file it may not read, ranks whose
+    # generators or pace differ. Not a rank lost for good: once the data is checked, its
+    # peers wait for it in the training step's all-reduce on a pod whatever the loader
+    # does (the loud failures a loader owes are the catalog's missing and corrupt data)
+    explore_kinds=("divergent-rng", "eio", "latency", "permission-denied", "straggle"))
