@@ -121,11 +121,11 @@ class Vulnerability:
     #: what its scenario gave when run once more, as ``harness run --scenario`` will: a
     #: target racing with its own restart may not fail twice
     again: tuple[str, str] = ("", "")
+    path: str = ""  # where ``write_scenarios`` wrote the scenario ("": not written)
 
     @property
     def reproduced(self) -> bool:
         return self.again[0] == self.first.outcome
-    path: str = ""  # where ``write_scenarios`` wrote the scenario ("": not written)
 
     @property
     def first(self) -> StateResult:
@@ -217,10 +217,14 @@ class _Worlds:
 
     def scenario(self, name: str, faults: list[dict[str, Any]], description: str) -> tuple[Scenario, str]:
         text = _scenario_text(name, self.base, faults, description)
+        return self.load(name, text), text
+
+    def load(self, name: str, text: str) -> Scenario:
+        """The scenario file ``text``, written as ``name`` and read back as a user's is."""
         path = os.path.join(self.directory, f"{name}.yaml")
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
-        return load_scenario(path), text
+        return load_scenario(path)
 
     def run(self, scenario: Scenario, *, record: bool = False,
             watch: list[str] | None = None, teardown: bool = False) -> Cell:
@@ -338,11 +342,8 @@ def _explore(report: CrashReport, worlds: _Worlds, jobs: int,
         v.needs, v.ordering = _ordering(v.first, report.states, ops[v.first.state.rank])
 
     def again(v: Vulnerability) -> None:
-        path = os.path.join(worlds.directory, f"{v.scenario_name}.yaml")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(v.scenario_yaml)
         try:
-            cell = worlds.run(load_scenario(path))
+            cell = worlds.run(worlds.load(v.scenario_name, v.scenario_yaml))
         except Exception as exc:  # noqa: BLE001 - one replay, never the whole exploration
             log.exception("replaying %s failed", v.scenario_name)
             v.again = ("", f"could not be run: {type(exc).__name__}: {exc}")
@@ -562,10 +563,12 @@ def render_crash_report(report: CrashReport) -> str:
                 "way",
                 f"   faults: {_flow(v.first.faults)}",
             ]
-            if not v.reproduced:
+            if not v.again[0]:
+                lines.append(f"   not run again: {one_line(v.again[1])[:200]}")
+            elif not v.reproduced:
                 lines.append(f"   NOT reproduced: run again from its scenario, the recovery ended "
-                             f"{v.again[0] or 'untried'} ({one_line(v.again[1])[:200]}): its "
-                             "outcome depends on timing (the target races with its own restart)")
+                             f"{v.again[0]} ({one_line(v.again[1])[:200]}): its outcome depends "
+                             "on timing (the target races with its own restart)")
             lines += [f"   scenario: {v.path}", f"   replay: {v.replay}"] if v.path else \
                 [f"   replay: save the scenario as {v.scenario_name}.yaml, then {v.replay}"]
         not_tried = [s for s in report.states if not s.outcome]
