@@ -469,6 +469,54 @@ def test_the_cli_runs_uneven_shards(tmp_path, cli):
     assert cells == {"seed-loader": (PASS, OK), "robust-loader": (PASS, OK)}
 
 
+STRANGER_LOADER = """\
+import json, os
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+class Puzzles(Dataset):
+    def __init__(self, root):
+        with open(os.path.join(root, "dataset.json")) as f:
+            self.meta = json.load(f)
+        self.inputs = np.load(os.path.join(root, "inputs.npy"))
+    def __len__(self):
+        return len(self.inputs)
+    def __getitem__(self, i):
+        return torch.from_numpy(self.inputs[i].copy())
+
+def build(data_dir, rank, world_size, global_batch_size, seed=0):
+    ds = Puzzles(data_dir)
+    sampler = DistributedSampler(ds, num_replicas=world_size, rank=rank, seed=seed,
+                                 drop_last=True)
+    return DataLoader(ds, batch_size=global_batch_size // world_size, sampler=sampler,
+                      drop_last=True)
+"""
+
+
+def test_a_strangers_torch_loader_is_preloaded_and_runs_in_the_scenarios_deadline(tmp_path, cli):
+    """Its ranks run the workload's adapter, which imports the loader inside the rank: the
+    fork server must preload what the loader's own source imports, or four ranks importing
+    torch at once on two cores outlast uneven-shards' 5 s and every cell is a HANG."""
+    (tmp_path / "my_loader.py").write_text(STRANGER_LOADER)
+    done = cli("run", "--target", "my_loader.py:build", "--workload", "data-sharding",
+               "--scenario", "uneven-shards", "--report-dir", str(tmp_path / "reports"),
+               cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((tmp_path / "reports" / "latest" / "matrix.json").read_text())
+    assert [(c["outcome"], c["verdict"]) for c in report["cells"]] == [(PASS, OK)]
+
+
+def test_a_user_loaders_own_imports_are_preloaded(tmp_path, monkeypatch):
+    from harness.workloads.registry import target
+
+    (tmp_path / "my_loader.py").write_text(STRANGER_LOADER)
+    monkeypatch.chdir(tmp_path)
+    made = target("my_loader.py:build", "data-sharding")
+    assert made.ref.startswith("harness.workloads.data_sharding.adapter:")
+    assert {"torch", "torch.utils.data", "numpy"} <= set(made.preload or ())
+
+
 # -- user-style loaders, run by the ranks -------------------------------------------------------
 
 def _user_epoch(inputs: dict[str, Any], *, keep_last: bool = False, step: bool = True,

@@ -122,7 +122,16 @@ def target(spec: str, workload: str = DEFAULT_WORKLOAD, checker: Any = None) -> 
     if module.endswith(".py") or os.sep in module:
         check_file_defines(f"target {spec!r}", module, function.split(".")[0])
     adapt = WORKLOADS[workload].user_ref
-    return Target(spec, adapt(spec) if adapt else spec, workload,
+    ref, preload = spec, None
+    if adapt:
+        # the adapter imports the user's module inside the rank: what the fork server
+        # preloads is read from both sources (else every rank imports torch itself)
+        from harness.world.pool import preload_for
+
+        ref = adapt(spec)
+        preload = tuple(dict.fromkeys((*preload_for(ref, None, os.getcwd()),
+                                       *preload_for(spec, None, os.getcwd()))))
+    return Target(spec, ref, workload, preload=preload,
                   checker=validator(checker) if checker is not None else None)
 
 
