@@ -188,6 +188,8 @@ def test_a_strangers_target_is_explored_in_its_own_directory(tmp_path):
     run = _cli("explore", "--target", "atomic.py:sync", "--kinds", "lost-write",
                "--examples", "40", "--seed", "2", cwd=tmp_path)
     assert run.returncode == 1, run.stderr
+    assert "  space: kinds lost-write; topologies 1x2, 2x1, 1x4, single-host-8, v4-64\n" \
+        in run.stdout
     # its /tmp handoff fails on two hosts with no fault at all (the seed's isolated-tmp)
     assert "✗ ERROR 2x1; no fault" in run.stdout
     (lost,) = [p for p in (tmp_path / "found").glob("*.yaml") if "lost-write" in p.name]

@@ -100,6 +100,9 @@ def render(exploration: Exploration, written: list[Written]) -> str:
     lines = [f"explore {exploration.target.name} ({exploration.workload}, seed "
              f"{exploration.seed}{lanes}): {exploration.worlds} worlds in "
              f"{exploration.duration_s:.1f} s; stopped: {stopped}"]
+    space = exploration.space
+    lines.append(f"  space: kinds {', '.join(space.kinds) or '(none: fault-free plans)'}; "
+                 f"topologies {', '.join(space.topologies)}")
     if exploration.space.left_out:
         lines.append("  not drawn: " + "; ".join(f"{k} ({why})" for k, why in
                                                  exploration.space.left_out.items()))
