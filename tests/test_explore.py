@@ -4,6 +4,7 @@ plans, and the example database tried first."""
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import json
 import os
@@ -351,6 +352,40 @@ def test_lanes_draw_apart_keep_the_worlds_seed_and_merge_each_finding_once(tmp_p
     assert set(kept_needs) == {(tuple(f["needs"]), f["outcome"]) for f in both}
     again = [r for _, r in run_here(items)]
     assert [r["findings"] for r in again] == [r["findings"] for r in results]  # deterministic
+
+
+def test_a_lane_takes_this_machines_example_database_along(tmp_path):
+    """What one run's lanes found is saved here; the next run's lanes (another seed, so
+    other draws) replay it before anything new, wherever they run."""
+    from harness.explore.lanes import Lanes, database_at, merge, pack, run_here
+    from harness.explore.search import Search
+
+    db = tmp_path / "db"
+    first = Lanes("naive-sync", "config-sync", None, 5, 2, None, 20, ["lost-write"], None, None)
+    search = Search.start(target("naive-sync"), base_scenario("config-sync"), seed=5,
+                          kinds=["lost-write"])
+    saved = merge(search, [r for _, r in run_here(first.items())], database_at(db))
+    assert saved and pack(db)
+    bare = Lanes("naive-sync", "config-sync", None, 11, 2, None, 20, ["lost-write"], None, None)
+    taken = dataclasses.replace(bare, examples=pack(db))
+    assert all(item["examples"] == pack(db) for item in taken.items())
+    without = [r for _, r in run_here(bare.items())]
+    withdb = [r for _, r in run_here(taken.items())]
+    plans = {json.dumps([f.plan.topology, [dict(x) for x in f.plan.faults]]) for f in saved}
+    for lane_without, lane_with in zip(without, withdb):
+        first_found = lane_with["findings"][0]
+        assert json.dumps([first_found["topology"], first_found["faults"]]) in plans
+        assert first_found["worlds"] <= lane_without["findings"][0]["worlds"]
+    assert any(w["findings"][0]["worlds"] < o["findings"][0]["worlds"]
+               for o, w in zip(without, withdb))
+
+
+def test_a_packed_example_database_cannot_write_outside_its_directory(tmp_path):
+    from harness.explore.lanes import _unpack
+
+    with pytest.raises(ValueError, match="'../escape' is outside the database"):
+        _unpack({"../escape": "00"}, str(tmp_path / "db"))
+    assert not (tmp_path / "escape").exists()
 
 
 def test_lanes_on_a_local_cluster_find_what_the_same_lanes_find_here(tmp_path):

@@ -94,7 +94,7 @@ def explore_command(target_spec: str, workload: str, base: str | None, budget: f
     """Search fault plans that break TARGET, shrink each to the smallest that still
     fails, and write it as a scenario file (``harness run --scenario`` replays it)."""
     from harness.explore import found
-    from harness.explore.lanes import Lanes
+    from harness.explore.lanes import Lanes, pack
     from harness.explore.search import default_database, explore
     from harness.scenarios import base_scenario, without_faults
     from harness.topology import get_topology
@@ -150,7 +150,7 @@ def explore_command(target_spec: str, workload: str, base: str | None, budget: f
 
     if cluster is not None or (lanes or 1) > 1:
         spec = Lanes(target_spec, workload, base, seed, lanes or 1, budget, examples, kind_list,
-                     list(topologies) or None, timeout)
+                     list(topologies) or None, timeout, pack(db))
         result = _in_lanes(chosen, start, spec, cluster, db, on_finding, err,
                            lanes_given=lanes is not None)
     else:

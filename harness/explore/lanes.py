@@ -8,14 +8,18 @@ data in and plain data out (``run_lane``), so it crosses to a cluster worker
 and back as JSON; its findings are merged here in lane order (a finding another
 lane already explains is dropped), each is run once more here from the file it
 is written to, and the example database entries a lane saved are saved in this
-machine's database. The same seed and lanes give the same findings whether the
-lanes ran here or on a cluster.
+machine's database. This machine's database goes out with every lane (its files,
+as data), so that a lane replays what earlier runs found before drawing anew.
+The same seed, lanes and database give the same findings whether the lanes ran
+here or on a cluster.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import random
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,18 +40,26 @@ def lane_seed(seed: int, lane: int) -> int:
     return seed if lane == 0 else random.Random(f"harness-lane-{seed}-{lane}").getrandbits(32)
 
 
-class _Recording(ExampleDatabase):
-    """An in-memory example database that remembers every save, to send them home."""
+#: The most bytes of example database a lane takes along (a database past it goes
+#: without: a lane then starts from nothing, as it would with ``--no-database``).
+MAX_EXAMPLES_BYTES = 16 << 20
 
-    def __init__(self) -> None:
+
+class _Recording(ExampleDatabase):
+    """An example database that remembers every save, to send them home; it fetches from
+    ``home`` too (this machine's database, read only)."""
+
+    def __init__(self, home: ExampleDatabase | None = None) -> None:
         super().__init__()
         self.entries: dict[bytes, set[bytes]] = {}
+        self.home = home
 
     def save(self, key: bytes, value: bytes) -> None:
         self.entries.setdefault(key, set()).add(value)
 
     def fetch(self, key: bytes) -> Iterable[bytes]:
-        yield from sorted(self.entries.get(key, ()))
+        home = set(self.home.fetch(key)) if self.home is not None else set()
+        yield from sorted(home | self.entries.get(key, set()))
 
     def delete(self, key: bytes, value: bytes) -> None:
         self.entries.get(key, set()).discard(value)
@@ -61,7 +73,12 @@ def run_lane(lane: dict[str, Any]) -> dict[str, Any]:
     chosen = target(lane["target"], lane["workload"])
     base = without_faults(find(lane["base"])) if lane["base"] else \
         base_scenario(chosen.workload or lane["workload"])
-    database = _Recording()
+    with tempfile.TemporaryDirectory(prefix="harness-lane-db-") as directory:
+        home = _unpack(lane.get("examples") or {}, directory)
+        return _search(lane, chosen, base, _Recording(home))
+
+
+def _search(lane: dict[str, Any], chosen: Any, base: Any, database: _Recording) -> dict[str, Any]:
     result = explore(chosen, base, seed=lane["seed"], draw_seed=lane["draw_seed"],
                      budget_s=lane["budget_s"],
                      max_worlds=lane["max_worlds"], database=database, kinds=lane["kinds"],
@@ -89,6 +106,8 @@ class Lanes:
     kinds: list[str] | None
     topologies: list[str] | None
     timeout: float | None
+    #: this machine's example database, as ``pack`` makes it ({} : none)
+    examples: dict[str, str] | None = None
 
     def items(self) -> list[dict[str, Any]]:
         share = None if self.max_worlds is None else -(-self.max_worlds // self.count)
@@ -96,7 +115,8 @@ class Lanes:
                  "target": self.target,
                  "workload": self.workload, "base": self.base, "budget_s": self.budget_s,
                  "max_worlds": share, "kinds": self.kinds, "topologies": self.topologies,
-                 "timeout": self.timeout} for i in range(self.count)]
+                 "timeout": self.timeout, "examples": self.examples or {}}
+                for i in range(self.count)]
 
 
 def run_here(items: Sequence[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
@@ -133,6 +153,41 @@ def merge(search: Search, results: Iterable[dict[str, Any]],
             if on_finding is not None:
                 on_finding(search, finding)
     return kept
+
+
+def pack(path: Path | None) -> dict[str, str]:
+    """A directory example database as data (relative file path -> hex of its bytes), for
+    a lane to take along; {} without one, or past ``MAX_EXAMPLES_BYTES``."""
+    if path is None or not path.is_dir():
+        return {}
+    out: dict[str, str] = {}
+    size = 0
+    for file in sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink()):
+        data = file.read_bytes()
+        size += len(data)
+        if size > MAX_EXAMPLES_BYTES:
+            log.warning("example database %s is past %d bytes: the lanes start without it",
+                        path, MAX_EXAMPLES_BYTES)
+            return {}
+        out[file.relative_to(path).as_posix()] = data.hex()
+    return out
+
+
+def _unpack(examples: dict[str, str], directory: str) -> ExampleDatabase | None:
+    """``pack``'s data as a database in ``directory`` (None when there is none)."""
+    from hypothesis.database import DirectoryBasedExampleDatabase
+
+    if not examples:
+        return None
+    root = os.path.realpath(directory)
+    for relative, data in examples.items():
+        target = os.path.realpath(os.path.join(root, relative))
+        if os.path.commonpath([root, target]) != root:
+            raise ValueError(f"example database entry {relative!r} is outside the database")
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "wb") as f:
+            f.write(bytes.fromhex(data))
+    return DirectoryBasedExampleDatabase(root)
 
 
 def database_at(path: Path | None) -> ExampleDatabase | None:
