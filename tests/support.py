@@ -8,9 +8,13 @@ reads it through ``RankResult.value`` exactly as it reads a live world's.
 from __future__ import annotations
 
 import contextlib
+import glob
+import os
 import pickle
+import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -38,6 +42,28 @@ def run_cli(*args: str, cwd: Path | str = REPO, env: dict[str, str] | None = Non
     """``harness ARGS`` in a subprocess, as a user types it; output captured as text."""
     return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+def start_cli(*args: str, cwd: Path | str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """``harness ARGS`` started as at a terminal, to be interrupted: a shell's background job
+    (a CI step, say) starts with SIGINT ignored, and Python then installs no KeyboardInterrupt."""
+    return subprocess.Popen([sys.executable, "-m", "harness", *args], cwd=cwd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def worlds_of(pid: int) -> list[str]:
+    """The sandboxes of the worlds the harness process ``pid`` has up."""
+    return glob.glob(os.path.join(tempfile.gettempdir(), f"harness-{pid}-*"))
+
+
+def ctrl_c(proc: subprocess.Popen) -> tuple[str, str]:
+    """Press Ctrl-C in ``proc``: its output once it has ended (killed if it will not)."""
+    try:
+        proc.send_signal(signal.SIGINT)
+        return proc.communicate(timeout=60)
+    finally:
+        proc.kill()
 
 
 def rank(r: int, outcome: str = PASS, value: Any = None, *, host: int | None = None,

@@ -4,14 +4,9 @@ a stranger's worker, each judged by its workload's checker in real worlds."""
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import re
-import signal
-import subprocess
-import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -34,7 +29,7 @@ from harness.runner.run import CellPlan, run_cell
 from harness.scenarios import load_scenario
 from harness.workloads.registry import target
 
-from support import REPO
+from support import REPO, ctrl_c, start_cli, worlds_of
 
 CKPT, TMP = "/w/ckpt.json", "/w/ckpt.json.tmp"
 STRANGER = "tests/crash_stranger_worker.py"
@@ -356,30 +351,22 @@ def test_ctrl_c_ends_the_crash_state_in_flight(tmp_path):
         "    xm.rendezvous('cfg')\n"
         "    return cfg\n")
     env = {**os.environ, "HARNESS_CACHE_DIR": str(tmp_path / ".cache")}
-    run = subprocess.Popen(
-        [sys.executable, "-m", "harness", "explore", "--target", "slow.py:sync", "--crash-states",
-         "--timeout", "300"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
-        pattern = os.path.join(tempfile.gettempdir(), f"harness-{run.pid}-*")
-        deadline = time.monotonic() + 120
-        seen: dict[str, float] = {}
-        while time.monotonic() < deadline:  # a world up for a second: the slow recovery
-            now = time.monotonic()
-            for path in glob.glob(pattern):
-                seen.setdefault(path, now)
-            if any(now - t >= 1.0 and os.path.exists(p) for p, t in seen.items()):
-                break
-            time.sleep(0.1)
-        assert glob.glob(pattern), "no crash state's world started"
-        run.send_signal(signal.SIGINT)
-        out, err = run.communicate(timeout=60)
-    finally:
-        run.kill()
+    run = start_cli("explore", "--target", "slow.py:sync", "--crash-states", "--timeout", "300",
+                    cwd=tmp_path, env=env)
+    deadline = time.monotonic() + 120
+    seen: dict[str, float] = {}
+    while time.monotonic() < deadline:  # a world up for a second: the slow recovery
+        now = time.monotonic()
+        for path in worlds_of(run.pid):
+            seen.setdefault(path, now)
+        if any(now - t >= 1.0 and os.path.exists(p) for p, t in seen.items()):
+            break
+        time.sleep(0.1)
+    assert seen, "no crash state's world started"
+    out, err = ctrl_c(run)
     assert run.returncode == 130, err
     assert "interrupted" in err
-    assert not glob.glob(pattern)  # the world's sandbox and its ranks are gone
+    assert not worlds_of(run.pid)  # the world's sandbox and its ranks are gone
 
 
 def test_bad_input_is_named():

@@ -5,13 +5,10 @@ plans, and the example database tried first."""
 from __future__ import annotations
 
 import dataclasses
-import glob
 import json
 import os
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -28,6 +25,8 @@ from harness.roles import FileUse, Roles
 from harness.scenarios import base_scenario, load_scenario
 from harness.topology import get_topology
 from harness.workloads.registry import target
+
+from support import ctrl_c, start_cli, worlds_of
 
 HERE = Path(__file__).parent
 STRANGER = '''\
@@ -254,26 +253,18 @@ def test_ctrl_c_ends_the_world_in_flight_and_reports_what_was_found(tmp_path):
         "        time.sleep(120)\n"
         "    return cfg\n")
     env = {**os.environ, "HARNESS_CACHE_DIR": str(tmp_path / ".cache")}
-    explore_run = subprocess.Popen(
-        [sys.executable, "-m", "harness", "explore", "--target", "sleepy.py:sync",
-         "--kinds", "straggle", "--timeout", "300", "--budget", "10m"],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
-        pattern = os.path.join(tempfile.gettempdir(), f"harness-{explore_run.pid}-*")
-        deadline = time.monotonic() + 120
-        while not (tmp_path / ".cache" / "discovery").exists() and time.monotonic() < deadline:
-            time.sleep(0.1)  # the fault-free run is learned
-        while not glob.glob(pattern) and time.monotonic() < deadline:
-            time.sleep(0.1)  # and a plan's world is up
-        assert glob.glob(pattern), "no world started"
-        explore_run.send_signal(signal.SIGINT)
-        out, err = explore_run.communicate(timeout=60)
-    finally:
-        explore_run.kill()
+    explore_run = start_cli("explore", "--target", "sleepy.py:sync", "--kinds", "straggle",
+                            "--timeout", "300", "--budget", "10m", cwd=tmp_path, env=env)
+    deadline = time.monotonic() + 120
+    while not (tmp_path / ".cache" / "discovery").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)  # the fault-free run is learned
+    while not worlds_of(explore_run.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)  # and a plan's world is up
+    assert worlds_of(explore_run.pid), "no world started"
+    out, err = ctrl_c(explore_run)
     assert explore_run.returncode == 130, err
     assert "stopped: interrupted" in out
-    assert not glob.glob(pattern)  # the world's sandbox and its ranks are gone
+    assert not worlds_of(explore_run.pid)  # the world's sandbox and its ranks are gone
 
 
 def test_the_checkpoint_workload_breaks_naive_worker_and_not_robust_worker():
