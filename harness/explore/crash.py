@@ -265,8 +265,8 @@ def explore_crash_states(target: Target, workload: str, *, seed: int = 0, jobs: 
 
 def _explore(report: CrashReport, worlds: _Worlds, jobs: int,
              on_state: Callable[[StateResult], None] | None) -> None:
-    slug = _slug(report.target)
-    base, _ = worlds.scenario(f"crash-{slug}-baseline", [], "The fault-free run, recorded.")
+    stem = _slug(report.target)
+    base, _ = worlds.scenario(f"crash-{stem}-baseline", [], "The fault-free run, recorded.")
     cell = worlds.run(base, record=True)
     report.baseline_outcome, report.baseline_detail = cell.outcome, cell.detail
     report.baseline_raised_at = _raised_at(cell)
@@ -323,7 +323,7 @@ def _explore(report: CrashReport, worlds: _Worlds, jobs: int,
     in_world = WORKLOADS[report.workload].restarts_alone
 
     def one(index: int, result: StateResult) -> StateResult:
-        name = f"crash-{slug}-{index + 1}"
+        name = f"crash-{stem}-{index + 1}"
         try:
             if in_world:
                 _restart_in_world(worlds, name, result)
@@ -337,7 +337,7 @@ def _explore(report: CrashReport, worlds: _Worlds, jobs: int,
         return result
 
     _each(jobs, one, range(len(report.states)), report.states)
-    report.vulnerabilities = _group(report.states, worlds, slug, report.patterns)
+    report.vulnerabilities = _group(report.states, worlds, stem, report.patterns)
     for v in report.vulnerabilities:
         v.needs, v.ordering = _ordering(v.first, report.states, ops[v.first.state.rank])
 
@@ -424,7 +424,7 @@ def _restart_job(worlds: _Worlds, name: str, result: StateResult, host: int) -> 
     result.duration_s = crashed.duration_s + cell.duration_s
 
 
-def _group(results: list[StateResult], worlds: _Worlds, slug: str,
+def _group(results: list[StateResult], worlds: _Worlds, stem: str,
            found: list[Pattern]) -> list[Vulnerability]:
     groups: dict[tuple[Any, ...], Vulnerability] = {}
     for result in results:
@@ -444,7 +444,7 @@ def _group(results: list[StateResult], worlds: _Worlds, slug: str,
         v.protocol = "" if damaged is None else next(
             (p.text for p in found if p.op.path == damaged or (p.op.dst == damaged)
              or p.op.site == v.depends.site), "")
-        v.scenario_name = f"crash-{slug}-{v.crash}-{i}"
+        v.scenario_name = f"crash-{stem}-{v.crash}-{i}"
         model = "host crash (data since the last fsync lost)" if v.crash == HOST \
             else "process crash (the host survives)"
         v.scenario_yaml = _scenario_text(

@@ -103,9 +103,9 @@ def render(exploration: Exploration, written: list[Written]) -> str:
     space = exploration.space
     lines.append(f"  space: kinds {', '.join(space.kinds) or '(none: fault-free plans)'}; "
                  f"topologies {', '.join(space.topologies)}")
-    if exploration.space.left_out:
+    if space.left_out:
         lines.append("  not drawn: " + "; ".join(f"{k} ({why})" for k, why in
-                                                 exploration.space.left_out.items()))
+                                                 space.left_out.items()))
     if not written:
         lines.append("no failing plan found: every plan drawn passed, or met its expectation "
                      "(fail-loudly), or was not exercised")

@@ -199,16 +199,19 @@ class Lifecycle:
             self.coordinator.rank_exited(rank, how)
             self.publisher.rank_exited(rank)
             self.publish_due()
-            code, sig = decode_status(status)
-            result = self.ranks[rank].result
-            failed = sig is not None or code != 0 or (result is not None and not result.ok)
-            if self.teardown and failed and not self.finish_sent:
+            if self.teardown and not self.finish_sent and self._failed(rank, status):
                 self.coordinator.record("teardown", rank=rank, detail={
                     "message": f"rank {rank} {how}: the job is torn down, every other "
                                "process SIGKILLed"})
                 self.finish_sent = self._tell_leader({"type": "kill"})
                 return
         self._finish_if_over()
+
+    def _failed(self, rank: int, status: int) -> bool:
+        """Did the rank die, exit non-zero or raise (what a launcher tears a job down for)?"""
+        code, sig = decode_status(status)
+        result = self.ranks[rank].result
+        return sig is not None or code != 0 or (result is not None and not result.ok)
 
     def _restart(self, rank: int) -> None:
         """A pre-empted rank comes back: same rank, same host disk, a new process."""
