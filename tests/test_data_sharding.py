@@ -386,7 +386,7 @@ def test_seed_loader_drops_the_last_partial_batch_the_same_on_every_rank():
 def test_seed_loader_leaves_the_others_blocked_when_one_host_has_no_data():
     result, judgement = world("missing-data-on-host", TARGETS["seed-loader"])
     assert judgement.outcome == HANG
-    assert judgement.detail.startswith("ranks 0-2 blocked in all_reduce (step 0)")
+    assert judgement.detail.startswith("ranks 0-2 wait in all_reduce (step 0)")
     assert "rank 3 raised FileNotFoundError" in judgement.detail
 
 
@@ -426,7 +426,7 @@ def test_a_loader_that_keeps_the_last_partial_batch_hangs_its_last_step():
     assert (done.outcome, done.verdict) == (HANG, UNEXPECTED)
     # Rank 3 runs out one step early in each pass: its restart's first step pairs with the
     # others' last, so the world stalls at the end, two steps short (12 + 12 against 13 + 13).
-    assert "ranks 0-2 blocked in all_reduce (step 24)" in done.detail
+    assert "ranks 0-2 wait in all_reduce (step 24)" in done.detail
     assert "rank 3 returned" in done.detail
 
 

@@ -484,7 +484,7 @@ def test_never_arrive_hangs_and_the_report_names_the_rank_held_by_the_fault_plan
     assert all(r.outcome == HANG for r in result.ranks)
     assert "rank 2 held by the fault plan" in result.hang_report
     assert "rank 2 never arrives at rendezvous 'config_save'" in result.hang_report
-    assert "ranks 0-1,3 blocked in rendezvous 'config_save'" in result.hang_report
+    assert "ranks 0-1,3 wait in rendezvous 'config_save'" in result.hang_report
     [event] = faults_of(result)
     assert (event.rank, event.op, event.detail["op"]) == (2, "never-arrive", "collective")
     assert calls(result, "config_save", 2) == []

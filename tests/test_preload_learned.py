@@ -43,6 +43,14 @@ def test_a_rank_still_importing_at_the_deadline_is_named_so_not_as_a_hang_in_the
     assert "outside any collective" not in report, report
 
 
+def test_a_package_still_importing_is_named_by_its_dotted_path_never_init():
+    result = run_world(f"{TARGETS}:slow_package_import", topology="v4-8", timeout=2)
+    assert result.outcome == "HANG", result.describe()
+    report = result.hang_report or ""
+    assert "still importing `slow_pkg (in slow_pkg.heavy)`" in report, report
+    assert "__init__" not in report, report
+
+
 def test_importing_reads_the_module_from_a_stack():
     from harness.world.watchdog import importing
 
@@ -94,3 +102,59 @@ def test_a_users_module_with_import_time_effects_is_never_preloaded_outside_the_
     finally:
         if os.path.exists(marker):
             os.unlink(marker)
+
+
+# -- the learning run (harness.runner.discovery) ------------------------------------------
+
+def _cached(tmp_path) -> list:
+    return sorted((tmp_path / "discovery").glob("*.json"))
+
+
+def test_the_learning_run_honours_the_runs_deadline_and_keeps_no_failed_learning(
+        tmp_path, monkeypatch):
+    from harness.runner.discovery import discover
+    from harness.workloads.registry import WORKLOADS, target
+
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path))
+    slow = target(f"{TARGETS}:slow_to_sync")
+    failed = discover(slow, WORKLOADS["config-sync"], timeout=1)
+    assert failed.outcome == "HANG", failed.detail
+    assert "deadline 1 s" in failed.detail, failed.detail
+    assert _cached(tmp_path) == [], "a failed learning is never kept"
+    learned = discover(slow, WORKLOADS["config-sync"], timeout=20)
+    assert learned.outcome == "PASS", learned.detail
+    assert len(_cached(tmp_path)) == 1
+    assert discover(slow, WORKLOADS["config-sync"], timeout=1).outcome == "PASS", \
+        "a learning that passed is kept: the next run reads it, whatever its deadline"
+
+
+def test_a_run_with_a_timeout_gives_its_learning_run_that_deadline(tmp_path, monkeypatch):
+    """``harness run --timeout 20`` on a target whose fault-free run needs more than the
+    learning run's own deadline would give it... and less than 20 s: it learns."""
+    from harness.runner import discovery
+    from harness.runner.run import discover_targets, plan_cells
+    from harness.scenarios import find
+    from harness.workloads.registry import target
+
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(discovery, "DISCOVERY_TIMEOUT", 1.0)
+    slow = target(f"{TARGETS}:slow_to_sync")
+    plans = plan_cells([find("baseline")], [slow], seed=0, timeout=20)
+    assert discover_targets(plans)[slow.name].outcome == "PASS"
+    plans = plan_cells([find("baseline")], [slow], seed=0)  # the scenario's own: the default
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "fresh"))
+    found = discover_targets(plans)[slow.name]
+    assert found.outcome == "HANG" and "deadline 1 s" in found.detail, found.detail
+
+
+def test_a_data_sharding_loader_s_imports_are_learned_like_any_workload_s(tmp_path, monkeypatch):
+    from harness.runner.run import discover_targets, plan_cells
+    from harness.scenarios import find
+    from harness.workloads.registry import target
+
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path))
+    loader = target(f"{TARGETS}:loader_importing_inside", workload="data-sharding")
+    plans = plan_cells([find("uneven-shards")], [loader], seed=0)  # a scenario without roles
+    found = discover_targets(plans)[loader.name]
+    assert found.outcome == "PASS", found.detail
+    assert "iniconfig" in found.imported

@@ -138,8 +138,8 @@ def test_exec_a_later_spawn_never_completes_an_earlier_rounds_collective(tmp_pat
     result = run_world(argv=(str(script),), topology="2x1", timeout=60)
     assert result.outcome == HANG, result.describe()
     report = result.hang_report or ""
-    assert "rank 1 blocked in rendezvous 'round 0'" in report, report
-    assert "rank 0 blocked in rendezvous 'round 1'" in report, report
+    assert "rank 1 waits in rendezvous 'round 0'" in report, report
+    assert "rank 0 waits in rendezvous 'round 1'" in report, report
     # the report shows rank 0's failed first life, not only its last
     assert result.ranks[0].outcome == ERROR
     assert result.ranks[0].error["message"] == "rank 0 gives up before the rendezvous"

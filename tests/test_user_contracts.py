@@ -83,7 +83,7 @@ def test_a_users_loader_factory_hangs_on_uneven_shards(tmp_path):
     # (12 with drop_last): rank 0's 13th step waits in its all-reduce forever.
     hang = got["uneven-shards"]
     assert hang["outcome"] == "HANG", hang["detail"]
-    assert "rank 0 blocked in all_reduce" in hang["detail"]
+    assert "rank 0 waits in all_reduce" in hang["detail"]
 
 
 def test_a_run_function_returning_the_dict_still_works_through_the_adapter(tmp_path):

@@ -55,10 +55,12 @@ def test_a_hang_names_who_waits_where_with_stacks_and_leaves_nothing():
     assert result.outcome == HANG
     assert result.ranks[0].outcome == PASS and result.ranks[0].value == "skipped"
     assert [r.outcome for r in result.ranks[1:]] == [HANG] * 7
-    assert result.hang_report.startswith("ranks 1-7 blocked in rendezvous 'config_save' (step 0)")
+    assert result.hang_report.startswith("ranks 1-7 wait in rendezvous 'config_save' (step 0)")
     line = line_of("rank0_skips_rendezvous", 'xm.rendezvous("config_save")')
     assert f"at world_targets.py:{line} in rank0_skips_rendezvous" in result.hang_report
     assert "rank 0 returned" in result.hang_report
+    assert " since t=0." in result.hang_report, "when they began to wait, on the world's clock"
+    assert "; deadline 3 s (no rank could make progress" in result.hang_report, result.hang_report
     for r in result.ranks[1:]:
         assert 'xm.rendezvous("config_save")' in r.stack, r.stack
         assert "harness/world" not in r.stack, "the harness's own frames are left out"
@@ -75,7 +77,7 @@ def test_a_sigkilled_rank_is_a_crash_and_its_peers_hang():
     assert result.ranks[0].outcome == CRASH
     assert result.ranks[0].signal == 9 and result.ranks[0].exit_code is None
     assert "rank 0 was killed by SIGKILL" in result.hang_report
-    assert "ranks 1-7 blocked in rendezvous 'config_save'" in result.hang_report
+    assert "ranks 1-7 wait in rendezvous 'config_save'" in result.hang_report
     exits = [e for e in result.history if e.kind == "exit"]
     assert [e.rank for e in exits][:1] == [0]
 
@@ -91,6 +93,17 @@ def test_teardown_on_failure_ends_the_world_at_the_first_death_as_a_launcher_doe
     assert len(teardown) == 1 and teardown[0].rank == 0
     assert "rank 0 was killed by SIGKILL: the job is torn down" in teardown[0].detail["message"]
     assert processes_of_world(result.world_id) == []
+
+
+def test_a_hang_shows_ranks_that_wait_in_their_own_poll_loop_with_its_line():
+    result = run_world(target("rank0_sigkilled_while_others_poll"), topology="2x2", timeout=2)
+    assert result.outcome == HANG
+    line = line_of("rank0_sigkilled_while_others_poll", "time.sleep(0.01)")
+    assert (f"ranks 1-3 wait in their own code at world_targets.py:{line} in "
+            f"rank0_sigkilled_while_others_poll: `time.sleep(0.01)`") in result.hang_report, \
+        result.hang_report
+    assert "outside any collective" not in result.hang_report
+    assert result.hang_report.endswith("; deadline 2 s"), result.hang_report
 
 
 def test_teardown_on_failure_leaves_a_passing_world_alone():

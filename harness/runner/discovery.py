@@ -35,7 +35,8 @@ from harness.world.world import run_world
 
 log = logging.getLogger(__name__)
 
-#: A discovery world's deadline: it pays for the target's imports, a cell does not.
+#: A discovery world's deadline unless the run gives one (``--timeout``): it pays for the
+#: target's imports, a cell does not.
 DISCOVERY_TIMEOUT = 60.0
 TOPOLOGY = "single-host-8"  # a workload without a catalog scenario
 _FORMAT = 4  # 3: a directory is never a file role; 4: the workload's setting, collectives
@@ -102,8 +103,13 @@ def cache_key(target: Target, workload: Workload, previous: bool) -> str:
 
 
 def discover(target: Target, workload: Workload, previous: bool = False,
-             use_cache: bool = True) -> Discovery:
-    """The target's roles and imports, from the cache or from its fault-free world(s)."""
+             use_cache: bool = True, timeout: float | None = None) -> Discovery:
+    """The target's roles and imports, from the cache or from its fault-free world(s)
+    (whose deadline is ``timeout``, else ``DISCOVERY_TIMEOUT``).
+
+    Only a fault-free run that passed is cached: one that failed (a HANG while the
+    machine was loaded, a target that raises) says so in the report, and the next run
+    learns again rather than trusting it (or preloading nothing) forever."""
     key = cache_key(target, workload, previous)
     path = cache_dir() / f"{key}.json"
     if use_cache:
@@ -111,8 +117,8 @@ def discover(target: Target, workload: Workload, previous: bool = False,
             return Discovery.from_dict(json.loads(path.read_text()))
         except (OSError, ValueError, KeyError, TypeError):
             pass  # absent or from another format: learn it again
-    found = _run(target, workload, previous)
-    if use_cache:
+    found = _run(target, workload, previous, timeout or DISCOVERY_TIMEOUT)
+    if use_cache and found.outcome == PASS:
         _store(path, found)
     return found
 
@@ -141,10 +147,11 @@ def setting(workload: Workload) -> tuple[Topology, list[Mount]]:
     return get_topology(base.topology), base.mount_list(os.path.expanduser("~"))
 
 
-def _world(target: Target, workload: Workload, inputs: Any, watch: list[str]) -> Any:
+def _world(target: Target, workload: Workload, inputs: Any, watch: list[str],
+           timeout: float) -> Any:
     topology, mounts = setting(workload)
     files = workload.setup(inputs, topology, 0) if workload.setup else []
-    return run_world(target.ref, topology=topology, timeout=DISCOVERY_TIMEOUT, seed=0,
+    return run_world(target.ref, topology=topology, timeout=timeout, seed=0,
                      args=(inputs.for_target(),), preload=target.preload, files=files,
                      watch=watch, record_files=True, checker=workload.validator_for(target),
                      mounts=mounts)
@@ -156,10 +163,11 @@ def _returned(result: Any) -> Any:
     return as_json(rank0.value) if rank0 is not None and rank0.outcome == PASS else None
 
 
-def _run(target: Target, workload: Workload, previous: bool) -> Discovery:
+def _run(target: Target, workload: Workload, previous: bool, timeout: float) -> Discovery:
     inputs = workload.inputs(topology=setting(workload)[0])  # defaults that follow the hosts
     # what the workload's checker reads (a bucket's objects), as a cell's world records it
-    result = _world(target, workload, inputs, workload.watch(inputs) if workload.watch else [])
+    result = _world(target, workload, inputs, workload.watch(inputs) if workload.watch else [],
+                    timeout)
     roles = derive(result.history)
     judgement = workload.judge(result)
     found = Discovery(roles, tuple(result.imported), judgement.outcome, judgement.detail,
@@ -168,7 +176,7 @@ def _run(target: Target, workload: Workload, previous: bool) -> Discovery:
     handoffs = roles.paths("handoff")
     if not previous or workload.another_run is None or not handoffs:
         return found
-    other = _world(target, workload, workload.another_run(inputs), list(handoffs))
+    other = _world(target, workload, workload.another_run(inputs), list(handoffs), timeout)
     left: dict[str, bytes] = {}
     for event in other.history:  # every rank's snapshot: the last one of a path wins
         if event.kind == "snapshot":

@@ -118,18 +118,22 @@ def replay_command(plan: CellPlan) -> str:
 
 def discover_targets(plans: Iterable[CellPlan], use_cache: bool = True,
                      jobs: int = 1) -> dict[str, Discovery]:
-    """One discovery per target whose scenarios aim at roles (at most two worlds each:
-    the fault-free run, and another run's when a scenario places what it leaves)."""
-    wanted: dict[str, tuple[Target, str, bool]] = {}
+    """One discovery per target, whatever its workload (at most two worlds each: the
+    fault-free run, and another run's when a scenario places what it leaves): its
+    roles, and the modules its ranks import, which its cells' fork server preloads.
+    A run given ``--timeout`` gives the fault-free run the same deadline."""
+    wanted: dict[str, tuple[Target, str, bool, float | None]] = {}
     for p in plans:
-        if p.scenario.uses_roles:
-            _, _, previous = wanted.get(p.target.name, (p.target, "", False))
-            wanted[p.target.name] = (p.target, p.scenario.workload,
-                                     previous or p.scenario.needs_another_run)
+        _, _, previous, timeout = wanted.get(p.target.name, (p.target, "", False, None))
+        if p.timeout_overridden:
+            timeout = max(timeout or 0.0, p.timeout)
+        wanted[p.target.name] = (p.target, p.scenario.workload,
+                                 previous or p.scenario.needs_another_run, timeout)
     workers = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="harness-discovery")
     try:
-        futures = {name: workers.submit(discover, target, WORKLOADS[workload], previous, use_cache)
-                   for name, (target, workload, previous) in wanted.items()}
+        futures = {name: workers.submit(discover, target, WORKLOADS[workload], previous, use_cache,
+                                        timeout)
+                   for name, (target, workload, previous, timeout) in wanted.items()}
         return {name: f.result() for name, f in futures.items()}
     except KeyboardInterrupt:
         ABORT.set()  # before waiting for them: the worlds in flight end now
@@ -184,8 +188,9 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
     topology = get_topology(plan.topology)
     files = workload.setup(inputs, topology, plan.seed) if workload.setup else []
     watch = workload.watch(inputs) if workload.watch else []
-    if discovery is None and scenario.uses_roles:  # a cell run on its own (pytest, replay)
-        discovery = discover(target, workload, scenario.needs_another_run)
+    if discovery is None:  # a cell run on its own (pytest, replay)
+        discovery = discover(target, workload, scenario.needs_another_run,
+                             timeout=plan.timeout if plan.timeout_overridden else None)
     roles = discovery.roles if discovery is not None else None
     faults = make_plan(scenario.faults, seed=plan.seed, world_size=topology.world_size,
                        hosts=topology.hosts, home=home, roles=roles)
@@ -222,6 +227,9 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
         verdict = OK
     else:
         verdict = KNOWN if is_known else UNEXPECTED
+    if not met and discovery is not None and discovery.outcome != PASS:
+        detail += (f" (the target's fault-free run, which learns its roles and imports, ended "
+                   f"{discovery.outcome} too: it is not kept, and the next run learns again)")
     return Cell(
         scenario=scenario.name, target=target.name, topology=plan.topology, seed=plan.seed,
         outcome=outcome, expected=scenario.expect, verdict=verdict,

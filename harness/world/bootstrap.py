@@ -98,9 +98,12 @@ def resolve_target(target: str, kind: str = "target") -> Callable[..., Any]:
     module_part, sep, attr = target.rpartition(":")
     if not sep or not module_part or not attr:
         raise ValueError(f"{kind} {target!r}: expected 'module.path:function' or 'file.py:function'")
+    from harness.world.channel import TARGET_MODULES
+
     if module_part.endswith(".py") or os.sep in module_part:
         path = os.path.abspath(module_part)
         mod_name = os.path.splitext(os.path.basename(path))[0]
+        TARGET_MODULES.add(mod_name)
         module = sys.modules.get(mod_name)
         if module is None or os.path.abspath(getattr(module, "__file__", None) or "") != path:
             if not _code_exists(path):
@@ -112,6 +115,7 @@ def resolve_target(target: str, kind: str = "target") -> Callable[..., Any]:
             sys.modules[mod_name] = module
             spec.loader.exec_module(module)
     else:
+        TARGET_MODULES.add(module_part)
         module = importlib.import_module(module_part)
     obj: Any = module
     for part in attr.split("."):

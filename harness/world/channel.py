@@ -58,7 +58,8 @@ class Channel:
             while True:
                 header, _ = wire.recv_frame(self.control)
                 if header.get("type") == "stacks":
-                    wire.send_frame(self.control, {"type": "stacks", "stacks": format_stacks()})
+                    wire.send_frame(self.control, {"type": "stacks", "stacks": format_stacks(),
+                                                   "importing": importing_now()})
         except (OSError, EOFError, wire.FrameError):
             return
 
@@ -87,6 +88,35 @@ def format_stacks() -> str:
             continue
         out.append(f"Thread {names.get(ident, ident)}:\n" + "".join(traceback.format_list(stack)))
     return "\n".join(out)
+
+
+def importing_now() -> str | None:
+    """The module the main thread is importing, by its dotted name (``torch``, or
+    ``torch (in torch.utils._debug_mode)`` when it is deep inside), or None.
+
+    Read from the frames' own ``__name__``: a package's body is ``torch.utils``,
+    never its file's ``__init__``. The module a target is defined in (the harness
+    imports it to find the function) is the rank's code, not an import it waits on."""
+    frame = sys._current_frames().get(threading.main_thread().ident)
+    names: list[str] = []
+    while frame is not None:
+        caller = frame.f_back
+        if frame.f_code.co_name == "<module>" and caller is not None \
+                and caller.f_code.co_filename.startswith("<frozen importlib"):
+            name = frame.f_globals.get("__name__")
+            if isinstance(name, str):
+                names.append(name)
+        frame = caller
+    names = [n for n in reversed(names)  # outermost first
+             if not any(t == n or t.startswith(n + ".") for t in TARGET_MODULES)]
+    if not names:
+        return None
+    return names[0] if len(names) == 1 else f"{names[0]} (in {names[-1]})"
+
+
+#: The modules a unit's target is defined in (and their packages), which the bootstrap
+#: imports to find the function: the code under test, never an import it waits on.
+TARGET_MODULES: set[str] = set()
 
 
 # The machinery whose frames a user never needs to see. The reference targets

@@ -283,15 +283,21 @@ class Coordinator:
         return out
 
     def blocked(self) -> list[str]:
-        """One phrase per group of ranks blocked at the same place."""
-        by_place: dict[tuple, list[int]] = {}
+        """One phrase per group of ranks waiting at the same place, with the time the first
+        of them arrived: ``ranks 1-7 wait in rendezvous 'cfg' (step 0) at sync.py:12 since
+        t=0.4 s``."""
+        by_place: dict[tuple, list[Waiting]] = {}
         for w in self.waiting.values():
-            by_place.setdefault((w.describe(), w.step, w.site), []).append(w.rank)
+            by_place.setdefault((w.describe(), w.step, w.site), []).append(w)
         phrases = []
-        for (what, step, site), ranks in sorted(by_place.items(), key=lambda kv: min(kv[1])):
+        for (what, step, site), group in sorted(by_place.items(),
+                                                key=lambda kv: min(w.rank for w in kv[1])):
+            ranks = [w.rank for w in group]
             where = f" at {site}" if site else ""
             step_txt = f" (step {step})" if step is not None else ""
-            phrases.append(f"{ranks_phrase(ranks)} blocked in {what}{step_txt}{where}")
+            since = min(w.since for w in group)
+            phrases.append(f"{ranks_phrase(ranks)} {'waits' if len(ranks) == 1 else 'wait'} in "
+                           f"{what}{step_txt}{where} since t={since:.1f} s")
         return phrases
 
 

@@ -76,8 +76,10 @@ class Lifecycle:
 
     def __init__(self, spec: WorldSpec, loop: EventLoop, coordinator: Coordinator,
                  publisher: Publisher, publish_due: Callable[[], None],
-                 watch: list[str], max_restarts: int, teardown: bool = False) -> None:
+                 watch: list[str], max_restarts: int, teardown: bool = False,
+                 timeout: float = 0.0) -> None:
         self.spec = spec
+        self.timeout = timeout  # the world's deadline, as the hang report names it
         self.topology = spec.topology
         self.loop = loop
         self.coordinator = coordinator
@@ -371,7 +373,7 @@ class Lifecycle:
             unit.alive_at_deadline = True
         asked = {r: s for r, s in self.loop.control.items()
                  if (r >= 0 and r in live) or (r < 0 and -1 - r in live_hosts)}
-        stacks = watchdog.collect_stacks(asked, timeout=stack_wait * 0.7)
+        stacks, importing = watchdog.collect_stacks(asked, timeout=stack_wait * 0.7)
         # The faulthandler fallback is written at the deadline: worth a short,
         # shared wait then, none when the world was found deadlocked early.
         fallback_end = time.monotonic() + (0 if self.deadlock_at is not None else stack_wait * 0.3)
@@ -389,12 +391,17 @@ class Lifecycle:
             running.pop(r, None)
         in_import = {r: m for r, u in live.items() if r in running
                      and not str(running[r]).startswith("the fault plan")
-                     and (m := watchdog.importing(u.stack)) is not None}
+                     and (m := importing.get(r) or watchdog.importing(u.stack)) is not None}
+        waits = {r: w for r, u in live.items() if (w := watchdog.own_wait(u.stack)) is not None}
         report = watchdog.hang_report(self.coordinator.blocked(), running,
                                       dict(self.coordinator.exited), blocked_ranks,
-                                      importing=in_import, after=self.coordinator.now())
+                                      importing=in_import, after=self.coordinator.now(),
+                                      waits=waits)
         if never:
             report += f"; rank{'s' if len(never) > 1 else ''} {format_ranks(never)} never started"
+        if self.timeout:
+            report = (f"the deadline ({self.timeout:g} s) passed" if report == "the deadline passed"
+                      else f"{report}; deadline {self.timeout:g} s")
         if self.deadlock_at is not None:
             report += (f" (no rank could make progress any more: declared at "
                        f"{self.deadlock_at:.1f} s, before the deadline)")

@@ -43,7 +43,7 @@ class WorldServer:
         self.publisher = Publisher(spec.topology.world_size)
         self.loop = EventLoop(spec.address, self._on_frame, self._on_refused)
         self.life = Lifecycle(spec, self.loop, self.coordinator, self.publisher,
-                              self._publish_due, watch, max_restarts, teardown)
+                              self._publish_due, watch, max_restarts, teardown, timeout)
         self._file_ops: dict[int | None, int] = {}  # file events recorded per rank
         self._handlers = self._make_handlers()
 

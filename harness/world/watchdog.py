@@ -13,8 +13,11 @@ from harness.history import ranks_phrase
 from harness.world import wire
 
 
-def collect_stacks(control: dict[int, socket.socket], timeout: float) -> dict[int, str]:
-    """Ask every rank's control thread for its stacks; wait at most ``timeout``."""
+def collect_stacks(control: dict[int, socket.socket],
+                   timeout: float) -> tuple[dict[int, str], dict[int, str]]:
+    """Ask every rank's control thread for its stacks; wait at most ``timeout``.
+    Returns each rank's stacks and, for a rank still importing, the module's dotted
+    name as the rank knows it (``importing_now``)."""
     asked: dict[socket.socket, int] = {}
     for rank, sock in control.items():
         try:
@@ -24,6 +27,7 @@ def collect_stacks(control: dict[int, socket.socket], timeout: float) -> dict[in
         except OSError:
             continue
     stacks: dict[int, str] = {}
+    importing_: dict[int, str] = {}
     end = time.monotonic() + timeout
     selector = selectors.DefaultSelector()  # not select(): a 256-rank world has fds > 1024
     for sock in asked:
@@ -36,11 +40,14 @@ def collect_stacks(control: dict[int, socket.socket], timeout: float) -> dict[in
             try:
                 sock.settimeout(max(end - time.monotonic(), 0.05))
                 header, _ = wire.recv_frame(sock)
-                stacks[rank] = header.get("stacks", "")
+                stacks[rank] = str(header.get("stacks", ""))
+                module = header.get("importing")
+                if isinstance(module, str) and module:
+                    importing_[rank] = module
             except (OSError, EOFError, wire.FrameError):
                 pass
     selector.close()
-    return stacks
+    return stacks, importing_
 
 
 def fallback_stack(outdir: str, name: str, wait: float) -> str | None:
@@ -107,13 +114,39 @@ def importing(stack: str | None) -> str | None:
         else:  # import_module(), __import__, a faulthandler dump: the module body
             body = [f for f in frames[i:] if f[1] == "<module>" and "importlib" not in f[0]]
             if body:
-                name = os.path.splitext(os.path.basename(body[0][0]))[0]
+                name = dotted_name(body[0][0])
     return name
+
+
+def dotted_name(path: str) -> str:
+    """A module's dotted name from its file, walking up the packages that hold it
+    (``.../torch/utils/__init__.py`` is ``torch.utils``, never ``__init__``)."""
+    directory, base = os.path.split(path)
+    stem = os.path.splitext(base)[0]
+    parts = [] if stem == "__init__" else [stem]
+    while directory and os.path.isfile(os.path.join(directory, "__init__.py")):
+        directory, package = os.path.split(directory)
+        parts.insert(0, package)
+    return ".".join(parts) or stem
+
+
+_OWN_WAIT = re.compile(r"(\bsleep|\.wait|\.join|\.get|\.acquire|\bselect|\.poll|\.recv)\(")
+
+
+def own_wait(stack: str | None) -> str | None:
+    """The line of the target's own code its main thread waits on (``time.sleep(0.2)``,
+    ``event.wait(30)``), when its innermost frame is such a call, else None."""
+    if not stack:
+        return None
+    lines = [ln.strip() for ln in _main_thread(stack).splitlines() if ln.strip()]
+    if len(lines) < 2 or not lines[-2].startswith("File ") or lines[-1].startswith("File "):
+        return None
+    return lines[-1] if _OWN_WAIT.search(lines[-1]) else None
 
 
 def hang_report(blocked: list[str], running: dict[int, str | None], exited: dict[int, str],
                 blocked_ranks: set[int], importing: dict[int, str] | None = None,
-                after: float | None = None) -> str:
+                after: float | None = None, waits: dict[int, str] | None = None) -> str:
     """``ranks 1-7 blocked in rendezvous 'config_save'; rank 0 exited with SIGKILL``;
     a rank whose stack is inside an import is said to be still importing, not hung."""
     parts = list(blocked)
@@ -126,13 +159,17 @@ def hang_report(blocked: list[str], running: dict[int, str | None], exited: dict
         were = "were" if len(ranks) > 1 else "was"
         parts.append(f"{ranks_phrase(ranks)} {were} still importing `{module}`{when}: "
                      f"raise the deadline or preload it")
-    by_place: dict[str, list[int]] = {}
+    by_place: dict[tuple[str, str | None], list[int]] = {}
     for rank, frame in running.items():
         if rank not in blocked_ranks and rank not in (importing or {}):
-            by_place.setdefault(frame or "an unknown place", []).append(rank)
-    for place, ranks in sorted(by_place.items(), key=lambda kv: min(kv[1])):
+            key = (frame or "an unknown place", (waits or {}).get(rank))
+            by_place.setdefault(key, []).append(rank)
+    for (place, wait), ranks in sorted(by_place.items(), key=lambda kv: min(kv[1])):
         if place.startswith("the fault plan"):
             parts.append(f"{ranks_phrase(ranks)} held by {place}")
+        elif wait is not None:  # a wait of its own (a poll loop's sleep): its own timeout rules
+            parts.append(f"{ranks_phrase(ranks)} {'waits' if len(ranks) == 1 else 'wait'} in "
+                         f"{'its' if len(ranks) == 1 else 'their'} own code at {place}: `{wait}`")
         else:
             parts.append(f"{ranks_phrase(ranks)} still running outside any collective, "
                          f"in {place}")

@@ -47,6 +47,12 @@ def slow_import():
     return "never"
 
 
+def slow_package_import():
+    import slow_pkg  # noqa: F401 - its import is what takes the time
+
+    return "never"
+
+
 def many_attempts(n):
     import torch_xla.core.xla_model as xm_
 
@@ -57,3 +63,29 @@ def many_attempts(n):
             except FileNotFoundError:
                 pass
     return n
+
+
+def slow_to_sync(inputs):
+    """A config sync whose rank 0 takes 3 s to build its config (a learning run's deadline
+    below that ends HANG, above it PASS)."""
+    import time
+
+    import torch_xla.core.xla_model as xm_
+
+    if xm_.get_ordinal() == 0:
+        time.sleep(3)
+    xm_.rendezvous("built")
+    return dict(inputs["config"])
+
+
+def loader_importing_inside(data_dir, rank, num_replicas, seed, global_batch_size):
+    """A data loader factory whose model code, imported inside it, imports an installed
+    package (iniconfig, through lazy_dep)."""
+    import lazy_dep  # noqa: F401 - the user's own module: never preloaded itself
+    import numpy as np_
+
+    inputs = np_.load(f"{data_dir}/inputs.npy", mmap_mode="r")
+    per_rank = global_batch_size // num_replicas
+    rows = list(range(rank, len(inputs), num_replicas))
+    return [np_.array(inputs[rows[i:i + per_rank]]) for i in range(0, len(rows) - per_rank + 1,
+                                                                  per_rank)]
