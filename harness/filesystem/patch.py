@@ -14,31 +14,19 @@ import io
 import os
 import sys
 import types
-import warnings
 from typing import Any
 
 from harness.filesystem.view import View
 from harness.imports import when_imported
+from harness.rebinding import rebind, replace, scan_modules, undo
 
 _installed: View | None = None
 _saved: list[tuple[Any, str, Any]] = []
 
 
-def _get(owner: Any, key: Any) -> Any:
-    return owner.get(key) if type(owner) is dict else getattr(owner, key, None)
-
-
 def _set(owner: Any, key: Any, value: Any) -> None:
     """``owner.key = value`` (an item when ``owner`` is a dict), undone by ``uninstall``."""
-    _saved.append((owner, key, _get(owner, key)))
-    _put(owner, key, value)
-
-
-def _put(owner: Any, key: Any, value: Any) -> None:
-    if type(owner) is dict:
-        owner[key] = value
-    else:
-        setattr(owner, key, value)
+    replace(owner, key, value, _saved)
 
 
 def install(view: View) -> None:
@@ -107,9 +95,7 @@ def install(view: View) -> None:
 
 def uninstall() -> None:
     global _installed
-    while _saved:
-        owner, key, value = _saved.pop()
-        _put(owner, key, value)
+    undo(_saved)
     _installed = None
 
 
@@ -140,79 +126,19 @@ _MACHINE_OS = types.SimpleNamespace(**{k: v for k, v in vars(os).items() if not 
 
 def find_early_bindings() -> list[tuple[Any, Any, Any]]:
     """``(owner, key, what it holds)`` for every reference to one of the real functions
-    ``install`` replaces that a module imported before the fork holds: a module global
-    (owner: the module), a value of a module-level dict or of the attributes of a
-    module-level instance of the module's own class (owner: that dict), and a function
-    default of its functions and its classes' methods (owner: the function, key
-    ``__defaults__`` or ``__kwdefaults__``). Run before ``install`` (the fork server runs
-    it once, for every rank it forks)."""
+    ``install`` replaces that a module imported before the fork holds (see
+    ``harness.rebinding``). Run before ``install`` (the fork server runs it once, for
+    every rank it forks)."""
     global _early
-    scan = _Scan({id(getattr(owner, name)) for owner, name in _REAL if hasattr(owner, name)},
-                 {id(vars(builtins))} | {id(getattr(m, "__dict__", None))
-                                         for m in list(sys.modules.values())})
-    with warnings.catch_warnings():  # a deprecated object may warn when looked at
-        warnings.simplefilter("ignore")
-        for module_name, module in list(sys.modules.items()):
-            if module is not None and module_name.split(".")[0] not in _KEEP:
-                try:
-                    scan.module(module_name, module)
-                except Exception:  # noqa: BLE001 - an odd module (a lazy proxy) keeps its own
-                    continue
-    _early = scan.found
-    return scan.found
-
-
-class _Scan:
-    def __init__(self, real: set[int], namespaces: set[int]) -> None:
-        self.real, self.namespaces = real, namespaces  # ids: nothing is compared by ==
-        self.found: list[tuple[Any, Any, Any]] = []
-
-    def module(self, name: str, module: Any) -> None:
-        self.values_of(module, vars(module).items())
-        for value in list(vars(module).values()):
-            kind = type(value)  # type(), not isinstance: a lazy proxy's __class__ may warn
-            if kind is dict:
-                self.values_of(value, value.items())
-            elif kind is types.FunctionType and value.__module__ == name:
-                self.defaults(value)
-            elif issubclass(kind, type) and value.__module__ == name:
-                for member in list(vars(value).values()):
-                    self.defaults(getattr(member, "__func__", member))  # class/static methods
-            elif kind.__module__ == name and type(getattr(value, "__dict__", None)) is dict:
-                attrs = value.__dict__  # numpy's _file_openers holds {None: open}
-                self.values_of(attrs, attrs.items())
-                for held in list(attrs.values()):
-                    if type(held) is dict:
-                        self.values_of(held, held.items())
-
-    def values_of(self, owner: Any, items: Any) -> None:
-        if type(owner) is dict and id(owner) in self.namespaces:
-            return  # __builtins__, or another module's globals: looked at as that module
-        for key, value in list(items):
-            if id(value) in self.real:
-                self.found.append((owner, key, value))
-
-    def defaults(self, fn: Any) -> None:
-        if type(fn) is not types.FunctionType:
-            return
-        for attr in ("__defaults__", "__kwdefaults__"):
-            values = getattr(fn, attr)
-            items = values.values() if isinstance(values, dict) else values or ()
-            if any(id(v) in self.real for v in items):
-                self.found.append((fn, attr, values))
+    _early = scan_modules({id(getattr(owner, name)) for owner, name in _REAL
+                           if hasattr(owner, name)}, _KEEP)
+    return _early
 
 
 def _rebind_early(sites: list[tuple[Any, Any, Any]]) -> None:
     """Point each early reference at what ``install`` put in the real function's place."""
-    replaced = {id(old): getattr(owner, name) for owner, name, old in _saved
-                if owner in (builtins, io, os)}
-    for owner, key, old in sites:
-        if key in ("__defaults__", "__kwdefaults__") and type(owner) is types.FunctionType:
-            new = {k: replaced.get(id(v), v) for k, v in old.items()} if isinstance(old, dict) \
-                else tuple(replaced.get(id(v), v) for v in old)
-            _set(owner, key, new)
-        elif id(old) in replaced and _get(owner, key) is old:
-            _set(owner, key, replaced[id(old)])
+    rebind(sites, {id(old): getattr(owner, name) for owner, name, old in _saved
+                   if owner in (builtins, io, os)}, _saved)
 
 
 # -- libraries that hand a path to C ---------------------------------------------
