@@ -1,6 +1,6 @@
-"""Exec mode ends a proven deadlock early, as the API mode does: every rank the
-script's xmp.spawn started is blocked in a collective with nothing else that could
-act, and every launcher only waits for its ranks (or is its host's only rank)."""
+"""Exec mode, as the API mode: a world where nothing can happen any more (every rank
+the script's xmp.spawn started waits in a collective, every launcher only waits for its
+ranks or is its host's only rank) reaches its deadline at once on the world's clock."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ if __name__ == "__main__":
         xmp.spawn(_mp_fn, args=(mode,))
 """
 
-DECLARED = "(no rank could make progress any more: declared at"
+DECLARED = ("(nothing could happen any more after t=0.0 s: the world's clock went straight "
+            "to the deadline)")
 
 
 @pytest.fixture
@@ -43,7 +44,8 @@ def script(tmp_path):
 
 
 @pytest.mark.parametrize("mode, topology", [("spawn", "2x2"), ("no-spawn", "2x1")])
-def test_exec_ends_a_proven_deadlock_before_its_deadline(script, mode, topology):
+def test_exec_a_world_where_nothing_can_happen_goes_straight_to_its_deadline(script, mode,
+                                                                             topology):
     seen: list[Progress] = []
     result = run_world(argv=(str(script), mode), topology=topology, timeout=60,
                        progress=seen.append)
@@ -51,8 +53,9 @@ def test_exec_ends_a_proven_deadlock_before_its_deadline(script, mode, topology)
     assert result.ranks[0].outcome != HANG  # it returned (and, with spawn, its launcher waits)
     report = result.hang_report or ""
     assert "in rendezvous 'config_save'" in report, report
-    assert DECLARED in report and report.endswith("before the deadline)"), report
-    assert f"{DECLARED} " in result.describe()
+    assert report.endswith(f"; deadline 60 s {DECLARED}"), report
+    assert result.world_time_s == 60.0
+    assert DECLARED in result.describe()
     [hang] = [e for e in result.history if e.kind == "hang"]
     assert DECLARED in hang.detail["message"]
     # What `harness exec` shows while it waits: the last word is the state proven stuck.

@@ -55,7 +55,7 @@ def test_a_long_history_keeps_head_tail_and_every_event_a_diagnosis_needs():
 
 
 def test_the_coordinators_history_is_bounded_and_keeps_faults_and_mismatches():
-    c = Coordinator(2, start=0.0)
+    c = Coordinator(2)
     steps = HISTORY_HEAD + HISTORY_TAIL  # 2 calls and a completion each: 3x the bound
     for step in range(steps):
         if step == steps // 2:

@@ -21,11 +21,14 @@ def decode(header: object, payload: bytes = b"") -> protocol.Message:
 
 def test_a_well_formed_message_becomes_its_dataclass_with_its_payload():
     msg = decode({"type": "collective", "op": "all_reduce", "kind": "reduce",
-                  "tensors": [["float32", [2, 2], 16]], "reduce": "sum", "guarded": False,
-                  "api": "xm"}, b"x" * 16)
-    assert msg == protocol.Collective(op="all_reduce", kind="reduce", guarded=False,
+                  "tensors": [["float32", [2, 2], 16]], "reduce": "sum",
+                  "idle": {"seen": 3, "wake": None}, "api": "xm"}, b"x" * 16)
+    assert msg == protocol.Collective(op="all_reduce", kind="reduce",
+                                      idle={"seen": 3, "wake": None},
                                       tensors=[["float32", [2, 2], 16]], reduce="sum",
                                       payload=b"x" * 16)
+    assert decode({"type": "idle", "seen": 2, "wake": 1_800_000_000_000}) == \
+        protocol.Idle(seen=2, wake=1_800_000_000_000)
     assert decode({"type": "result", "ok": True, "value_repr": "3"}, b"p") == \
         protocol.Result(ok=True, value_repr="3", payload=b"p")
 
@@ -44,6 +47,11 @@ def test_a_well_formed_message_becomes_its_dataclass_with_its_payload():
     (b'{"type": "collective", "op": "x", "kind": "reduce", "groups": [[0, "1"]]}', "'groups'"),
     (b'{"type": "send", "box": ["dist", 0, 1], "peer": 1}', "'box' is list"),
     (b'{"type": "result", "ok": false, "error": {"type": 1}}', "'error'"),
+    (b'{"type": "idle", "seen": 1, "wake": 2.5}', "'wake' is float 2.5"),
+    (b'{"type": "idle", "wake": 3}', "message without seen"),
+    (b'{"type": "recv", "box": "b", "peer": 0, "idle": {"seen": -1}}', "'idle'"),
+    (b'{"type": "collective", "op": "x", "kind": "reduce", "idle": {"seen": 0, "x": 1, "y": 2}}',
+     "'idle'"),
 ])
 def test_a_malformed_header_is_refused_by_name(head, message):
     with pytest.raises(protocol.ProtocolError, match=message.replace("(", r"\(")):

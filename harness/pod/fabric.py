@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import threading
+import time
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -104,15 +105,14 @@ class GlooRuntime:
                                   is_master=self.rank == 0, timeout=_FOREVER,
                                   wait_for_workers=False)
             self._group = dist.ProcessGroupGloo(store, self.rank, self.world_size(), _FOREVER)
-            self._coordinator = Coordinator(self.world_size(), start=0.0)
+            self._coordinator = Coordinator(self.world_size(), now=time.monotonic)
         return self._group
 
     def collective(self, op: str, kind: str, payload: Any, site: str | None,
                    meta: dict[str, Any]) -> tuple[dict, bytearray]:
         if self._single is not None:
             return self._single.collective(op, kind, payload, site, meta)
-        header = {"type": "collective", "op": op, "kind": kind, "site": site, "guarded": True,
-                  **meta}
+        header = {"type": "collective", "op": op, "kind": kind, "site": site, **meta}
         with self._lock:
             frames = self._all_gather(_frame(wire.encode(header), bytes(payload)))
             coordinator = self._coordinator

@@ -26,7 +26,8 @@ _NO_ERROR = {"type": "Error", "message": "the rank reported a failure without sa
              "traceback": ""}
 
 
-def world_result(life: Lifecycle, coordinator: Coordinator, duration: float) -> WorldResult:
+def world_result(life: Lifecycle, coordinator: Coordinator, duration: float,
+                 world_time: float = 0.0) -> WorldResult:
     spec, topology = life.spec, life.topology
     launcher_of = {rank: host for host, rank in life.promoted.items()}
     ranks = [unit_result(spec.outdir, r, topology.host_of(r), life.reported(r),
@@ -52,7 +53,8 @@ def world_result(life: Lifecycle, coordinator: Coordinator, duration: float) -> 
         history=list(coordinator.history),
         dropped=coordinator.history.dropped if coordinator.history.dropped.count else None,
         mismatches=coordinator.mismatches + coordinator.findings(),
-        hang_report=life.hang_report, duration_s=round(duration, 4), hosts=hosts,
+        hang_report=life.hang_report, duration_s=round(duration, 4),
+        world_time_s=round(world_time, 6), hosts=hosts,
         leftovers=life.leftovers, single_hosts=sorted(life.single),
         imported=sorted({name for u in (*life.ranks.values(), *life.hosts.values())
                          if u.result is not None for name in u.result.imported or ()}),

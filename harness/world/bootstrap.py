@@ -20,7 +20,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from harness.world import imported, runtime, values
+from harness.world import imported, rank_clock, runtime, values
 from harness.world.channel import Channel
 from harness.world.environment import enter_environment, seed_generators, seed_temp_names
 from harness.world.process import arm_fallback_stacks, die_with_parent, redirect_output
@@ -28,9 +28,11 @@ from harness.world.runtime import RankContext
 from harness.world.spec import WorldSpec
 
 
-def become_rank(spec: WorldSpec, rank: int, life: int = 0, round_: int = 0) -> RankContext:
+def become_rank(spec: WorldSpec, rank: int, life: int = 0, round_: int = 0,
+                start_ns: int = 0) -> RankContext:
     """Turn this freshly forked process into ``rank`` of ``spec``'s world (in exec
-    mode, in its launcher's ``round_``-th ``xmp.spawn``, counted from 0)."""
+    mode, in its launcher's ``round_``-th ``xmp.spawn``, counted from 0), whose
+    clock reads ``start_ns`` (the world's time when it was started)."""
     topology = spec.topology
     name = f"rank-{rank}"
     if spec.record_files:
@@ -45,6 +47,7 @@ def become_rank(spec: WorldSpec, rank: int, life: int = 0, round_: int = 0) -> R
     ctx = RankContext(spec, "rank", rank, topology.host_of(rank), channel)
     runtime.enter(ctx)
     arm_fallback_stacks(spec, name)
+    _start_clock(channel, start_ns)
     _enter_world(ctx, rank, life, round_)
     return ctx
 
@@ -60,8 +63,16 @@ def become_host(spec: WorldSpec, host: int) -> RankContext:
     ctx = RankContext(spec, "host", None, host, channel, launcher=True)
     runtime.enter(ctx)
     arm_fallback_stacks(spec, name)
+    _start_clock(channel, 0)
     _enter_world(ctx, spec.topology.ranks_of_host(host)[0])
     return ctx
+
+
+def _start_clock(channel: Channel, start_ns: int) -> None:
+    """The world's clock, this unit's time from now on (before the fault plan's timers and
+    the target's import): see ``rank_clock``."""
+    rank_clock.install(rank_clock.RankClock(channel.notify, start_ns))
+    channel.use_world_lock()
 
 
 def _enter_world(ctx: RankContext, rank: int, life: int = 0, round_: int = 0) -> None:
@@ -260,13 +271,13 @@ def result_frame(result: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
     return header, payload
 
 
-def run_unit(spec: WorldSpec, role: str, ident: int, life: int = 0) -> None:
+def run_unit(spec: WorldSpec, role: str, ident: int, life: int = 0, start_ns: int = 0) -> None:
     """Entry point of a forked unit process; never returns."""
     try:
         die_with_parent()
         os.setpgid(0, 0)
         if role == "rank":
-            ctx = become_rank(spec, ident, life)
+            ctx = become_rank(spec, ident, life, start_ns=start_ns)
             target = spec.target
             assert target is not None
             args = spec.args_of(ident)

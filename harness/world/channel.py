@@ -8,7 +8,7 @@ import sys
 import threading
 import traceback
 
-from harness.world import wire
+from harness.world import rank_clock, wire
 
 _HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -22,7 +22,8 @@ class Channel:
 
     ``call`` carries collectives and results, always on the calling thread;
     ``control`` is served by a daemon thread so the watchdog can ask for the
-    Python stacks of a rank whose main thread is blocked anywhere.
+    Python stacks of a rank whose main thread is blocked anywhere, and the
+    world clock can wake the unit's waits that are due (a ``time`` frame).
     """
 
     def __init__(self, address: str, role: str, ident: int) -> None:
@@ -35,18 +36,35 @@ class Channel:
         wire.send_frame(self.control, {"type": "hello", "role": role, "id": ident,
                                        "pid": os.getpid(), "channel": "control"})
         thread = threading.Thread(target=self._serve_control, name="harness-control", daemon=True)
+        thread._harness_uncounted = True  # type: ignore[attr-defined] - not the target's
         thread.start()
 
     def request(self, header: dict, payload: bytes | memoryview = b"") -> tuple[dict, bytearray]:
+        """Send a request and wait for its reply: a wait the world clock knows."""
+        clock = rank_clock.current()
         with self._lock:
-            with self._send_lock:
-                wire.send_frame(self.call, header, payload)
+            if clock is None:
+                with self._send_lock:
+                    wire.send_frame(self.call, header, payload)
+            else:
+                def send(idle: dict | None) -> None:
+                    with self._send_lock:
+                        wire.send_frame(self.call, header if idle is None else
+                                        {**header, "idle": idle}, payload)
+                clock.request(send)
             reply, data = wire.recv_frame(self.call)
+        if clock is not None:
+            clock.replied(reply.get("t", 0))
         if "error" in reply:
             exc_type = {"TypeError": TypeError, "ValueError": ValueError,
                         "RuntimeError": RuntimeError}.get(reply["error"], CollectiveError)
             raise exc_type(reply["message"])
         return reply, data
+
+    def use_world_lock(self) -> None:
+        """Once the world clock is installed: a thread that waits for another's request to
+        end waits on the world's clock, not in a wait it cannot see."""
+        self._lock = rank_clock.WorldLock()  # type: ignore[assignment]
 
     def notify(self, header: dict, payload: bytes = b"") -> None:
         """A one-way message (no reply), safe from any thread, even mid-request."""
@@ -57,7 +75,11 @@ class Channel:
         try:
             while True:
                 header, _ = wire.recv_frame(self.control)
-                if header.get("type") == "stacks":
+                kind = header.get("type")
+                clock = rank_clock.current()
+                if kind == "time" and clock is not None:
+                    clock.on_time(int(header["t"]))
+                elif kind == "stacks":
                     wire.send_frame(self.control, {"type": "stacks", "stacks": format_stacks(),
                                                    "importing": importing_now()})
         except (OSError, EOFError, wire.FrameError):

@@ -30,7 +30,11 @@ class WorldConfig:
     """
 
     topology: str | Topology = "v4-64"
+    #: the world's deadline, in seconds of its own clock (``harness.world.clock``)
     timeout: float = 30.0
+    #: the wall-clock guard: the most wall seconds the world may take (None: scaled to
+    #: this machine's load, ``guard_seconds``); it ends only a world whose clock is held
+    wall_limit: float | None = None
     seed: int = 0
     profile: str = "legacy"
     args: tuple[Any, ...] = ()
@@ -44,7 +48,6 @@ class WorldConfig:
     mounts: MountTable | list[Mount] | None = None
     faults: FaultPlan | list[dict[str, Any]] | None = None
     sandbox: bool = True
-    detect_deadlock: bool = True
     files: tuple[Leftover, ...] = ()
     watch: tuple[str, ...] = ()
     max_restarts: int = 20
@@ -80,6 +83,8 @@ class WorldConfig:
             raise ValueError(f"unknown profile {self.profile!r}: use one of {', '.join(PROFILES)}")
         if not self.timeout > 0:
             raise ValueError(f"timeout must be positive, got {self.timeout}")
+        if self.wall_limit is not None and not self.wall_limit > 0:
+            raise ValueError(f"wall_limit must be positive, got {self.wall_limit}")
         try:
             pickle.dumps((self.args, self.kwargs, self.args_by_host))
         except Exception as exc:  # noqa: BLE001 - any pickling failure is the caller's mistake

@@ -7,13 +7,16 @@ computes the result and answers them all. It never times out: like a real
 watchdog ends the world. Along the way it records the history and names the
 mismatches a real pod would turn into a hang or a silent pairing.
 
-Pure state: sockets and time are the caller's business (see ``world.py``).
+Pure state: sockets and time are the caller's business (see ``world.py``): the
+times it records are read from ``now``, the world's clock in a simulated world
+(``world/clock.py``), the machine's on a pod.
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,9 +37,6 @@ class Waiting:
     step: int | None
     site: str | None
     since: float
-    # Something in the rank other than this call could still act: the call is
-    # not on the main thread, other threads run, or a timer (alarm) is armed.
-    guarded: bool = True
 
     def describe(self) -> str:
         return f"{self.op} {self.tag!r}" if self.tag else self.op
@@ -67,9 +67,10 @@ def _describe_call(call: Collective) -> str:
 class Coordinator:
     """Matches the collectives of ``world_size`` ranks and records the history."""
 
-    def __init__(self, world_size: int, start: float | None = None) -> None:
+    def __init__(self, world_size: int, now: Callable[[], float] | None = None) -> None:
         self.world_size = world_size
-        self.start = time.monotonic() if start is None else start
+        start = time.monotonic()
+        self._now = now or (lambda: time.monotonic() - start)
         self.history = History()  # bounded: the head and tail of its repetitive events
         self.mismatches: list[str] = []
         self.waiting: dict[int, Waiting] = {}
@@ -82,7 +83,8 @@ class Coordinator:
 
     # -- bookkeeping -----------------------------------------------------
     def now(self) -> float:
-        return time.monotonic() - self.start
+        """Seconds since the world began, on its clock."""
+        return self._now()
 
     def record(self, kind: str, **fields: Any) -> Event:
         event = Event(t=round(self.now(), 6), kind=kind, **fields)
@@ -104,7 +106,7 @@ class Coordinator:
         if round_:
             detail["round"] = round_
         self.record("call", rank=rank, op=op, tag=tag, step=step_no, site=site, detail=detail)
-        self.waiting[rank] = Waiting(rank, op, tag, step_no, site, self.now(), call.guarded)
+        self.waiting[rank] = Waiting(rank, op, tag, step_no, site, self.now())
 
         step = self._steps.setdefault((round_, step_no), _Step())
         step.arrivals[rank] = call
@@ -216,7 +218,7 @@ class Coordinator:
         if mailbox:
             return [(rank, {}, mailbox.popleft())]
         self._receivers[box] = rank
-        self.waiting[rank] = Waiting(rank, "recv", None, None, call.site, self.now(), call.guarded)
+        self.waiting[rank] = Waiting(rank, "recv", None, None, call.site, self.now())
         if src in self.exited:
             self.record("warning", rank=rank, op="recv",
                         detail={"message": f"rank {rank} waits to receive from rank {src}, "

@@ -111,7 +111,9 @@ def warm_up() -> None:
     forget_foreign_torch_xla(shim_root())  # a preload's real torch_xla: gone for every rank
     warm.hold(shim_root())  # its code, compiled once: every rank still runs it in its world
     from harness.filesystem.patch import find_early_bindings
+    from harness.world import rank_clock
     find_early_bindings()  # after every preload: what they hold of the real os, once
+    rank_clock.find_early_bindings()  # ... and of the machine's clock, locks and queues
     gc.collect()
     gc.freeze()
 
@@ -175,14 +177,14 @@ def _lead(spec: WorldSpec) -> None:
                            "channel": "leader"})
     units: dict[int, tuple[str, int]] = {}
 
-    def start(role: str, ident: int, life: int = 0) -> int:
+    def start(role: str, ident: int, life: int = 0, start_ns: int = 0) -> int:
         pid = os.fork()
         if pid == 0:
             conn.close()
             os.close(wake_r)
             os.close(wake_w)
             after_fork()
-            run_unit(spec, role, ident, life)
+            run_unit(spec, role, ident, life, start_ns)
         units[pid] = (role, ident)
         return pid
 
@@ -210,7 +212,7 @@ def _lead(spec: WorldSpec) -> None:
             elif kind == "finish":
                 finishing = True
             elif kind == "restart" and not killing:
-                pid = start("rank", header["rank"], header["life"])
+                pid = start("rank", header["rank"], header["life"], header.get("t", 0))
                 live.add(pid)
                 wire.send_frame(conn, {"type": "started", "units": [[pid, "rank", header["rank"]]]})
         if killing:

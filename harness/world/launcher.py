@@ -6,6 +6,7 @@ The shim asks for this through its runtime protocol (``Runtime.spawn``)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import select
@@ -14,8 +15,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from harness.world import bootstrap, process
-from harness.world.runtime import RankContext, guarded
+from harness.world import bootstrap, process, rank_clock
+from harness.world.runtime import RankContext
 
 
 def spawn_local_ranks(ctx: RankContext, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
@@ -29,6 +30,8 @@ def spawn_local_ranks(ctx: RankContext, fn: Callable[..., Any], args: tuple[Any,
     spec = ctx.spec
     round_ = ctx.rounds
     ctx.rounds += 1
+    clock = rank_clock.current()
+    start_ns = clock.read() if clock is not None else 0  # its ranks start at the launcher's time
     children: dict[int, tuple[int, int]] = {}  # pid -> (rank, read end of its result pipe)
     for rank in spec.topology.ranks_of_host(ctx.host):
         read_fd, write_fd = os.pipe()
@@ -42,7 +45,7 @@ def spawn_local_ranks(ctx: RankContext, fn: Callable[..., Any], args: tuple[Any,
                     os.close(other)
                 process.after_fork()
                 process.die_with_parent()
-                child = bootstrap.become_rank(spec, rank, round_=round_)
+                child = bootstrap.become_rank(spec, rank, round_=round_, start_ns=start_ns)
                 child.result_fd = write_fd
                 bootstrap.report_and_exit(child, lambda r=rank: fn(r, *args))
             finally:
@@ -50,9 +53,9 @@ def spawn_local_ranks(ctx: RankContext, fn: Callable[..., Any], args: tuple[Any,
         os.close(write_fd)
         children[pid] = (rank, read_fd)
     assert ctx.channel is not None
-    # From here this process only waits for its ranks (unless a thread or a timer of its
-    # own could act): the harness may count it out when it looks for a proven deadlock.
-    ctx.channel.notify({"type": "spawning", "waiting": True, "guarded": guarded()})
+    # From here this process only waits for its ranks: the world's clock counts them in
+    # before it counts the launcher out (the same socket carries both words, in order).
+    ctx.channel.notify({"type": "spawning", "ranks": [rank for rank, _ in children.values()]})
 
     results: dict[int, dict[str, Any]] = {}
     buffers: dict[int, bytearray] = {fd: bytearray() for _, fd in children.values()}
@@ -60,7 +63,11 @@ def spawn_local_ranks(ctx: RankContext, fn: Callable[..., Any], args: tuple[Any,
     pipes = {fd: rank for rank, fd in children.values()}
     broken = False
     while pidfds:
-        ready, _, _ = select.select(list(pidfds) + list(pipes), [], [])
+        # Waiting for ranks that run, the launcher is idle; once it has ended them (one
+        # died hard), it holds the world's clock until their deaths, which it caused, are told.
+        idle = clock is not None and not broken
+        with clock.outside() if idle else contextlib.nullcontext():  # type: ignore[union-attr]
+            ready, _, _ = select.select(list(pidfds) + list(pipes), [], [])
         for fd in ready:
             if fd in pipes:
                 chunk = os.read(fd, 65536)
@@ -76,10 +83,6 @@ def spawn_local_ranks(ctx: RankContext, fn: Callable[..., Any], args: tuple[Any,
                 os.close(fd)
                 _, status = os.waitpid(pid, 0)
                 rank = children[pid][0]
-                if os.WIFSIGNALED(status) and not broken:
-                    # It ends the others now: said before the exit, so that the harness
-                    # never sees the survivors as a deadlock while they are being ended.
-                    ctx.channel.notify({"type": "spawning", "waiting": False})
                 ctx.channel.notify({"type": "rank-exit", "rank": rank, "status": status})
                 if os.WIFSIGNALED(status) and not broken:
                     broken = True
@@ -89,7 +92,6 @@ def spawn_local_ranks(ctx: RankContext, fn: Callable[..., Any], args: tuple[Any,
                                 os.kill(other, signal.SIGTERM)
                             except ProcessLookupError:
                                 pass
-    ctx.channel.notify({"type": "spawning", "waiting": False})
     # A child's pidfd and its pipe can be ready in the same round: every child is
     # gone now, so what is left in the pipes is complete.
     for fd, rank in pipes.items():

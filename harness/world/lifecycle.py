@@ -18,6 +18,7 @@ from harness.filesystem.publisher import Publisher
 from harness.filesystem.snapshot import snapshot
 from harness.history import format_ranks
 from harness.world import sweep, watchdog
+from harness.world.clock import Key, WorldClock, ns, seconds
 from harness.world.coordinator import Coordinator
 from harness.world.loop import EventLoop
 from harness.world.protocol import Fault, Result, Spawning
@@ -77,9 +78,10 @@ class Lifecycle:
     def __init__(self, spec: WorldSpec, loop: EventLoop, coordinator: Coordinator,
                  publisher: Publisher, publish_due: Callable[[], None],
                  watch: list[str], max_restarts: int, teardown: bool = False,
-                 timeout: float = 0.0) -> None:
+                 timeout: float = 0.0, clock: WorldClock | None = None) -> None:
         self.spec = spec
         self.timeout = timeout  # the world's deadline, as the hang report names it
+        self.clock = clock if clock is not None else WorldClock(ns(timeout))
         self.topology = spec.topology
         self.loop = loop
         self.coordinator = coordinator
@@ -101,11 +103,7 @@ class Lifecycle:
         self.leftovers = 0
         self.hang_report: str | None = None
         self.deadline_passed = False
-        self._stuck_since: float | None = None
         self.held_forever: dict[int, str] = {}  # rank -> the never-arrive fault's message
-        self.deadlock_at: float | None = None
-        #: exec mode: host -> guarded, for launchers that only wait for the ranks they spawned
-        self.spawn_waiting: dict[int, bool] = {}
         self.single: set[int] = set()  # exec mode: hosts whose launcher ran a world of one
 
     # -- starts and faults ------------------------------------------------------
@@ -117,6 +115,9 @@ class Lifecycle:
                 and pid != unit.pid:
             self._next_round(ident, pid)  # type: ignore[arg-type]
             return
+        if role == "rank" and self.spec.exec_mode and unit.status is None \
+                and ("rank", ident) not in self.clock:
+            self.clock.join(("rank", ident))  # said hello before its launcher's word on it
         unit.pid = pid
 
     def _next_round(self, rank: int, pid: int) -> None:
@@ -133,6 +134,8 @@ class Lifecycle:
                 self.loop.read_last(sock, 0.5)
         earlier, old.earlier = [*old.earlier, old], []
         self.ranks[rank] = Unit(pid=pid, round=old.round + 1, earlier=earlier)
+        if ("rank", rank) not in self.clock:
+            self.clock.join(("rank", rank))
         self.coordinator.next_round(rank)
         self.coordinator.record("spawn", rank=rank, detail={
             "message": f"rank {rank} starts again, in xmp.spawn call {old.round + 2} of its "
@@ -154,11 +157,13 @@ class Lifecycle:
             self.held_forever[rank] = str(msg.detail.get("message", ""))
 
     def spawning(self, host: int, msg: Spawning) -> None:
-        """An exec-mode launcher entered (or left) the wait for the ranks it spawned."""
-        if msg.waiting:
-            self.spawn_waiting[host] = msg.guarded
-        else:
-            self.spawn_waiting.pop(host, None)
+        """An exec-mode launcher forked its ranks for an ``xmp.spawn`` (or runs it as a
+        world of one): each is a unit of the world clock from now, busy until it says
+        otherwise, so the launcher's wait for them never looks like a world at rest."""
+        mine = set(self.topology.ranks_of_host(host))
+        for rank in msg.ranks:  # none of them can have been told to exit yet: that comes after
+            if rank in mine and ("rank", rank) not in self.clock:
+                self.clock.join(("rank", rank))
         if msg.single and host not in self.single:
             self.single.add(host)
             self.coordinator.record("spawn", detail={
@@ -179,6 +184,7 @@ class Lifecycle:
         if table[ident].status is not None:
             return
         table[ident].status = status
+        self.clock.leave((role, ident))
         rank = ident if role == "rank" else self.promoted.get(ident)
         if rank is not None:
             if role == "host":
@@ -197,6 +203,7 @@ class Lifecycle:
             if role == "rank" and restarts and unit_.life < self.max_restarts:
                 self._restart(rank)
                 return
+            self.clock.leave(("rank", rank))
             how = self._how(self.ranks[rank], status)
             self.coordinator.rank_exited(rank, how)
             self.publisher.rank_exited(rank)
@@ -226,7 +233,9 @@ class Lifecycle:
         self.coordinator.record("restart", rank=rank, detail={
             "message": f"rank {rank} restarts after pre-emption (life {old.life + 1})",
             "life": old.life + 1})
-        self._tell_leader({"type": "restart", "rank": rank, "life": old.life + 1})
+        self.clock.join(("rank", rank))  # busy from now: its new process is on its way
+        self._tell_leader({"type": "restart", "rank": rank, "life": old.life + 1,
+                           "t": self.clock.now})
 
     def _finish_if_over(self) -> None:
         units = self.hosts if self.spec.exec_mode else self.ranks
@@ -267,55 +276,17 @@ class Lifecycle:
             return f"raised {err['type']}: {one_line(err['message'])}"
         return f"exited with code {code} without a Python exception"
 
-    # -- a world that cannot go on ------------------------------------------------
-    def deadlocked(self) -> bool:
-        """Has no rank any way left to make progress, for at least 100 ms?
+    # -- the world clock's units ------------------------------------------------------
+    def key_of(self, rank: int) -> Key:
+        """Which unit of the world clock a rank's requests come from (a promoted launcher
+        is its host's rank, and keeps its unit)."""
+        host = next((h for h, r in self.promoted.items() if r == rank), None)
+        return ("host", host) if host is not None else ("rank", rank)
 
-        Every live rank is blocked in a collective from its main thread, with no
-        other thread, no armed timer and no child process, so no arrival can ever
-        complete a step. (Ranks the fault plan holds forever count as blocked.)
-        In exec mode, every live launcher must also be one that only waits for
-        the ranks it spawned (``launchers_only_wait``) or have become its rank.
-        A real pod would wait forever here; the watchdog may as well act now.
-        """
-        held, waiting = self.held_forever, self.coordinator.waiting
-        live = [r for r, u in self.ranks.items() if u.status is None and self._may_live(r)]
-        blocked = [r for r in live if r not in held]
-        # /proc is read only once every rank waits: most polls end at the first check.
-        stuck = bool(live) and all(r in waiting and not waiting[r].guarded for r in blocked) \
-            and self.launchers_only_wait() \
-            and not any(_has_children(self.ranks[r].pid) for r in blocked)
-        now = time.monotonic()
-        if not stuck:
-            self._stuck_since = None
-            return False
-        if self._stuck_since is None:
-            self._stuck_since = now
-        return now - self._stuck_since >= 0.1
-
-    def _may_live(self, rank: int) -> bool:
-        """In exec mode, a rank whose launcher is gone will never run (or died with it)."""
-        if not self.spec.exec_mode:
-            return True
-        return self.hosts[self.topology.host_of(rank)].status is None
-
-    def launchers_only_wait(self) -> bool:
-        """Exec mode: is every live launcher blocked in ``xmp.spawn``'s wait for its ranks
-        (from its main thread, with no other thread, no timer and no child but them), or
-        the host's rank itself? Then it can do nothing until one of its ranks exits."""
-        if not self.spec.exec_mode:
-            return True
-        for host, unit in self.hosts.items():
-            if unit.status is not None or host in self.promoted:
-                continue
-            if self.spawn_waiting.get(host, True) or unit.pid is None:
-                return False  # running the script, guarded, or not started yet
-            ranks = {self.ranks[r].pid for r in self.topology.ranks_of_host(host)
-                     if self.ranks[r].status is None}
-            children = _children(unit.pid)
-            if children is None or not children <= ranks:
-                return False
-        return True
+    def pid_of(self, key: Key) -> int | None:
+        role, ident = key
+        unit = (self.ranks if role == "rank" else self.hosts).get(ident)
+        return unit.pid if unit is not None else None
 
     def progress(self, elapsed: float, timeout: float) -> Progress:
         ranks = self.ranks.values()
@@ -362,9 +333,15 @@ class Lifecycle:
         return all(u.result is not None or u.status is not None or not sweep.running(u.pid)
                    for u in (*self.ranks.values(), *self.hosts.values()))
 
-    def end_at_deadline(self, stack_wait: float) -> None:
+    def end_at_deadline(self, stack_wait: float, stuck_at: float | None = None,
+                        guard: str | None = None) -> None:
         """Collect the stacks of every unit still alive, write the hang report and
-        have the leader kill everything that is left."""
+        have the leader kill everything that is left.
+
+        The world ends here when its clock reached the deadline (``stuck_at``: the
+        world time after which nothing was due any more, when the clock went straight
+        to it), when the wall-clock guard fired (``guard`` says how long the clock was
+        held, and by whom), or when its leader died."""
         self.deadline_passed = True
         live = {r: u for r, u in self.ranks.items() if u.status is None and not (
             self.leader_lost and (u.result is not None or not sweep.running(u.pid)))}  # returned, died
@@ -374,9 +351,10 @@ class Lifecycle:
         asked = {r: s for r, s in self.loop.control.items()
                  if (r >= 0 and r in live) or (r < 0 and -1 - r in live_hosts)}
         stacks, importing = watchdog.collect_stacks(asked, timeout=stack_wait * 0.7)
-        # The faulthandler fallback is written at the deadline: worth a short,
-        # shared wait then, none when the world was found deadlocked early.
-        fallback_end = time.monotonic() + (0 if self.deadlock_at is not None else stack_wait * 0.3)
+        # The faulthandler fallback is written when the wall-clock guard fires: worth a
+        # short, shared wait then; a world that reached its deadline on its own clock has
+        # units that answer (they wait, their control thread is free).
+        fallback_end = time.monotonic() + (stack_wait * 0.3 if guard is not None else 0.0)
         for key, unit in [*live.items(), *((-1 - h, u) for h, u in live_hosts.items())]:
             name = f"rank-{key}" if key >= 0 else f"host-{-1 - key}"
             unit.stack = stacks.get(key) or watchdog.fallback_stack(
@@ -393,18 +371,22 @@ class Lifecycle:
                      and not str(running[r]).startswith("the fault plan")
                      and (m := importing.get(r) or watchdog.importing(u.stack)) is not None}
         waits = {r: w for r, u in live.items() if (w := watchdog.own_wait(u.stack)) is not None}
+        due = self.clock.waiting()
+        wakes = {r: seconds(wake) for r in waits if (wake := due.get(self.key_of(r))) is not None}
         report = watchdog.hang_report(self.coordinator.blocked(), running,
                                       dict(self.coordinator.exited), blocked_ranks,
-                                      importing=in_import, after=self.coordinator.now(),
-                                      waits=waits)
+                                      importing=in_import, waits=waits,
+                                      held=guard is not None, wakes=wakes)
         if never:
             report += f"; rank{'s' if len(never) > 1 else ''} {format_ranks(never)} never started"
-        if self.timeout:
+        if guard is not None:
+            report = f"{guard}: {report}"
+        elif self.timeout and not self.leader_lost:
             report = (f"the deadline ({self.timeout:g} s) passed" if report == "the deadline passed"
                       else f"{report}; deadline {self.timeout:g} s")
-        if self.deadlock_at is not None:
-            report += (f" (no rank could make progress any more: declared at "
-                       f"{self.deadlock_at:.1f} s, before the deadline)")
+            if stuck_at is not None:
+                report += (f" (nothing could happen any more after t={stuck_at:.1f} s: the "
+                           "world's clock went straight to the deadline)")
         if self.leader_lost:
             report = (f"the world's leader process died at {self.coordinator.now():.1f} s "
                       "before the world was over (killed by a rank, or with the fork server "
@@ -425,18 +407,3 @@ class Lifecycle:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-
-
-def _has_children(pid: int | None) -> bool:
-    """Has the process a child that could act? (Cannot tell: assume so.)"""
-    children = _children(pid) if pid is not None else None
-    return children is None or bool(children)
-
-
-def _children(pid: int) -> set[int | None] | None:
-    """The pids of a process's children, or None when /proc cannot tell."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return {int(p) for p in f.read().split()}
-    except (OSError, ValueError):
-        return None

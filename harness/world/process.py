@@ -8,11 +8,12 @@ import faulthandler
 import os
 import signal
 import sys
-import time
 
+from harness.world.rank_clock import real_time
 from harness.world.spec import WorldSpec
 
 _libc = None
+_fork = os.fork  # before the world clock counts the target's own forks (rank_clock)
 
 
 def _prctl(option: int, arg: int) -> None:
@@ -86,7 +87,7 @@ def arm_fallback_stacks(spec: WorldSpec, name: str) -> None:
 
 
 def _rearm_fallback() -> None:
-    delay = max(_fallback_deadline - time.time() - 0.05, 0.01)
+    delay = max(_fallback_deadline - real_time() - 0.05, 0.01)  # the machine's: a last resort
     faulthandler.dump_traceback_later(delay, exit=False, file=_fallback_fd)
 
 
@@ -97,7 +98,7 @@ def fork() -> int:
     the child would wait forever on that thread: disarm around the fork.
     """
     faulthandler.cancel_dump_traceback_later()
-    pid = os.fork()
+    pid = _fork()  # the machine's: the harness's own fork starts a unit, not a process of the target's
     if pid != 0 and _fallback_fd is not None:
         _rearm_fallback()
     return pid

@@ -33,13 +33,18 @@ class Hello:
 
 @dataclass(slots=True)
 class Collective:
-    """The k-th collective call of a rank (the coordinator matches it with step k)."""
+    """The k-th collective call of a rank (the coordinator matches it with step k).
+
+    ``idle``, on this and every request whose reply wakes its thread (``Send``,
+    ``Recv``): the rank's word to the world clock when this wait left none of its
+    threads running (``{"seen": wakes taken, "wake": its earliest wake-up or None}``),
+    carried in the request so that nothing can come between them."""
 
     op: str
     kind: str  # gather_bytes | gather | reduce | broadcast | permute
     tag: str | None = None
     site: str | None = None
-    guarded: bool = True
+    idle: dict[str, Any] | None = None
     tensors: list[list[Any]] = field(default_factory=list)  # [dtype, shape, nbytes] each
     reduce: str | None = None
     groups: list[list[int]] | None = None
@@ -53,6 +58,7 @@ class Send:
     box: str  # the mailbox: sender and receiver name it the same way
     peer: int
     site: str | None = None
+    idle: dict[str, Any] | None = None
     payload: bytes | bytearray = b""
 
 
@@ -61,7 +67,22 @@ class Recv:
     box: str
     peer: int
     site: str | None = None
-    guarded: bool = True
+    idle: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class Idle:
+    """Every thread of the unit waits in a wait the world clock knows: it has taken
+    ``seen`` of the wakes sent to it, and wants waking at world time ``wake`` (ns from
+    the world's start; None: only another unit, or nothing, can wake it)."""
+
+    seen: int
+    wake: int | None = None
+
+
+@dataclass(slots=True)
+class Forked:
+    """The unit started a process of its own (``os.fork``, ``subprocess``...)."""
 
 
 @dataclass(slots=True)
@@ -97,13 +118,11 @@ class RankExit:
 
 @dataclass(slots=True)
 class Spawning:
-    """An exec-mode launcher's word on its ``xmp.spawn``: it now only waits for its ranks
-    (``waiting``), or no longer does; ``guarded`` as a rank's collective (another thread or
-    a timer of the launcher could act); ``single``: it runs the function itself, as a world
-    of one (``nprocs=1``), and starts no rank."""
+    """An exec-mode launcher's word on its ``xmp.spawn``: it forked ``ranks`` and waits for
+    them; or (``single``) it runs the function itself, as a world of one (``nprocs=1``),
+    and starts no rank."""
 
-    waiting: bool
-    guarded: bool = True
+    ranks: list[int] = field(default_factory=list)
     single: bool = False
 
 
@@ -171,8 +190,8 @@ class Done:
     leftovers: int = 0
 
 
-Message = (Hello | Collective | Send | Recv | Result | Promote | Stacks | RankExit | Spawning
-           | Fault | Hold | FsAccess | FileOp | Started | Exited | Done)
+Message = (Hello | Collective | Send | Recv | Idle | Forked | Result | Promote | Stacks | RankExit
+           | Spawning | Fault | Hold | FsAccess | FileOp | Started | Exited | Done)
 
 
 # -- field checks --------------------------------------------------------------------
@@ -222,6 +241,11 @@ def _started_unit(v: Any) -> bool:
     return type(v) is list and len(v) == 3 and _int(v[0]) and _str(v[1]) and _int(v[2])
 
 
+def _idle_word(v: Any) -> bool:
+    return _dict(v) and v.keys() <= {"seen", "wake"} and _int(v.get("seen")) and v["seen"] >= 0 \
+        and _opt(_int)(v.get("wake"))
+
+
 # A check is a tuple of the exact types a value may have (the fast, common case)
 # or a function of the value.
 _S, _I, _B, _N = (str,), (int,), (bool,), type(None)
@@ -231,11 +255,13 @@ _ints = _list(_int)
 _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
     "hello": (Hello, {"role": _S, "id": _I, "channel": _S, "pid": _I0}),
     "collective": (Collective, {
-        "op": _S, "kind": _S, "tag": _S0, "site": _S0, "guarded": _B,
+        "op": _S, "kind": _S, "tag": _S0, "site": _S0, "idle": _opt(_idle_word),
         "tensors": _list(_tensor), "reduce": _S0, "groups": _opt(_list(_ints)),
         "root": _I0, "pairs": _opt(_list(_pair))}),
-    "send": (Send, {"box": _S, "peer": _I, "site": _S0}),
-    "recv": (Recv, {"box": _S, "peer": _I, "site": _S0, "guarded": _B}),
+    "send": (Send, {"box": _S, "peer": _I, "site": _S0, "idle": _opt(_idle_word)}),
+    "recv": (Recv, {"box": _S, "peer": _I, "site": _S0, "idle": _opt(_idle_word)}),
+    "idle": (Idle, {"seen": _I, "wake": _I0}),
+    "forked": (Forked, {}),
     "result": (Result, {"ok": _B, "value_repr": _S0, "pickle_error": _S0,
                         "exit_code": _I0, "error": _opt(_error),
                         "imported": _opt(_list(_str)), "invalid": _S0,
@@ -243,7 +269,7 @@ _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
     "promote": (Promote, {"rank": _I}),
     "stacks": (Stacks, {"stacks": _S}),
     "rank-exit": (RankExit, {"rank": _I, "status": _I}),
-    "spawning": (Spawning, {"waiting": _B, "guarded": _B, "single": _B}),
+    "spawning": (Spawning, {"ranks": _ints, "single": _B}),
     "fault": (Fault, {"fault": _S, "index": _I0, "op": _S0, "path": _S0, "detail": (dict,)}),
     "hold": (Hold, {"src": _S, "dst": _S, "path": _S, "until": _S, "writer": _I0,
                     "delay_ms": (int, float), "copy": _B, "fault": _S0}),

@@ -91,7 +91,7 @@ class WorldResult:
     history: list[Event]
     mismatches: list[str]
     hang_report: str | None
-    duration_s: float
+    duration_s: float  # wall seconds the world took on this machine
     hosts: list[RankResult] = field(default_factory=list)  # exec mode launchers
     leftovers: int = 0  # processes the leader had to kill after the ranks ended
     files: dict[int, dict[str, str]] = field(default_factory=dict)  # watched, per rank, at the end
@@ -102,6 +102,8 @@ class WorldResult:
     dropped: Dropped | None = None
     #: exec mode: hosts whose launcher ran its function as a world of one (``nprocs=1``)
     single_hosts: list[int] = field(default_factory=list)
+    #: seconds on the world's own clock from its start to its end (``world/clock.py``)
+    world_time_s: float = 0.0
 
     @property
     def values(self) -> list[Any]:

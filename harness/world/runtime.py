@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -75,21 +73,6 @@ def enter(ctx: RankContext) -> None:
     when_imported(SHIM_RUNTIME_MODULE, lambda shim: shim.install(HarnessRuntime()))
 
 
-def guarded() -> bool:
-    """Could anything in this process act while this thread blocks in a collective?
-
-    True unless the call is on the main thread, no other Python thread of the
-    target runs and no timer (``signal.alarm``/``setitimer``) is armed: only
-    then can a world whose ranks are all blocked be proven deadlocked early.
-    """
-    me = threading.current_thread()
-    if me is not threading.main_thread():
-        return True
-    if any(t is not me and not t.name.startswith("harness-") for t in threading.enumerate()):
-        return True
-    return signal.getitimer(signal.ITIMER_REAL)[0] > 0
-
-
 def before_collective(op: str, tag: str | None) -> None:
     """The shim calls this on entering every collective (the fault plan's hook)."""
     ctx = _context
@@ -138,7 +121,7 @@ def become_single() -> RankContext:
                             ("TPU_CHIPS_PER_PROCESS_BOUNDS", "1,1,1"),
                             ("TPU_PROCESS_BOUNDS", "1,1,1")):
             os.environ.setdefault(name, value)
-        _channel().notify({"type": "spawning", "waiting": False, "single": True})
+        _channel().notify({"type": "spawning", "single": True})
     ctx.runtime_used = True
     return ctx
 
@@ -199,8 +182,7 @@ class HarnessRuntime:
         if single is not None:
             return single.collective(op, kind, payload, site, meta)
         channel = _channel()
-        header = {"type": "collective", "op": op, "kind": kind, "site": site,
-                  "guarded": guarded(), **meta}
+        header = {"type": "collective", "op": op, "kind": kind, "site": site, **meta}
         return channel.request(header, payload)
 
     def send(self, box: Any, peer: int, payload: Any, site: str | None) -> None:
@@ -215,7 +197,7 @@ class HarnessRuntime:
         if single is not None:
             return single.recv(box, peer, site)
         _, data = _channel().request({"type": "recv", "box": box_name(box), "peer": peer,
-                                      "site": site, "guarded": guarded()})
+                                      "site": site})
         return data
 
     def spawn(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:

@@ -13,11 +13,13 @@ from collections.abc import Callable
 from harness.filesystem.publisher import Publisher
 from harness.world import protocol, wire
 from harness.world.assemble import world_result
+from harness.world.clock import Key, WorldClock, ns, seconds
 from harness.world.coordinator import Coordinator
 from harness.world.lifecycle import Lifecycle, Progress
 from harness.world.loop import Conn, EventLoop
 from harness.world.result import WorldResult
 from harness.world.spec import WorldSpec
+from harness.world.sweep import live_children, waits_outside
 
 log = logging.getLogger(__name__)
 
@@ -32,68 +34,163 @@ _WHY_VISIBLE = {"read": "every other rank had looked for it",
                 "time": "its visibility delay passed"}
 
 
+#: How often a held clock is looked at again (its holders may have begun to wait outside).
+HELD_LOOK = 0.01
+
+#: Why ``serve`` stopped.
+DONE, DEADLINE, GUARD, ABORTED, LEADER_LOST = "done", "deadline", "guard", "aborted", "leader lost"
+
+
 class WorldServer:
     """Serves one world from its start to its end (see ``run_world``)."""
 
-    def __init__(self, spec: WorldSpec, start: float, watch: list[str], max_restarts: int,
-                 timeout: float = 0.0, teardown: bool = False) -> None:
+    def __init__(self, spec: WorldSpec, watch: list[str], max_restarts: int,
+                 timeout: float, teardown: bool = False) -> None:
         self.spec = spec
         self.timeout = timeout  # the world's, as progress reports show it
-        self.coordinator = Coordinator(spec.topology.world_size, start=start)
+        self.clock = WorldClock(ns(timeout))
+        for key in spec.units():
+            self.clock.join(key)
+        self.coordinator = Coordinator(spec.topology.world_size,
+                                       now=lambda: seconds(self.clock.now))
         self.publisher = Publisher(spec.topology.world_size)
         self.loop = EventLoop(spec.address, self._on_frame, self._on_refused)
         self.life = Lifecycle(spec, self.loop, self.coordinator, self.publisher,
-                              self._publish_due, watch, max_restarts, teardown, timeout)
+                              self._publish_due, watch, max_restarts, teardown, timeout,
+                              self.clock)
         self._file_ops: dict[int | None, int] = {}  # file events recorded per rank
         self._handlers = self._make_handlers()
+        #: the clock follows the machine's since (wall, world ns): units with processes of
+        #: their own hold it (``world/clock.py``)
+        self._real: tuple[float, int] | None = None
+        self.held_since = time.monotonic()  # wall time since the clock last moved or was free
+        self.stuck_at: float | None = None  # world s after which nothing was due (a jump to the end)
 
-    def serve(self, until: float, detect_deadlock: bool = False,
-              abort: threading.Event | None = None,
-              progress: Callable[[Progress], None] | None = None) -> bool:
-        """Serve until the leader reports the world over (True), or until ``until``, a
-        proven deadlock or ``abort`` (the user's Ctrl-C) (False). ``progress`` is told
-        where the world is about every ``PROGRESS_EVERY`` seconds."""
+    def serve(self, until: float, abort: threading.Event | None = None,
+              progress: Callable[[Progress], None] | None = None, clock: bool = True) -> str:
+        """Serve until the leader reports the world over (``DONE``), the world's clock
+        reaches the deadline (``DEADLINE``), the wall clock reaches ``until`` (``GUARD``),
+        ``abort`` is set (the user's Ctrl-C) or the leader is lost. ``progress`` is told
+        where the world is about every ``PROGRESS_EVERY`` seconds. ``clock=False``: the
+        world is being ended, its clock stays where it is."""
         life = self.life
         next_progress = time.monotonic()
         while not life.done:
-            now = time.monotonic()
-            remaining = until - now
-            if remaining <= 0 or (abort is not None and abort.is_set()):
-                return False
+            wall = time.monotonic()
+            if abort is not None and abort.is_set():
+                return ABORTED
+            if wall >= until:
+                return GUARD
             if not life.leader_lost and life.leader_gone():
                 leader = self.loop.leader()
                 if leader is not None:  # what it sent before it went: its "done", often
                     self.loop.read_last(leader, 0.5)
                 life.leader_lost = not life.done
             if life.leader_lost and life.all_accounted():
-                return False
-            if detect_deadlock and life.deadlocked():
-                if progress is not None:  # the state it was proven in, for the status line
+                return LEADER_LOST
+            moved = clock and self._move_clock(wall)
+            if clock and self.clock.passed:
+                if progress is not None:
                     progress(life.progress(self.coordinator.now(), self.timeout))
-                return False
-            if progress is not None and now >= next_progress:
-                next_progress = now + PROGRESS_EVERY
+                return DEADLINE
+            if progress is not None and wall >= next_progress:
+                next_progress = wall + PROGRESS_EVERY
                 progress(life.progress(self.coordinator.now(), self.timeout))
-            wait = min(remaining, 0.05 if life.suspicious else
-                       PROGRESS_EVERY if progress is not None else 0.5)
-            next_publish = self.publisher.next_time()
-            if next_publish is not None:
-                wait = max(0.0, min(wait, next_publish - self.coordinator.now()))
-            self.loop.poll(wait, until)
+            wait = 0.0 if moved else PROGRESS_EVERY if progress is not None else 0.5
+            if clock and self.clock.busy():  # look again soon: it may be a wait outside the world
+                wait = min(wait, HELD_LOOK)
+            if clock and self._real is not None:  # following the machine's time: until the next due
+                due = self.clock.next_wake(self._publish_next())
+                wait = min(wait, 0.05, max(0.0, seconds(due - self.clock.now)))
+            self.loop.poll(min(wait, max(0.0, until - wall)), until)
             self._publish_due()
-        return True
+        return DONE
 
-    def end_at_deadline(self, hard_end: float, stack_wait: float) -> None:
-        self.life.end_at_deadline(stack_wait)
-        if not self.serve(until=hard_end):
+    def end(self, why: str, hard_end: float, stack_wait: float, guard: str | None = None) -> None:
+        """End the world: stacks, the hang report, the leader's kill (``why``: ``serve``'s)."""
+        self.life.end_at_deadline(stack_wait, stuck_at=self.stuck_at if why == DEADLINE else None,
+                                  guard=guard)
+        if self.serve(until=hard_end, clock=False) != DONE:
             self.life.kill_by_pid()
 
     def result(self, duration: float) -> WorldResult:
-        return world_result(self.life, self.coordinator, duration)
+        return world_result(self.life, self.coordinator, duration, world_time=self.coordinator.now())
 
     def close(self) -> None:
         self.loop.close()
         self.life.close()
+
+    # -- the world's clock --------------------------------------------------------
+    def _move_clock(self, wall: float) -> bool:
+        """Move the world's time as far as nothing can happen before (``world/clock.py``);
+        wake the units then due. True if it moved or woke anyone."""
+        clock = self.clock
+        if not clock.members:
+            return False  # every unit is gone: the leader's word that the world is over is due
+        busy = clock.busy()
+        spawned = {k for k in clock.forked() if self._has_processes(k)}
+        # A busy unit computes (no time passes), unless every thread of it sleeps in the
+        # kernel, on something the clock cannot see (a socket, a real subprocess):
+        if any(k not in spawned and not self._waits_outside(k) for k in busy):
+            self._real = None
+            return False
+        due_at = clock.next_wake(self._publish_next())
+        if busy or spawned:  # only processes of the units' own run: the machine's pace
+            if self._real is None:
+                self._real = (wall, clock.now)
+            since_wall, since_world = self._real
+            to = min(due_at, since_world + ns(wall - since_wall))
+        else:
+            self._real = None
+            to = due_at
+        before = clock.now
+        woken = clock.advance(to)
+        if not woken and clock.now == before:
+            return False
+        if clock.passed and self._real is None and self._publish_next() is None \
+                and all(wake is None for wake in clock.waiting().values()):
+            self.stuck_at = seconds(before)  # no unit had a wake-up: nothing could ever happen
+        self.held_since = wall
+        for key in woken:
+            self._send_time(key)
+        self._publish_due()
+        return bool(woken) or clock.now != before
+
+    def _publish_next(self) -> int | None:
+        at = self.publisher.next_time()
+        return None if at is None else ns(at)
+
+    def _has_processes(self, key: Key) -> bool:
+        """Has the unit a live process of its own (not a unit of the world)?"""
+        pid = self.life.pid_of(key)
+        if pid is None:
+            return False
+        units = {u.pid for u in self.life.ranks.values() if u.pid is not None}
+        return any(child not in units for child in live_children(pid))
+
+    def _waits_outside(self, key: Key) -> bool:
+        pid = self.life.pid_of(key)
+        return pid is not None and waits_outside(pid)
+
+    def _send_time(self, key: Key) -> None:
+        """Tell a unit the world's time: its waits now due wake (on its control socket)."""
+        role, ident = key
+        control = self._control_of(key)
+        if control is None:  # its control connection may still wait in the backlog
+            self.loop.settle(0.5)
+            control = self._control_of(key)
+        if control is None:
+            log.warning("world %s: %s %d has no control connection to wake it on",
+                        self.spec.world_id, role, ident)
+            return
+        self.loop.send(control, {"type": "time", "t": self.clock.now})
+
+    def _control_of(self, key: Key) -> socket.socket | None:
+        role, ident = key
+        if role == "host":
+            rank = self.life.promoted.get(ident)
+            return self.loop.control.get(rank if rank is not None else -1 - ident)
+        return self.loop.control.get(ident)
 
     def _publish_due(self) -> None:
         for held in self.publisher.due(self.coordinator.now()):
@@ -115,7 +212,23 @@ class WorldServer:
         except protocol.ProtocolError as exc:
             self._refuse(sock, conn, str(exc))
             return
+        if conn.role in ("rank", "host") and conn.channel == "call":
+            self._clock_heard((conn.role, conn.ident), msg)
         handler(sock, conn, msg)
+
+    def _clock_heard(self, key: Key, msg: protocol.Message) -> None:
+        """What a unit's message says to the world clock: it runs (it sent it), or every
+        thread of it waits (an idle word, alone or carried in a request)."""
+        if isinstance(msg, protocol.Idle):
+            self.clock.idle(key, msg.seen, msg.wake)
+        elif isinstance(msg, protocol.Forked):
+            self.clock.started_process(key)
+            self.clock.heard(key)
+        else:
+            self.clock.heard(key)
+            word = getattr(msg, "idle", None)
+            if word is not None:
+                self.clock.idle(key, word["seen"], word.get("wake"))
 
     def _on_refused(self, sock: socket.socket, why: str) -> None:
         conn = self.loop.conns.get(sock)
@@ -236,13 +349,15 @@ class WorldServer:
         self.coordinator.record("file", rank=rank, op=msg.op, detail=detail)
 
     def _reply(self, replies: list) -> None:
+        """Answer the ranks a request woke, each reply with the world's time."""
         encoded: dict[int, bytes] = {}  # a step answers its ranks with one header: encode it once
         for r, h, p in replies:
             sock = self.loop.call.get(r)
             if sock is not None:  # a rank between two lives has no socket to answer on
                 head = encoded.get(id(h))
                 if head is None:
-                    head = encoded[id(h)] = wire.encode(h)
+                    head = encoded[id(h)] = wire.encode({**h, "t": self.clock.now})
+                self.clock.woke(self.life.key_of(r))
                 self.loop.send(sock, head, p)
 
     # -- the leader's messages ------------------------------------------------------
@@ -263,9 +378,15 @@ class WorldServer:
         """Which messages each kind of connection may send, and who handles them."""
         p = protocol
         unit = {p.Collective: self._collective, p.Send: self._send, p.Recv: self._recv,
+                p.Idle: _nothing, p.Forked: _nothing,
                 p.Result: self._result, p.Promote: self._promote, p.Stacks: self._stacks,
                 p.RankExit: self._rank_exit, p.Fault: self._fault, p.Hold: self._hold,
                 p.FsAccess: self._fs_access, p.FileOp: self._file_op}
         return {"pending": {p.Hello: self._hello}, "rank": unit,
                 "host": {**unit, p.Spawning: self._spawning},
                 "leader": {p.Started: self._started, p.Exited: self._exited, p.Done: self._done}}
+
+
+def _nothing(*_: object) -> None:
+    """A message whose whole meaning is what it tells the world clock (``_clock_heard``)."""
+

@@ -188,3 +188,49 @@ def _signal(pid: int, sig: int) -> None:
         os.kill(pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def live_children(pid: int) -> list[int]:
+    """The children of ``pid`` (from any of its threads) that have not exited: a zombie
+    its parent has not reaped does nothing. Empty when /proc cannot tell."""
+    out = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                children = [int(c) for c in f.read().split()]
+        except (OSError, ValueError):
+            continue
+        for child in children:
+            try:
+                with open(f"/proc/{child}/stat") as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if state not in ("Z", "X"):
+                out.append(child)
+    return out
+
+
+def waits_outside(pid: int) -> bool:
+    """Is every thread of ``pid`` asleep in the kernel (a socket, a pipe, a lock the world
+    clock cannot see), none running or runnable? Then the process waits on something
+    outside the world, not computes: the world clock follows the machine's meanwhile.
+    (Never a reason to jump: what it waits on may come at any moment.)"""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in ("S", "T", "t"):  # running, runnable, or in a disk wait: it computes
+            return False
+    return bool(tasks)
+

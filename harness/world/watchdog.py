@@ -146,19 +146,22 @@ def own_wait(stack: str | None) -> str | None:
 
 def hang_report(blocked: list[str], running: dict[int, str | None], exited: dict[int, str],
                 blocked_ranks: set[int], importing: dict[int, str] | None = None,
-                after: float | None = None, waits: dict[int, str] | None = None) -> str:
-    """``ranks 1-7 blocked in rendezvous 'config_save'; rank 0 exited with SIGKILL``;
-    a rank whose stack is inside an import is said to be still importing, not hung."""
+                waits: dict[int, str] | None = None, held: bool = False,
+                wakes: dict[int, float] | None = None) -> str:
+    """``ranks 1-7 wait in rendezvous 'config_save' ...; rank 0 exited with SIGKILL``;
+    a rank whose stack is inside an import is said to be still importing, not hung, and
+    one in a wait of its own (a poll loop's sleep) shows the line it waits on. ``held``:
+    the ranks that run held the world's clock (the wall-clock guard ended the world);
+    ``wakes``: when a rank waiting in its own code is next due, on the world's clock."""
     parts = list(blocked)
     by_module: dict[str, list[int]] = {}
     for rank, module in (importing or {}).items():
         if rank not in blocked_ranks and rank in running:
             by_module.setdefault(module, []).append(rank)
-    when = f" after {after:.0f} s" if after is not None else ""
     for module, ranks in sorted(by_module.items(), key=lambda kv: min(kv[1])):
         were = "were" if len(ranks) > 1 else "was"
-        parts.append(f"{ranks_phrase(ranks)} {were} still importing `{module}`{when}: "
-                     f"raise the deadline or preload it")
+        parts.append(f"{ranks_phrase(ranks)} {were} still importing `{module}`: preload it "
+                     "(or give its import longer)")
     by_place: dict[tuple[str, str | None], list[int]] = {}
     for rank, frame in running.items():
         if rank not in blocked_ranks and rank not in (importing or {}):
@@ -168,8 +171,12 @@ def hang_report(blocked: list[str], running: dict[int, str | None], exited: dict
         if place.startswith("the fault plan"):
             parts.append(f"{ranks_phrase(ranks)} held by {place}")
         elif wait is not None:  # a wait of its own (a poll loop's sleep): its own timeout rules
+            due = [wakes[r] for r in ranks if r in (wakes or {})]
             parts.append(f"{ranks_phrase(ranks)} {'waits' if len(ranks) == 1 else 'wait'} in "
-                         f"{'its' if len(ranks) == 1 else 'their'} own code at {place}: `{wait}`")
+                         f"{'its' if len(ranks) == 1 else 'their'} own code at {place}: `{wait}`"
+                         + (f", next due at t={min(due):.1f} s" if due else ""))
+        elif held:
+            parts.append(f"{ranks_phrase(ranks)} held the world's clock, still running at {place}")
         else:
             parts.append(f"{ranks_phrase(ranks)} still running outside any collective, "
                          f"in {place}")

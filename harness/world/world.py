@@ -25,7 +25,7 @@ from harness.topology import clean_environment
 from harness.world import pool, reaper, sweep, wire
 from harness.world.config import WorldConfig
 from harness.world.result import WorldResult
-from harness.world.server import WorldServer
+from harness.world.server import ABORTED, DEADLINE, GUARD, LEADER_LOST, WorldServer
 from harness.world.spec import WorldSpec
 
 _SHIM_CANDIDATES = (
@@ -78,8 +78,14 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
     and the script's own ``xmp.spawn`` starts the ranks. ``preload`` names the
     modules the warm fork server imports before forking (default: the installed
     modules the target's source imports).
-    The world ends by ``timeout`` seconds (its processes are SIGKILLed by then,
-    and the call returns at most 2 s later, once the leader confirms).
+    The world runs on a clock of its own (``harness.world.clock``): ``timeout``
+    is its deadline in seconds of that clock, which passes only while every
+    rank waits (a sleep, a thread's wait, a collective), so a verdict never
+    depends on this machine's load. ``wall_limit`` is the last resort against a
+    rank that holds the clock forever (an endless loop, a wait the clock cannot
+    see): the most wall seconds the world may take, by default scaled to the
+    machine (``guard_seconds``). At either end, every process is SIGKILLed and
+    the call returns at most a few seconds later, once the leader confirms.
 
     With ``sandbox`` (the default) every file the target writes lands in the
     world's sandbox, seen through the topology's mount table (``mounts`` adds
@@ -91,8 +97,6 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
     the same identity and disk, up to ``max_restarts`` times. With
     ``teardown_on_failure`` the first rank that fails ends the world (the job's
     launcher tears it down), rather than leaving its peers to wait. With
-    ``detect_deadlock`` the watchdog acts as soon as no rank can make progress
-    (see ``Lifecycle.deadlocked``), not only at the deadline. With
     ``record_files`` every rank tells the coordinator each file operation it
     makes through the view, recorded as ``Event(kind="file", rank, op,
     detail={"path", "ok", "errno"?, "dst"?, "size"?, "count"?})`` (see
@@ -120,15 +124,15 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
     base_env.update(config.env)
     base_env["HARNESS_SEED"] = str(seed)
     table, plan = config.table, config.plan
-    grace = min(1.0, 0.1 * timeout)
     modules = config.preload if config.preload is not None else \
         pool.preload_for(name, config.argv, cwd)
     forks = pool.fork_server(modules)  # a cold start is not the world's time
     outdir = tempfile.mkdtemp(prefix=f"harness-{world_id}-")  # after every check: nothing leaks
+    wall_limit = config.wall_limit if config.wall_limit is not None else guard_seconds()
     start_wall, start = time.time(), time.monotonic()
     spec = WorldSpec(
         world_id=world_id, address=wire.new_address(world_id), topology=topo,
-        profile=config.profile, deadline=start_wall + timeout - grace, outdir=outdir, cwd=cwd,
+        profile=config.profile, deadline=start_wall + wall_limit, outdir=outdir, cwd=cwd,
         base_env=base_env, shim_root=shim_root(), target=name, args=config.args,
         kwargs=config.kwargs, argv=config.argv, seed=seed, home=config.home, mounts=table,
         faults=plan, record_files=config.record_files, args_by_host=config.args_by_host,
@@ -137,25 +141,21 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
     try:
         if table is not None:
             sandbox_layout.create(spec.sandbox, table, topo, plan.leftovers + config.files)
-        server = WorldServer(spec, start, watch=list(config.watch),
-                             max_restarts=config.max_restarts, timeout=timeout,
-                             teardown=config.teardown_on_failure)
+        server = WorldServer(spec, watch=list(config.watch), max_restarts=config.max_restarts,
+                             timeout=timeout, teardown=config.teardown_on_failure)
         try:
             server.life.watch_leader(forks.fork_world(spec))
-            finished = server.serve(until=start + timeout - grace,
-                                    detect_deadlock=config.detect_deadlock, abort=ABORT,
-                                    progress=config.progress)
-            if ABORT.is_set():  # the user's Ctrl-C: end it now, no stacks to wait for
-                server.end_at_deadline(hard_end=time.monotonic() + 2.0, stack_wait=0.0)
-            elif server.life.leader_lost:  # nobody reports exits any more: end it now
-                server.end_at_deadline(hard_end=time.monotonic(), stack_wait=0.5)
-            elif not finished:
-                stack_wait = grace * 0.6
-                if time.monotonic() < start + timeout - grace:
-                    server.life.deadlock_at = time.monotonic() - start
-                    # Declared early: there is time to wait for every stack.
-                    stack_wait = max(stack_wait, min(1.0, start + timeout - time.monotonic()))
-                server.end_at_deadline(hard_end=start + timeout + 2.0, stack_wait=stack_wait)
+            why = server.serve(until=start + wall_limit, abort=ABORT, progress=config.progress)
+            if why == ABORTED:  # the user's Ctrl-C: end it now, no stacks to wait for
+                server.end(why, hard_end=time.monotonic() + 2.0, stack_wait=0.0)
+            elif why == LEADER_LOST:  # nobody reports exits any more: end it now
+                server.end(why, hard_end=time.monotonic(), stack_wait=0.5)
+            elif why == GUARD:
+                server.end(why, hard_end=time.monotonic() + 3.0, stack_wait=1.5,
+                           guard=_guarded(time.monotonic() - server.held_since, wall_limit,
+                                          config.wall_limit is None))
+            elif why == DEADLINE:  # on the world's clock: every unit waits, its stacks are quick
+                server.end(why, hard_end=time.monotonic() + 3.0, stack_wait=1.0)
             server.loop.drain_all(0.2)  # results sent just before exit
         finally:
             server.close()
@@ -169,3 +169,41 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
         sweep.end_world(world_id)
         if not config.keep_output_dir:
             shutil.rmtree(outdir, ignore_errors=True)
+
+
+#: The wall-clock guard on a quiet machine: how long a world's clock may be held (an endless
+#: loop, a wait the clock cannot see) before the world ends, HANG, with every rank's stack.
+GUARD_SECONDS = 120.0
+
+
+#: Sets the wall-clock guard of every world whose config leaves it to the machine (a CI
+#: runner's own bound, a test suite's): seconds.
+GUARD_ENV = "HARNESS_WALL_LIMIT"
+
+
+def guard_seconds() -> float:
+    """The wall-clock guard, scaled to this machine: ``GUARD_SECONDS`` (or
+    ``$HARNESS_WALL_LIMIT``) times how many processes want each core now (at least 1), so
+    that a loaded machine that imports slowly is not taken for a rank that holds the
+    clock forever."""
+    try:
+        base = float(os.environ.get(GUARD_ENV) or GUARD_SECONDS)
+    except ValueError:
+        base = GUARD_SECONDS
+    return (base if base > 0 and base == base else GUARD_SECONDS) * _load()
+
+
+def _load() -> float:
+    try:
+        return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+    except OSError:
+        return 1.0
+
+
+def _guarded(held: float, limit: float, scaled: bool) -> str:
+    """The words of a world the wall-clock guard ended."""
+    how = (f"the wall-clock guard of {limit:.0f} s, scaled to this machine's load"
+           if scaled else f"the wall-clock guard of {limit:g} s (wall_limit)")
+    return (f"the world's clock was held for {held:.0f} s of wall time and the world ended "
+            f"at {how}: a rank computed, or waited where the clock cannot see, all that time")
+

@@ -108,13 +108,19 @@ def daemon_then_kill_the_fork_server(pid_dir):
 
 
 def daemon_then_wait(pid_dir, seconds):
-    """Leaves a daemon, then keeps the world running (the harness is killed meanwhile)."""
+    """Leaves a daemon, then keeps the world running for ``seconds`` of the machine's time
+    (a wait the world's clock cannot see): the harness is killed meanwhile."""
+    import select
+
     _daemon(pid_dir)
-    time.sleep(seconds)
+    select.select([], [], [], seconds)
     return "done"
 
 
 def sleepy_sync(inputs):
-    """A config sync that takes two minutes: the user presses Ctrl-C first."""
-    time.sleep(120)
+    """A config sync that takes two minutes of the machine's time (a wait the world's clock
+    cannot see, as a slow subprocess or socket is): the user presses Ctrl-C first."""
+    import select
+
+    select.select([], [], [], 120)
     return dict(inputs["config"])

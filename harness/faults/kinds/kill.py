@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from harness.faults.kinds._strike import Strike
@@ -28,4 +27,4 @@ class Kill(Strike):
         engine.report(fault, op, where if op != "collective" else None,
                       message=f"rank {engine.rank}{life} {self.said} at {op} {where or ''}".rstrip())
         os.kill(os.getpid(), signal.SIGKILL)
-        time.sleep(10)  # the signal is on its way
+        signal.pause()  # SIGKILL is on its way (a wait off the world's clock: it holds it)

@@ -1,0 +1,145 @@
+"""The world clock: the time every unit of a world sees, and when it may move.
+
+Inside a world, time is the world's, not the machine's (after FoundationDB's
+simulation, the Shadow simulator and trio's ``MockClock(autojump_threshold=0)``).
+Each unit (a rank, or in exec mode a host's launcher) tells the harness when
+every thread of its own waits in a wait the harness knows (a sleep, a thread's
+wait with or without a timeout, a collective) and the earliest time it wants
+waking (``idle``). The clock then moves in one of three ways:
+
+- **jump**: every live unit is idle and nothing is in flight, so nothing can
+  happen before the earliest wake-up: the clock goes straight there. A world
+  whose ranks all sleep an hour takes milliseconds; one where every rank waits
+  in a rendezvous that can never complete reaches its deadline at once;
+- **real speed**: the units that are not idle (or all of them) have child
+  processes of their own (a real subprocess, a DataLoader's workers), which the
+  harness cannot see into: the clock follows the wall clock while they live,
+  so what they do takes the time it takes;
+- **held**: a unit computes (an import, a loop, a C call): no world time
+  passes, however long the machine takes. A rank advances its own reading by a
+  fixed tick per time call (``harness.world.rank_clock``), so a busy-wait ends.
+
+Times are integer nanoseconds from the world's start (no float drift: the same
+seed gives the same times on every machine). Pure state: sockets and the wall
+clock are the caller's (``server.py``), as they are the coordinator's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: A unit of the world: ("rank", r), or in exec mode ("host", h) for a host's launcher.
+Key = tuple[str, int]
+
+NS = 1_000_000_000
+
+#: How the clock moves now (see the module's docstring).
+JUMP, REAL, HELD = "jump", "real", "held"
+
+
+def seconds(ns: int) -> float:
+    return ns / NS
+
+
+def ns(seconds_: float) -> int:
+    return round(seconds_ * NS)
+
+
+@dataclass
+class Member:
+    """What the clock knows of one unit."""
+
+    idle: bool = False
+    wake: int | None = None  # the earliest time it asked to be woken at, while idle
+    sent: int = 0  # wakes the harness sent it: replies to its waits, and the time
+    forked: bool = False  # it has started processes of its own (they may still live)
+
+
+class WorldClock:
+    """The world's time, who holds it, and who is due to wake."""
+
+    def __init__(self, deadline: int) -> None:
+        self.now = 0
+        self.deadline = deadline
+        self.members: dict[Key, Member] = {}
+
+    # -- who is in the world ----------------------------------------------------------
+    def join(self, key: Key) -> None:
+        """A unit that exists (or is about to): busy until it says otherwise. A new life
+        of a unit (a restart, another spawn) counts its wakes from zero."""
+        self.members[key] = Member()
+
+    def leave(self, key: Key) -> None:
+        self.members.pop(key, None)
+
+    def __contains__(self, key: Key) -> bool:
+        return key in self.members
+
+    # -- what units say ----------------------------------------------------------------
+    def heard(self, key: Key) -> None:
+        """Any message but an idle one: the unit runs (it sent it)."""
+        member = self.members.get(key)
+        if member is not None:
+            member.idle, member.wake = False, None
+
+    def idle(self, key: Key, seen: int, wake: int | None) -> None:
+        """Every thread of the unit waits in a known wait; it had taken ``seen`` of the
+        wakes sent to it. One sent since (a reply still in flight) makes this stale."""
+        member = self.members.get(key)
+        if member is None:
+            return
+        if seen == member.sent:
+            member.idle, member.wake = True, wake
+        else:
+            member.idle, member.wake = False, None
+
+    def started_process(self, key: Key) -> None:
+        """The unit started a process of its own: from now on, while one lives, the
+        clock follows the machine's rather than jump (see the module's docstring)."""
+        member = self.members.get(key)
+        if member is not None:
+            member.forked = True
+
+    def woke(self, key: Key) -> None:
+        """The harness sent the unit something that wakes one of its waits."""
+        member = self.members.get(key)
+        if member is not None:
+            member.sent += 1
+            member.idle, member.wake = False, None
+
+    # -- moving ------------------------------------------------------------------------
+    def busy(self) -> list[Key]:
+        return [k for k, m in self.members.items() if not m.idle]
+
+    def forked(self) -> list[Key]:
+        """Units that have started processes of their own (which may hold the clock)."""
+        return [k for k, m in self.members.items() if m.forked]
+
+    def next_wake(self, extra: int | None = None) -> int:
+        """The earliest time anything is due: a unit's wake-up, ``extra`` (a held write's
+        publication), or the deadline."""
+        times = [m.wake for m in self.members.values() if m.idle and m.wake is not None]
+        if extra is not None:
+            times.append(extra)
+        return max(self.now, min(times + [self.deadline]))
+
+    def advance(self, to: int) -> list[Key]:
+        """Move to ``to`` (never back); returns the idle units now due, marked woken. At
+        the deadline the world ends: nothing due then runs."""
+        self.now = max(self.now, min(to, self.deadline))
+        if self.passed:
+            return []
+        due = [k for k, m in self.members.items()
+               if m.idle and m.wake is not None and m.wake <= self.now]
+        for key in due:
+            self.woke(key)
+        return due
+
+    @property
+    def passed(self) -> bool:
+        """Has the world's deadline come?"""
+        return self.now >= self.deadline
+
+    def waiting(self) -> dict[Key, int | None]:
+        """Each idle unit's wake-up (None: it waits for another unit, or forever)."""
+        return {k: m.wake for k, m in self.members.items() if m.idle}
