@@ -104,7 +104,8 @@ def worker() -> None:
         return time.perf_counter() - start, outcome
 
     cell()  # the fork server's cold start, and the first fork of everything
-    servers = [s.process.pid for s in pool._servers.values()]
+    held = pool._servers  # a dict of servers before one server per process, a list since
+    servers = [s.process.pid for s in (held.values() if isinstance(held, dict) else held)]
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         worlds = int(line)

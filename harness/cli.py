@@ -8,7 +8,6 @@ expected to (or a cell's fault could not happen to the target, with
 from __future__ import annotations
 
 import logging
-import math
 import os
 import sys
 import traceback
@@ -22,7 +21,8 @@ from rich.table import Table
 from rich.text import Text
 
 from harness import __version__
-from harness.scenarios import MAX_TIMEOUT, ScenarioError
+from harness.options import SEED, TIMEOUT_HELP, Seconds
+from harness.scenarios import DEFAULT_TIMEOUT, ScenarioError
 from harness.topology import PROFILES, TOPOLOGIES, get_topology
 from harness.world.result import PASS, WorldResult
 
@@ -31,23 +31,6 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a Ctrl-C
 _PYTHONS = ("python", "python3", os.path.basename(sys.executable))
 _COLOURS = {"PASS": "green", "FAIL": "red", "ERROR": "red", "HANG": "magenta", "CRASH": "red"}
 _SHOWN_TRACEBACKS = 3  # of a whole script's world; the rest are one line each in the table
-
-
-class _Seconds(click.FloatRange):
-    """A deadline: a finite number of seconds, at most a scenario's longest."""
-
-    def __init__(self) -> None:
-        super().__init__(min=0.1, max=MAX_TIMEOUT)
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        seconds = super().convert(value, param, ctx)
-        if math.isnan(seconds):  # a range lets nan through: every comparison is false
-            self.fail(f"{value!r} is not a number of seconds.", param, ctx)
-        return seconds
-
-
-#: A world's seed seeds numpy, whose seeds are 32-bit.
-SEED = click.IntRange(0, 2**32 - 1)
 
 
 def _topology(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -71,8 +54,8 @@ def cli(verbose: int) -> None:
                                        "allow_interspersed_args": False})
 @click.option("--topology", "-t", default="v4-64", show_default=True, callback=_topology,
               help=f"One of {', '.join(TOPOLOGIES)}, or HxR (hosts x ranks per host).")
-@click.option("--timeout", default=60.0, show_default=True, type=_Seconds(),
-              help="Seconds before the watchdog reports a hang and ends the world.")
+@click.option("--timeout", default=DEFAULT_TIMEOUT, show_default=True, type=Seconds(),
+              help=f"The world's deadline: {TIMEOUT_HELP}.")
 @click.option("--profile", type=click.Choice(PROFILES), default="legacy", show_default=True,
               help="torch_xla API: legacy (2.0: get_ordinal, xla_dist), 2.7, 2.8 or current (2.9).")
 @click.option("--seed", default=0, show_default=True, type=SEED, help="Seed of the world.")
@@ -251,8 +234,8 @@ _run_options = [
     click.option("--topology", "-t", default=None, callback=lambda c, p, v: v and _topology(c, p, v),
                  help="Override every scenario's topology."),
     click.option("--seed", default=0, show_default=True, type=SEED, help="The seed of every cell."),
-    click.option("--timeout", default=None, type=_Seconds(),
-                 help="Override every scenario's deadline (seconds)."),
+    click.option("--timeout", default=None, type=Seconds(),
+                 help=f"Override every scenario's deadline: {TIMEOUT_HELP}."),
     click.option("--require-exercised", is_flag=True, default=False,
                  help="A cell whose fault could not happen to the target (NOT-EXERCISED) "
                       "fails the run."),
@@ -529,11 +512,12 @@ def render_world(result: WorldResult, console: Console, show_output: bool = Fals
     Run text goes in as ``Text``, never as markup: a ``[x]`` in an error stays itself.
     """
     from harness.history import ranks_phrase
-    from harness.reports._common import seconds
+    from harness.reports._common import took
     from harness.reports.diagnosis import diagnose, fault_line
 
     d = diagnose(result)
-    table = Table(title=f"{d.title} · {d.topology} · seed {d.seed} · {seconds(d.duration_s)}",
+    table = Table(title=f"{d.title} · {d.topology} · seed {d.seed} · "
+                        f"{took(d.duration_s, d.world_time_s)}",
                   title_justify="left")
     for col in ("ranks", "hosts", "outcome", "exit", "what happened"):
         table.add_column(col)

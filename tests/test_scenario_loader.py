@@ -100,7 +100,7 @@ def test_an_integer_no_machine_word_holds_is_refused_anywhere(tmp_path, literal)
     ("timeout: 3", "timeout: -.inf", 7, "timeout", ("finite number",)),
     ("timeout: 3", "timeout: 1.0e+400", 7, "timeout", ("finite number",)),
     ("timeout: 3", "timeout: 0", 7, "timeout", ("greater than 0",)),
-    ("timeout: 3", "timeout: 601", 7, "timeout", ("less than or equal to 600",)),
+    ("timeout: 3", "timeout: 86401", 7, "timeout", ("less than or equal to 86400",)),
     ("name: mine", "name: 7", 1, "name", ("valid string",)),
     ("description: a test scenario", "description: 5", 3, "description", ("valid string",)),
     ("description: a test scenario", "description: [a]", 3, "description", ("valid string",)),

@@ -17,6 +17,8 @@ from typing import Any
 import click
 from rich.console import Console
 
+from harness.options import TIMEOUT_HELP, Seconds
+
 EXIT_OK, EXIT_FOUND, EXIT_INTERRUPTED = 0, 1, 130
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([hms]?)")
 
@@ -64,8 +66,8 @@ class _Budget(click.ParamType):
               help="Draw only these fault kinds. Default: every kind the target can meet.")
 @click.option("--topology", "-t", "topologies", multiple=True,
               help="Topologies to draw from, simplest first (repeatable).")
-@click.option("--timeout", default=None, type=click.FloatRange(min=0.1, max=600),
-              help="Every world's deadline (seconds). Default: the base scenario's.")
+@click.option("--timeout", default=None, type=Seconds(),
+              help=f"Every world's deadline: {TIMEOUT_HELP}. Default: the base scenario's.")
 @click.option("--database", default=None, type=click.Path(file_okay=False),
               help="Hypothesis's example database: findings saved here are tried first next "
                    "time. Default: .harness_cache/explore (HARNESS_CACHE_DIR).")

@@ -49,7 +49,8 @@ def _cli() -> Any:
               help="Judges each rank's value of your own targets (as harness run's).")
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1))
 @click.option("--timeout", default=None, type=float,
-              help="Override every scenario's deadline (seconds).")
+              help="Every cell's deadline, in seconds of real time (a pod has no world clock). "
+                   "Default: the scenario's, at most 120 s.")
 @click.option("--report-dir", default="reports", show_default=True,
               type=click.Path(file_okay=False), help="As harness run's.")
 @click.option("--format", "formats", multiple=True,

@@ -15,6 +15,7 @@ import logging
 import os
 import shlex
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 
 from harness import __version__
@@ -53,13 +54,23 @@ def topology_name(hosts: int, ranks_per_host: int) -> str:
     return f"{hosts}x{ranks_per_host}"
 
 
+#: A pod cell's deadline unless ``--timeout`` gives one: the scenario's, at most this many
+#: seconds. On a pod time is the machine's: a target that hangs costs real time, as the
+#: simulator's world clock does not (a scenario's deadline there is what a real job waits).
+#: Above the reference targets' own waits (robust-sync's ``sync_timeout_s``, 60 s), so that
+#: a pod and the simulator agree on them.
+POD_DEADLINE = 120.0
+
+
 def plan_pod(scenarios: list[Scenario], targets: list[Target], seed: int, topology: str,
              timeout: float | None) -> tuple[list[CellPlan], dict[str, str]]:
-    """The cells a pod runs (every scenario at the pod's topology) and the scenarios it
-    cannot, with why."""
+    """The cells a pod runs (every scenario at the pod's topology, its deadline at most
+    ``POD_DEADLINE`` unless ``timeout`` is given) and the scenarios it cannot, with why."""
     not_run = {s.name: why for s in scenarios if (why := off_pod(s)) is not None}
     runnable = [s for s in scenarios if s.name not in not_run]
-    return plan_cells(runnable, targets, seed, topology, timeout), not_run
+    plans = plan_cells(runnable, targets, seed, topology, timeout)
+    return [p if p.timeout_overridden else replace(p, timeout=min(p.timeout, POD_DEADLINE))
+            for p in plans], not_run
 
 
 def run_on_pod(pod: Pod, plans: list[CellPlan], seed: int, not_run: dict[str, str],

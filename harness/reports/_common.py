@@ -105,6 +105,14 @@ def seconds(s: float) -> str:
     return f"{s:.2f} s" if s < 100 else f"{s:.0f} s"
 
 
+def took(wall: float, world: float | None) -> str:
+    """How long a world took: wall seconds on this machine, and the seconds its own clock
+    counted (``harness.world.clock``), which do not move with the machine's load."""
+    if world is None:
+        return seconds(wall)
+    return f"{seconds(wall)} ({world:g} s of world time)"
+
+
 def summary_parts(matrix: Matrix) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
     """(outcome, count) and (verdict, count) pairs, in the design's order, zero counts dropped."""
     summary = matrix.summary()

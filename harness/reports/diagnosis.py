@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import harness
 from harness.history import dropped_line, format_ranks, ranks_phrase
-from harness.reports._common import seconds
+from harness.reports._common import took
 from harness.runner.cells import Cell, FaultRow, RankRow
 from harness.world.result import NEVER_STARTED, PASS, WorldResult, one_line
 
@@ -168,6 +168,7 @@ class Diagnosis:
     duration_s: float
     detail: str
     replay: str = ""
+    world_time_s: float | None = None  # on the world's own clock (None: not recorded)
     verdict: str = ""  # a cell's; a bare world has none
     expected: str = ""
     finding: str = ""
@@ -186,7 +187,7 @@ class Diagnosis:
     def headline(self) -> str:
         judged = f" (expected {self.expected}, verdict {self.verdict})" if self.verdict else ""
         return (f"{self.title} on {self.topology}, seed {self.seed}: {self.outcome}{judged} "
-                f"in {seconds(self.duration_s)}")
+                f"in {took(self.duration_s, self.world_time_s)}")
 
 
 def rank_groups(rows: list[RankRow], noun: str = "rank") -> list[RankGroup]:
@@ -241,7 +242,8 @@ def diagnose(subject: Cell | WorldResult, seeded: bool = False) -> Diagnosis:
     if isinstance(subject, WorldResult):
         head = Diagnosis(title=f"world {subject.world_id}", outcome=subject.outcome,
                          topology=f"{subject.topology} ({subject.profile})", seed=subject.seed,
-                         duration_s=subject.duration_s, detail=subject.detail(),
+                         duration_s=subject.duration_s, world_time_s=subject.world_time_s,
+                         detail=subject.detail(),
                          faults=FaultRow.fired(subject.history),
                          mismatches=list(subject.mismatches),
                          dropped=dropped_line(subject.history) or "")
@@ -250,7 +252,8 @@ def diagnose(subject: Cell | WorldResult, seeded: bool = False) -> Diagnosis:
     title = f"{subject.scenario}[{subject.target}]" + (f" seed {subject.seed}" if seeded else "")
     head = Diagnosis(title=title, outcome=subject.outcome,
                      topology=subject.topology, seed=subject.seed, duration_s=subject.duration_s,
-                     detail=subject.detail, replay=subject.replay, verdict=subject.verdict,
+                     world_time_s=subject.world_time_s, detail=subject.detail,
+                     replay=subject.replay, verdict=subject.verdict,
                      expected=subject.expected, finding=subject.finding,
                      roles=dict(subject.roles), checker=subject.checker,
                      faults=list(subject.faults_fired), mismatches=list(subject.mismatches),

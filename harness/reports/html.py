@@ -26,6 +26,7 @@ from harness.reports._common import (
     seeds_text,
     sorted_history,
     summary_parts,
+    took,
 )
 from harness.reports.diagnosis import Diagnosis, diagnose
 from harness.reports.html_assets import CSS, JS
@@ -188,7 +189,8 @@ def cell_detail(cell: Cell, seeded: bool = False) -> str:
     d = diagnose(cell, seeded)
     facts = [("scenario", cell.scenario), ("target", cell.target), ("topology", d.topology),
              ("seed", d.seed), ("expected", d.expected),
-             ("outcome", f"{d.outcome} ({d.verdict})"), ("duration", seconds(d.duration_s))]
+             ("outcome", f"{d.outcome} ({d.verdict})"),
+             ("duration", took(d.duration_s, d.world_time_s))]
     if cell.workload:
         facts.append(("workload", cell.workload))
     if d.checker:

@@ -17,6 +17,7 @@ from harness.reports._common import (
     seed_group,
     seeds_text,
     summary_parts,
+    took,
 )
 from harness.reports.diagnosis import diagnose
 from harness.runner.cells import KNOWN, OK, UNEXERCISED, UNEXPECTED, Cell, Matrix
@@ -87,7 +88,7 @@ def section(cell: Cell, seeded: bool = False) -> list[str]:
              f"### {emoji(cell.verdict)} {code(cell_name(cell, seeded))}: {d.outcome}, "
              f"expected {d.expected} ({d.verdict})", "",
              f"> {text(d.detail or '(no detail recorded)')}", ""]
-    facts = [f"topology {code(d.topology)}", f"seed {d.seed}", seconds(d.duration_s)]
+    facts = [f"topology {code(d.topology)}", f"seed {d.seed}", took(d.duration_s, d.world_time_s)]
     if cell.workload:
         facts.append(f"workload {code(cell.workload)}")
     if d.checker:

@@ -25,6 +25,7 @@ from harness.reports._common import (
     seed_group,
     seeds_text,
     summary_parts,
+    took,
 )
 from harness.reports.diagnosis import diagnose, group_line
 from harness.runner.cells import KNOWN, OK, UNEXERCISED, UNEXPECTED, Cell, Matrix
@@ -104,7 +105,7 @@ def print_attention(cell: Cell, console: Console, verbose: bool = False,
     head = Text()
     head.append(f"{marker(d.verdict)} {d.outcome:<5} ", style=verdict_style(d.verdict))
     head.append(d.title, style="bold")
-    meta = f"{d.verdict} · expected {d.expected} · {seconds(d.duration_s)}"
+    meta = f"{d.verdict} · expected {d.expected} · {took(d.duration_s, d.world_time_s)}"
     if len(head) + 2 + len(meta) <= width:
         head.append(f"  {meta}", style="dim")
         console.print(head, soft_wrap=True)

@@ -95,6 +95,9 @@ class Cell:
     met: bool = False  # the outcome meets the expectation
     roles: dict[str, str] = field(default_factory=dict)  # role -> what it resolved to
     checker: str = ""  # what judged each rank's value ("": nothing but the workload's checks)
+    #: seconds on the world's own clock (``duration_s`` is the wall time this machine took);
+    #: None: a report written before the world clock, or a pod's cell (real time)
+    world_time_s: float | None = None
 
     @property
     def key(self) -> tuple[str, str]:

@@ -227,7 +227,7 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
         verdict = OK
     else:
         verdict = KNOWN if is_known else UNEXPECTED
-    if not met and discovery is not None and discovery.outcome != PASS:
+    if not met and discovery is not None and discovery.outcome != PASS and not target.builtin:
         detail += (f" (the target's fault-free run, which learns its roles and imports, ended "
                    f"{discovery.outcome} too: it is not kept, and the next run learns again)")
     return Cell(
@@ -238,7 +238,8 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
         faults_fired=FaultRow.fired(result.history),
         history=[e.to_dict() for e in result.history], mismatches=list(result.mismatches),
         finding=scenario.finding, workload=scenario.workload, met=met,
-        roles=_roles_shown(scenario, discovery), checker=checker.ref if checker else "")
+        roles=_roles_shown(scenario, discovery), checker=checker.ref if checker else "",
+        world_time_s=result.world_time_s)
 
 
 def _why(exc: BaseException) -> str:

@@ -46,11 +46,7 @@ def main() -> None:
     become_subreaper()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sock = socket.socket(fileno=int(sys.argv[1]))
-    for name in sys.argv[2:]:
-        try:
-            __import__(name)
-        except BaseException as exc:  # noqa: BLE001 - a preload is an optimisation only (even sys.exit)
-            log.warning("harness fork server: could not preload %s: %s", name, exc)
+    preload(sys.argv[2:])
     warm_up()
     wire.send_frame(sock, {"type": "ready"})
     leaders: set[int] = set()
@@ -63,6 +59,11 @@ def main() -> None:
             header, payload = wire.recv_frame(sock)
         except (EOFError, OSError):
             break
+        if header.get("type") == "preload":  # what the next world needs, imported here once
+            preload([str(m) for m in header.get("modules", [])])
+            warm_up(again=True)
+            wire.send_frame(sock, {"type": "ready"})
+            continue
         if header.get("type") != "world":
             continue
         spec: WorldSpec = pickle.loads(payload)
@@ -80,8 +81,17 @@ def main() -> None:
     os._exit(0)
 
 
-def warm_up() -> None:
-    """Do once here what every rank would otherwise do after its fork.
+def preload(modules: list[str]) -> None:
+    for name in modules:
+        try:
+            __import__(name)
+        except BaseException as exc:  # noqa: BLE001 - a preload is an optimisation only (even sys.exit)
+            log.warning("harness fork server: could not preload %s: %s", name, exc)
+
+
+def warm_up(again: bool = False) -> None:
+    """Do once here what every rank would otherwise do after its fork (``again``: after
+    more preloads, what they change: a foreign torch_xla, the early bindings, the heap).
 
     The harness's rank-side modules are imported (so every rank of every world
     runs the same code, compiled once); ``numpy.random`` too when numpy is
@@ -98,18 +108,18 @@ def warm_up() -> None:
     import harness.filesystem.view  # noqa: F401
     if "numpy" in sys.modules:
         import numpy.random  # noqa: F401
-    try:
-        import compileall
-
-        from harness.world.world import shim_root
-        compileall.compile_dir(shim_root(), quiet=2, force=False)
-    except Exception:  # noqa: BLE001 - bytecode is an optimisation only (read-only installs)
-        pass
     from harness.world import warm
     from harness.world.environment import forget_foreign_torch_xla
     from harness.world.world import shim_root
+    if not again:
+        try:
+            import compileall
+
+            compileall.compile_dir(shim_root(), quiet=2, force=False)
+        except Exception:  # noqa: BLE001 - bytecode is an optimisation only (read-only installs)
+            pass
+        warm.hold(shim_root())  # its code, compiled once: every rank still runs it in its world
     forget_foreign_torch_xla(shim_root())  # a preload's real torch_xla: gone for every rank
-    warm.hold(shim_root())  # its code, compiled once: every rank still runs it in its world
     from harness.filesystem.patch import find_early_bindings
     from harness.world import rank_clock
     find_early_bindings()  # after every preload: what they hold of the real os, once

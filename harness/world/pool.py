@@ -1,5 +1,7 @@
-"""The harness side of the fork servers: one warm server per set of preloaded
-modules, started on first use and shared by every world after it."""
+"""The harness side of the fork server: one warm server per harness process,
+started on first use and shared by every world after it. A world that needs
+modules the server has not imported yet has it import them first (outside the
+world's time): a run of many targets starts one server, not one per target."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ _HARNESS_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspat
 class ForkServer:
     def __init__(self, preload: tuple[str, ...]) -> None:
         self.preload = preload
+        self.modules = set(preload)  # asked for so far (a module that failed to import too)
         ours, theirs = socket.socketpair()
         env = dict(os.environ)
         env[sweep.SLOT_KEY] = sweep.EMPTY_SLOT  # each world's leader writes its id here
@@ -49,6 +52,21 @@ class ForkServer:
     def alive(self) -> bool:
         return self.process.poll() is None
 
+    def ensure(self, preload: tuple[str, ...]) -> None:
+        """Have the server import what ``preload`` adds, before it forks the next world."""
+        if set(preload) <= self.modules:
+            return
+        with self.lock:
+            missing = sorted(set(preload) - self.modules)
+            if not missing:
+                return
+            self.sock.settimeout(300)
+            wire.send_frame(self.sock, {"type": "preload", "modules": missing})
+            header, _ = wire.recv_frame(self.sock)
+            if header.get("type") != "ready":
+                raise RuntimeError(f"fork server did not preload {missing}: {header}")
+            self.modules.update(missing)
+
     def fork_world(self, spec: WorldSpec) -> int:
         """Ask for a leader for ``spec``; returns the leader's pid."""
         with self.lock:
@@ -68,24 +86,28 @@ class ForkServer:
                 self.process.wait()
 
 
-_servers: dict[tuple[str, ...], ForkServer] = {}
+_servers: list[ForkServer] = []  # the live one last; one a target killed stays to be closed
 _servers_lock = threading.Lock()
 
 
 def fork_server(preload: tuple[str, ...]) -> ForkServer:
-    key = tuple(sorted(set(preload)))
+    """The warm server, having imported ``preload``: started on first use, or again with
+    everything its predecessor had imported if a target killed it."""
     with _servers_lock:
-        server = _servers.get(key)
+        server = _servers[-1] if _servers else None
         if server is None or not server.alive():
-            server = _servers[key] = ForkServer(key)
-        return server
+            had = server.modules if server is not None else set()
+            server = ForkServer(tuple(sorted(set(preload) | had)))
+            _servers.append(server)
+    server.ensure(preload)
+    return server
 
 
 @atexit.register
 def shutdown() -> None:
     """Stop every fork server (each takes its leaders and ranks with it)."""
     with _servers_lock:
-        servers = list(_servers.values())
+        servers = list(_servers)
         _servers.clear()
     for server in servers:
         server.close()

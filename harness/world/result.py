@@ -102,8 +102,9 @@ class WorldResult:
     dropped: Dropped | None = None
     #: exec mode: hosts whose launcher ran its function as a world of one (``nprocs=1``)
     single_hosts: list[int] = field(default_factory=list)
-    #: seconds on the world's own clock from its start to its end (``world/clock.py``)
-    world_time_s: float = 0.0
+    #: seconds on the world's own clock from its start to its end (``world/clock.py``);
+    #: None where time is the machine's (a pod)
+    world_time_s: float | None = None
 
     @property
     def values(self) -> list[Any]:

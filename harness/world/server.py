@@ -86,6 +86,8 @@ class WorldServer:
                 if leader is not None:  # what it sent before it went: its "done", often
                     self.loop.read_last(leader, 0.5)
                 life.leader_lost = not life.done
+                if life.done:  # it said so on its way out: the world is over, nothing to wait for
+                    break
             if life.leader_lost and life.all_accounted():
                 return LEADER_LOST
             moved = clock and self._move_clock(wall)
