@@ -627,6 +627,7 @@ def _replacements() -> dict[int, Any]:
     out[id(_thread.allocate_lock)] = WorldLock
     out[id(threading.RLock)] = world_rlock
     out[id(queue.SimpleQueue)] = queue._PySimpleQueue  # type: ignore[attr-defined]
+    out.update({k: v for k, v in _STARTS.items()})
     return out
 
 
@@ -668,13 +669,9 @@ def install(clock: RankClock) -> None:
         _patch_type(datetime.date, "today", classmethod(_today))
     except Exception:  # noqa: BLE001 - another interpreter: datetime keeps the machine's time
         pass
-    _rebind(_early if _early is not None else find_early_bindings())
-    for name in ("subprocess",):  # its deadlines (``_time``), read through the module
-        module = sys.modules.get(name)
-        if module is not None and getattr(module, "_time", None) is real_monotonic:
-            _set(module, "_time", world_monotonic)
-    os.register_at_fork(after_in_child=_after_fork_in_child)
     _watch_process_starts()
+    _rebind(_early if _early is not None else find_early_bindings())
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _rebind(sites: list[tuple[Any, Any, Any]]) -> None:
@@ -689,30 +686,45 @@ def _after_fork_in_child() -> None:
         clock.detach()
 
 
-def _watch_process_starts() -> None:
-    """Tell the clock when the unit starts a process of its own (``os.fork``, ``subprocess``,
-    ``os.posix_spawn``, ``os.system``), through the functions Python code calls."""
-    def counted(fn: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(fn)  # its module and name: a value holding it pickles as it did
-        def start(*args: Any, **kwargs: Any) -> Any:
-            clock = _clock
-            if clock is not None:
-                clock.started_process()
-            return fn(*args, **kwargs)
-        return start
+def _counted(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (a way to start a process), telling the clock first that the unit did."""
+    @functools.wraps(fn)  # its module and name: a value holding it pickles as it did
+    def start(*args: Any, **kwargs: Any) -> Any:
+        clock = _clock
+        if clock is not None:
+            clock.started_process()
+        return fn(*args, **kwargs)
+    return start
 
+
+def _process_starts() -> list[tuple[Any, str]]:
+    """Where Python code starts a process from: ``os``/``posix`` (fork, posix_spawn,
+    system) and ``_posixsubprocess.fork_exec`` (``subprocess``, which binds it early)."""
     import posix
 
+    sites: list[tuple[Any, str]] = []
     for name in ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system"):
         if hasattr(posix, name):
-            wrapper = counted(getattr(posix, name))
-            _set(posix, name, wrapper)  # where pickle finds it by its name
-            _set(os, name, wrapper)
+            sites += [(posix, name), (os, name)]  # posix: where pickle finds it by its name
     try:
         import _posixsubprocess
     except ImportError:
-        return
-    _set(_posixsubprocess, "fork_exec", counted(_posixsubprocess.fork_exec))
+        return sites
+    return sites + [(_posixsubprocess, "fork_exec")]
+
+
+#: the machine's function -> the one that counts the process it starts (made once)
+_STARTS = {id(fn): _counted(fn) for fn in {id(getattr(o, n)): getattr(o, n)
+                                             for o, n in _process_starts()}.values()}
+
+
+def _watch_process_starts() -> None:
+    """Tell the clock when the unit starts a process of its own, through the functions
+    Python code calls (references bound before the fork are rebound with the rest)."""
+    for owner, name in _process_starts():
+        real = getattr(owner, name)
+        if id(real) in _STARTS:
+            _set(owner, name, _STARTS[id(real)])
 
 
 def uninstall() -> None:

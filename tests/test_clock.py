@@ -1,0 +1,282 @@
+"""The world clock: time in a world is the world's, not the machine's.
+
+The pure parts first (``WorldClock``, the harness's state machine; ``RankClock``, a
+unit's count of its running threads), then worlds: what a rank's code reads and waits
+on, what holds the clock, what the wall-clock guard ends. Wall time is never asserted:
+where a clock that did not jump would take hours, the world's ``wall_limit`` makes it a
+HANG, which the test would see.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from harness import ERROR, HANG, PASS, run_world
+from harness.world.clock import NS, WorldClock
+from harness.world.rank_clock import BLOCKED, NOTIFIED, TIMED_OUT, RankClock, Waiter
+
+TARGETS = Path(__file__).parent / "targets" / "clock_targets.py"
+USER = Path(__file__).parent / "user_targets"
+
+
+def target(name: str) -> str:
+    return f"{TARGETS}:{name}"
+
+
+# -- WorldClock: pure --------------------------------------------------------------------
+
+def test_the_clock_jumps_to_the_earliest_wake_up_only_when_every_unit_is_idle():
+    clock = WorldClock(deadline=100 * NS)
+    for r in range(3):
+        clock.join(("rank", r))
+    clock.idle(("rank", 0), 0, 5 * NS)
+    clock.idle(("rank", 1), 0, 2 * NS)
+    assert clock.busy() == [("rank", 2)], "rank 2 never said it was idle: it holds the clock"
+    clock.idle(("rank", 2), 0, None)  # waits for the others, or forever
+    assert clock.busy() == [] and clock.next_wake() == 2 * NS
+    assert clock.advance(clock.next_wake()) == [("rank", 1)]
+    assert clock.now == 2 * NS and ("rank", 1) in clock.busy(), "woken: it runs now"
+
+
+def test_an_idle_word_that_a_reply_overtook_is_stale():
+    clock = WorldClock(deadline=100 * NS)
+    clock.join(("rank", 0))
+    clock.woke(("rank", 0))  # a collective's reply is on its way to it
+    clock.idle(("rank", 0), seen=0, wake=None)  # said before it took that reply
+    assert clock.busy() == [("rank", 0)]
+    clock.idle(("rank", 0), seen=1, wake=None)
+    assert clock.busy() == []
+
+
+def test_at_the_deadline_nothing_due_then_runs():
+    clock = WorldClock(deadline=10 * NS)
+    clock.join(("rank", 0))
+    clock.idle(("rank", 0), 0, 10 * NS)
+    assert clock.advance(clock.next_wake()) == [] and clock.passed
+
+
+def test_a_unit_that_leaves_no_longer_holds_the_clock_and_a_new_life_counts_afresh():
+    clock = WorldClock(deadline=10 * NS)
+    clock.join(("rank", 0))
+    clock.join(("rank", 1))
+    clock.woke(("rank", 1))
+    clock.leave(("rank", 0))
+    clock.join(("rank", 1))  # restarted: its new process has taken no wake yet
+    clock.idle(("rank", 1), 0, None)
+    assert clock.busy() == []
+
+
+# -- RankClock: a unit's threads ----------------------------------------------------------
+
+class Said(list):
+    """What a ``RankClock`` told the harness."""
+
+    def __call__(self, message: dict) -> None:
+        self.append(dict(message))
+
+
+def test_the_unit_is_idle_only_when_its_last_running_thread_waits():
+    said = Said()
+    clock = RankClock(said)  # this thread is the unit's main thread
+    clock.thread_started()  # a second thread: counted before it exists
+    waiter = Waiter(clock.deadline_after(5))
+    woke = {}
+
+    def sleeper() -> None:
+        clock.thread_began()
+        woke["notified"] = clock.block(waiter)
+        clock.thread_ended()
+
+    thread = threading.Thread(target=sleeper)
+    thread.start()
+    _until(lambda: waiter.state == BLOCKED)
+    assert said == [], "the main thread still runs: the unit is not idle"
+    clock.on_time(waiter.deadline)  # the harness's word: the world is there
+    thread.join(5)
+    assert woke == {"notified": False} and waiter.state == TIMED_OUT
+    assert clock.running == 1 and said == []
+
+
+def test_a_notice_given_before_the_wait_blocks_is_not_lost_and_not_counted_twice():
+    said = Said()
+    clock = RankClock(said)
+    waiter = Waiter(None)
+    assert clock.notify(waiter)  # between its registration and its block
+    assert clock.block(waiter) is True and clock.running == 1 and said == []
+    assert clock.notify(waiter) is False, "a wait that ended takes no notice"
+
+
+def _unit(said: Said, box: dict, work) -> threading.Thread:
+    """A unit whose main thread is a new thread running ``work(clock)``."""
+    def main() -> None:
+        box["clock"] = clock = RankClock(said)
+        box["out"] = work(clock)
+
+    thread = threading.Thread(target=main)
+    thread.start()
+    return thread
+
+
+def test_the_last_thread_to_wait_says_so_with_its_earliest_wake_up():
+    said, box = Said(), {}
+
+    def work(clock: RankClock) -> bool:
+        box["waiter"] = Waiter(clock.deadline_after(2))
+        return clock.block(box["waiter"])
+
+    thread = _unit(said, box, work)
+    _until(lambda: said)
+    assert said == [{"type": "idle", "seen": 0, "wake": 2 * NS}]
+    assert box["clock"].notify(box["waiter"])  # another thread of the unit notifies it
+    thread.join(5)
+    assert box["out"] is True and box["waiter"].state == NOTIFIED and box["clock"].running == 1
+
+
+def test_a_busy_wait_on_the_clock_waits_for_the_world_every_quantum():
+    said, box = Said(), {}
+    thread = _unit(said, box, lambda clock: [clock.read() for _ in range(150)])
+    _until(lambda: said)  # a quantum (10 ms) ahead of the world: it waits for it there
+    assert said == [{"type": "idle", "seen": 0, "wake": 10_000_000}]
+    box["clock"].on_time(10_000_000)
+    thread.join(5)
+    assert box["out"] == [i * 100_000 for i in range(150)], "a fixed tick per reading"
+
+
+def _until(condition, limit: float = 5.0) -> None:
+    import time
+
+    end = time.monotonic() + limit
+    while not condition():
+        assert time.monotonic() < end, "the condition never came"
+        time.sleep(0.001)
+
+
+# -- worlds ---------------------------------------------------------------------------------
+
+def test_a_rank_that_sleeps_an_hour_sees_an_hour_pass_and_returns_at_once():
+    result = run_world(target("sleeps"), topology="2x1", timeout=7200, args=(3600,),
+                       wall_limit=60)  # an hour of the machine's time would be a HANG
+    assert result.outcome == PASS, result.describe()
+    assert [round(r.value, 3) for r in result.ranks] == [3600.0, 3600.0]
+    assert 3600 <= result.world_time_s < 3601
+
+
+def test_an_events_timeout_in_a_thread_is_on_the_world_clock():
+    result = run_world(target("event_wait_in_a_thread"), topology="2x1", timeout=7200,
+                       args=(3600,), wall_limit=60)
+    assert result.outcome == PASS, result.describe()
+    assert [r.value for r in result.ranks] == [{"woke": False, "waited": 3600.0001}] * 2
+
+
+def test_every_timed_wait_of_threading_and_queue_is_on_the_world_clock():
+    result = run_world(target("every_wait"), topology="1x1", timeout=86_400, args=(600,),
+                       wall_limit=60)
+    assert result.outcome == PASS, result.describe()
+    waits = result.ranks[0].value
+    assert waits == {"condition": (600.0, False), "wait_for": (600.0, False),
+                     "semaphore": (600.0, False), "lock": (600.0, False),
+                     "rlock": (600.0, False), "barrier": (600.0, "broken"),
+                     "queue": (600.0, "empty"), "simple_queue": (600.0, "empty"),
+                     "queue_put": (600.0, "full"), "join": (600.0, True),
+                     "timer": (600.0, True)}, waits
+
+
+def test_a_world_starts_at_a_fixed_epoch_in_every_clock_a_rank_reads():
+    result = run_world(target("wall_clocks"), topology="1x1", timeout=60)
+    assert result.outcome == PASS, result.describe()
+    seen = result.ranks[0].value
+    assert seen["time"] == 1_893_456_000.0, "2030-01-01T00:00:00Z: the same on every machine"
+    assert seen["now"].startswith("2030-01-01T00:00:00.0") and seen["today"] == "2030-01-01"
+    assert seen["utcnow"].startswith("2030-01-01T00:00:00.0")
+    assert seen["aware"].startswith("2030-01-01T00:00:00.0") and seen["aware"].endswith("+00:00")
+    assert seen["gmtime"] == [2030, 1, 1, 0, 0, 0] and seen["strftime"] == "2030-01-01"
+    assert seen["ctime"].endswith("2030")
+    assert 3600 <= seen["monotonic"] < 3601 and 3600 <= seen["perf_counter"] < 3601
+    assert 1_893_456_000 <= seen["clock_gettime"] < 1_893_456_001
+
+
+def test_the_same_world_reads_the_same_times_every_run():
+    first = run_world(target("wall_clocks"), topology="1x1", timeout=60).ranks[0].value
+    again = run_world(target("wall_clocks"), topology="1x1", timeout=60).ranks[0].value
+    assert first == again
+
+
+def test_a_busy_wait_on_the_clock_ends():
+    result = run_world(target("busy_waits"), topology="2x1", timeout=60, args=(10,),
+                       wall_limit=60)
+    assert result.outcome == PASS, result.describe()
+    assert [r.value for r in result.ranks] == [99_999, 99_999], "100 us a reading: 10 s"
+
+
+def test_a_rank_that_computes_spends_no_world_time():
+    """Rank 0 computes for 2 s of CPU before it writes; the others poll for 5 s of their
+    time. A deadline of 1 s on the world's clock is not reached: computing costs none."""
+    result = run_world(target("computes_then_writes"), topology="1x4", timeout=1,
+                       args=(2, "/tmp/clock-test/ready"), wall_limit=120)
+    assert result.outcome == PASS, result.describe()
+    assert [r.value for r in result.ranks] == ["wrote", "read", "read", "read"]
+    assert result.world_time_s < 1
+
+
+def test_a_rank_that_holds_the_clock_forever_is_ended_by_the_wall_clock_guard():
+    result = run_world(target("spins_forever"), topology="2x1", timeout=60, wall_limit=3)
+    assert result.outcome == HANG, result.describe()
+    assert result.hang_report.startswith(
+        "the world's clock was held for 3 s of wall time and the world ended at the "
+        "wall-clock guard of 3 s (wall_limit)"), result.hang_report
+    assert "ranks 0-1 held the world's clock, still running at clock_targets.py:" \
+        in result.hang_report
+    assert result.world_time_s == 0.0
+
+
+def test_a_real_subprocess_takes_the_time_it_takes():
+    """Rank 0 waits for a real ``sleep 0.3`` (with a timeout: ``Popen.wait`` polls, its
+    sleeps on the world's clock): while its child lives, the clock follows the machine's,
+    so neither its own timeout nor the readers' is reached early."""
+    result = run_world(target("subprocess_then_write"), topology="1x4", timeout=60,
+                       args=(0.3, "/tmp/clock-test/ready"), wall_limit=60)
+    assert result.outcome == PASS, result.describe()
+    assert [r.value for r in result.ranks] == ["wrote", "read", "read", "read"]
+    assert result.world_time_s >= 0.3
+
+
+def test_a_wait_the_clock_cannot_see_lets_it_follow_the_machine():
+    """Rank 0 waits on a socket nobody writes to: the clock cannot jump (anything may
+    come), but every thread of rank 0 sleeps in the kernel, so it follows the machine's
+    time; rank 1's one-second sleep ends, and the deadline comes, as on a pod."""
+    result = run_world(target("waits_on_a_socket_while_the_other_sleeps"), topology="2x1",
+                       timeout=3, args=(1,), wall_limit=60)
+    assert result.outcome == HANG
+    assert result.ranks[1].outcome == PASS and result.ranks[1].value == "slept"
+    assert "rank 0 waits in its own code at clock_targets.py:" in result.hang_report
+    assert "`ours.recv(1)`" in result.hang_report and result.world_time_s == 3.0
+
+
+def test_a_process_a_rank_forks_waits_on_the_machines_time():
+    result = run_world(target("forks_a_child_that_sleeps"), topology="1x1", timeout=60,
+                       args=(0.3,), wall_limit=60)
+    assert result.outcome == PASS, result.describe()
+    assert result.ranks[0].value >= 0.3
+
+
+# -- a stranger's code ----------------------------------------------------------------------
+
+def test_a_strangers_poll_loop_times_out_as_on_a_pod_in_world_time(cli, tmp_path):
+    """poll_json polls for its file for 30 s, 0.2 s apart, then raises TimeoutError: on
+    isolated-tmp each host has its own /tmp, so ranks 1-7 give up, loudly, at 30 s of
+    world time (not a HANG at a deadline of the machine's)."""
+    done = cli("run", "-T", f"{USER}/poll_json.py:sync", "-s", "isolated-tmp", "-s", "baseline",
+               "--report-dir", str(tmp_path), "--format", "json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    import json
+
+    cells = {c["scenario"]: c for c in
+             json.loads((tmp_path / "latest" / "matrix.json").read_text())["cells"]}
+    assert cells["baseline"]["outcome"] == PASS
+    tmp = cells["isolated-tmp"]
+    assert tmp["outcome"] == ERROR and tmp["world_time_s"] == pytest.approx(30, abs=0.5)
+    assert [r["error"].split(":")[0] for r in tmp["ranks"][1:]] == ["TimeoutError"] * 7
+    assert tmp["ranks"][0]["outcome"] == PASS
