@@ -107,6 +107,7 @@ class Object(Local):
             machine.makedirs(os.path.dirname(r.upper), exist_ok=True)
             tmp = r.upper + f".harness-upload-{view.rank}"
             machine.write_bytes(tmp, machine.read_bytes(r.staging))
+            machine.copy_stamp(r.staging, tmp)
             machine.replace(tmp, r.upper)
 
     def rename(self, view: View, rs: Resolved, rd: Resolved, source: str, is_dir: bool) -> None:

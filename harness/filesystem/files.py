@@ -149,6 +149,8 @@ class Files(Resolution):
         r = self.fds.pop(fd, None)
         writing = fd in self.writing_fds
         self.writing_fds.discard(fd)
+        if writing and self.world_ns is not None:
+            machine.stamp(fd, self.world_ns())
         machine.close(fd)
         if r is not None:
             self.file_closed(r, writing)
@@ -209,6 +211,8 @@ class ViewFile(io.FileIO):
         if view is not None:
             view.fds.pop(fd, None)
             view.writing_fds.discard(fd)
+            if self._writing and view.world_ns is not None:
+                machine.stamp(fd, view.world_ns())  # its mtime is the world's time of the write
         super().close()
         if view is not None:
             view.file_closed(self._resolved, self._writing)

@@ -72,6 +72,61 @@ def is_plain(path: str | None) -> bool:
     return path is not None and exists(path) and not is_dir(path)
 
 
+#: The extended attribute that holds the world's time of a file's last write through a view
+#: (with the file's own mtime then, to know it was not changed since): see ``stamp``.
+STAMP = "user.harness.mtime"
+
+
+def stamp(file: int | str, world_ns: int | None) -> None:
+    """Record that ``file`` (an open fd, or a real path) was last written at ``world_ns``
+    (the world's ``time.time_ns()``): the view shows that as its mtime, as a real disk
+    shows the time of the write. None: its mtime is what it is (a time set explicitly).
+    Where the filesystem keeps no extended attributes, nothing."""
+    if setxattr is None or removexattr is None:
+        return
+    try:
+        if world_ns is None:
+            removexattr(file, STAMP)
+        else:
+            setxattr(file, STAMP, f"{stat(file).st_mtime_ns} {world_ns}".encode())
+    except OSError:
+        pass
+
+
+def world_stat(path: str | int, st: os.stat_result) -> os.stat_result:
+    """``st`` with the world's time of the file's last write as its mtime, when one was
+    stamped and the file has not changed since; else ``st`` as it is."""
+    if getxattr is None:
+        return st
+    try:
+        real, world = (int(x) for x in getxattr(path, STAMP, follow_symlinks=False).split())
+    except (OSError, ValueError):
+        return st
+    if real != st.st_mtime_ns:
+        return st
+    fields = list(st[:os.stat_result.n_sequence_fields])
+    fields[8] = world // 1_000_000_000
+    extra = {k: getattr(st, k) for k in _HIDDEN_STAT_FIELDS if hasattr(st, k)}
+    extra["st_mtime"], extra["st_mtime_ns"] = world / 1e9, world
+    return os.stat_result(fields, extra)
+
+
+_HIDDEN_STAT_FIELDS = ("st_atime", "st_mtime", "st_ctime", "st_atime_ns", "st_mtime_ns",
+                       "st_ctime_ns", "st_blksize", "st_blocks", "st_rdev")
+
+
+def copy_stamp(source: str, target: str) -> None:
+    """Give ``target`` (a copy of ``source``, as a publication makes it) ``source``'s world
+    time of writing."""
+    if getxattr is None or setxattr is None:
+        return
+    try:
+        _, world = getxattr(source, STAMP).split()
+        setxattr(target, STAMP, f"{stat(target).st_mtime_ns} {int(world)}".encode())
+    except (OSError, ValueError):
+        pass
+
+
 def copy(source: str, target: str) -> None:
     """Copy a file (a symlink as a symlink) with its mode and times: ``source``
     may be a real path the view shadows."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat as stat_module
 from typing import Any
 
 from harness.filesystem import machine
@@ -29,9 +30,12 @@ class Metadata(Resolution):
             return done
         try:
             self.hooks.before(self, "stat", r)
-            st = machine.stat(self._existing(r), follow_symlinks=follow_symlinks)
+            real = self._existing(r)
+            st = machine.stat(real, follow_symlinks=follow_symlinks)
         finally:
             self.hooks.looked(self, "stat", r)
+        if self.world_ns is not None:
+            st = machine.world_stat(real, st)
         return self.hooks.adjust_stat(self, r, st)
 
     def lstat(self, path: Any, *, dir_fd: int | None = None) -> Any:
@@ -114,7 +118,10 @@ class Metadata(Resolution):
         if r is None:
             return done
         self._existing(r)
-        machine.utime(self._meta_location(r), times, follow_symlinks=False, **extra)
+        where = self._meta_location(r)
+        machine.utime(where, times, follow_symlinks=False, **extra)
+        if self.world_ns is not None and not stat_module.S_ISLNK(machine.lstat(where).st_mode):
+            machine.stamp(where, self.world_ns() if times is None and ns is None else None)
         return None
 
     def truncate(self, path: Any, length: int) -> None:
@@ -164,7 +171,8 @@ class Metadata(Resolution):
             raise oserror(exc.errno or errno.EIO, r.vpath) from None
 
     def listxattr(self, path: Any = None, *, follow_symlinks: bool = True) -> list[str]:
-        return self._xattr(machine.listxattr, path, False, follow_symlinks)
+        return [name for name in self._xattr(machine.listxattr, path, False, follow_symlinks)
+                if name != machine.STAMP]  # the view's own, not the target's
 
     def getxattr(self, path: Any, attribute: Any, *, follow_symlinks: bool = True) -> bytes:
         return self._xattr(machine.getxattr, path, False, follow_symlinks, attribute)

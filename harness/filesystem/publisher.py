@@ -14,6 +14,8 @@ import os
 import shutil
 from dataclasses import dataclass, field
 
+from harness.filesystem import machine
+
 
 @dataclass
 class Held:
@@ -77,6 +79,7 @@ def _publish(h: Held) -> None:
     if h.copy:
         tmp = h.dst + ".harness-publish"
         shutil.copyfile(h.src, tmp)
+        machine.copy_stamp(h.src, tmp)
         os.replace(tmp, h.dst)
     else:
         os.replace(h.src, h.dst)

@@ -43,7 +43,7 @@ class View(Files, Directories, Names, Metadata):
 
     def __init__(self, table: MountTable, sandbox: str, rank: int, host: int, cwd: str,
                  home: str, hooks: Any = None, private: tuple[str, ...] = (),
-                 notify: Notify = _nobody) -> None:
+                 notify: Notify = _nobody, world_ns: Callable[[], int] | None = None) -> None:
         self.table = table
         self.sandbox = sandbox
         # The harness's own files (the sandbox's backing store, rank output)
@@ -54,5 +54,8 @@ class View(Files, Directories, Names, Metadata):
         self._cwd = cwd
         self.hooks = hooks or NoHooks()
         self.notify = notify  # to the coordinator: a delayed mount's write, published later
+        #: the world's ``time.time_ns`` (None: the machine's): a file written through the view
+        #: shows the world's time of its last write as its mtime (``machine.stamp``)
+        self.world_ns = world_ns
         self.fds: dict[int, Resolved] = {}  # every fd the view opened, directories included
         self.writing_fds: set[int] = set()

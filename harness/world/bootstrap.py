@@ -91,7 +91,8 @@ def _enter_world(ctx: RankContext, rank: int, life: int = 0, round_: int = 0) ->
 
         kind = RecordingView if spec.record_files else View
         view = kind(spec.mounts, spec.sandbox, rank, ctx.host, spec.cwd, spec.home,
-                    hooks=engine, private=(spec.outdir,), notify=ctx.channel.notify)
+                    hooks=engine, private=(spec.outdir,), notify=ctx.channel.notify,
+                    world_ns=rank_clock.world_time_ns if rank_clock.current() else None)
         patch.install(view)
         ctx.view = view
     seed_generators(seed)

@@ -671,6 +671,9 @@ def install(clock: RankClock) -> None:
         pass
     _watch_process_starts()
     _rebind(_early if _early is not None else find_early_bindings())
+    logging = sys.modules.get("logging")  # its records' relativeCreated count from its import
+    if logging is not None and hasattr(logging, "_startTime"):
+        _set(logging, "_startTime", (EPOCH_NS + clock.now) / NS)  # a look, not a reading
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 

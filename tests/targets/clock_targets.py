@@ -227,3 +227,41 @@ def polls_with_timeouts(inputs):
     beats.get(timeout=5)  # at least one beat: the heartbeat thread ran on the world's clock
     xm.rendezvous("done")
     return config
+
+
+def file_ages():
+    """How old the files the rank writes look to it (``now - getmtime``), through each way a
+    file is written and touched, after sleeps on the world's clock."""
+    os.makedirs("/tmp/ages", exist_ok=True)
+    time.sleep(100)
+    with open("/tmp/ages/opened", "w") as f:
+        f.write("x")
+    fd = os.open("/tmp/ages/raw", os.O_WRONLY | os.O_CREAT)
+    os.write(fd, b"y")
+    os.close(fd)
+    open("/tmp/ages/touched", "w").close()
+    time.sleep(50)
+    os.utime("/tmp/ages/touched")
+    open("/tmp/ages/set", "w").close()
+    os.utime("/tmp/ages/set", (5, 5))
+    now = time.time()
+    ages = {e.name: round(now - e.stat().st_mtime, 2) for e in os.scandir("/tmp/ages")}
+    return {"ages": ages, "path_age": round(now - os.path.getmtime("/tmp/ages/opened"), 2),
+            "xattrs": os.listxattr("/tmp/ages/opened"),
+            "machine_file_years": (now - os.path.getmtime("/etc/hostname")) / (365 * 86400)}
+
+
+def logs():
+    """A log record's times, from a logger the rank configures."""
+    import io
+    import logging
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(relativeCreated)d %(message)s"))
+    log = logging.getLogger("clock-test")
+    log.addHandler(handler)
+    log.warning("first")
+    time.sleep(2)
+    log.warning("second")
+    return stream.getvalue().splitlines()
