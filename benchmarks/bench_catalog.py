@@ -31,7 +31,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)

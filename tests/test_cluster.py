@@ -89,7 +89,8 @@ def test_a_cluster_campaign_over_seeds_reports_what_a_local_run_reports(tmp_path
     assert {(c.scenario, c.target, c.seed) for c in remote.cells} == \
         {(p.scenario.name, p.target.name, p.seed) for p in plans}
     # the faults fire, so the comparison says something
-    assert any(c.faults_fired for c in remote.cells)
+    assert any(c.faults_fired for c in remote.cells), \
+        [(c.scenario, c.target, c.seed, c.outcome, c.detail[:160]) for c in remote.cells]
     a, b = _comparable(local), _comparable(remote)
     assert a.keys() == b.keys()
     for field in a:

@@ -368,7 +368,8 @@ def test_a_lane_takes_this_machines_example_database_along(tmp_path):
         assert json.dumps([first_found["topology"], first_found["faults"]]) in plans
         assert first_found["worlds"] <= lane_without["findings"][0]["worlds"]
     assert any(w["findings"][0]["worlds"] < o["findings"][0]["worlds"]
-               for o, w in zip(without, withdb))
+               for o, w in zip(without, withdb)), \
+        [(o["findings"][0]["worlds"], w["findings"][0]["worlds"]) for o, w in zip(without, withdb)]
 
 
 def test_a_packed_example_database_cannot_write_outside_its_directory(tmp_path):

@@ -67,19 +67,21 @@ class WorldServer:
         self.stuck_at: float | None = None  # world s after which nothing was due (a jump to the end)
 
     def serve(self, until: float, abort: threading.Event | None = None,
-              progress: Callable[[Progress], None] | None = None, clock: bool = True) -> str:
+              progress: Callable[[Progress], None] | None = None, clock: bool = True,
+              held_limit: float | None = None) -> str:
         """Serve until the leader reports the world over (``DONE``), the world's clock
-        reaches the deadline (``DEADLINE``), the wall clock reaches ``until`` (``GUARD``),
-        ``abort`` is set (the user's Ctrl-C) or the leader is lost. ``progress`` is told
-        where the world is about every ``PROGRESS_EVERY`` seconds. ``clock=False``: the
-        world is being ended, its clock stays where it is."""
+        reaches the deadline (``DEADLINE``), the clock stays held for ``held_limit`` wall
+        seconds or the wall clock reaches ``until`` (``GUARD``), ``abort`` is set (the
+        user's Ctrl-C) or the leader is lost. ``progress`` is told where the world is about
+        every ``PROGRESS_EVERY`` seconds. ``clock=False``: the world is being ended, its
+        clock stays where it is."""
         life = self.life
         next_progress = time.monotonic()
         while not life.done:
             wall = time.monotonic()
             if abort is not None and abort.is_set():
                 return ABORTED
-            if wall >= until:
+            if wall >= until or (held_limit is not None and wall - self.held_since >= held_limit):
                 return GUARD
             if not life.leader_lost and life.leader_gone():
                 leader = self.loop.leader()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import logging
 import os
 import shutil
 import sys
@@ -33,6 +34,7 @@ _SHIM_CANDIDATES = (
     os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "shims"),
 )
 _counter = itertools.count()
+log = logging.getLogger(__name__)
 
 
 def shim_root() -> str:
@@ -145,7 +147,8 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
                              timeout=timeout, teardown=config.teardown_on_failure)
         try:
             server.life.watch_leader(forks.fork_world(spec))
-            why = server.serve(until=start + wall_limit, abort=ABORT, progress=config.progress)
+            why = server.serve(until=start + wall_limit * GUARD_TOTAL, abort=ABORT,
+                               progress=config.progress, held_limit=wall_limit)
             if why == ABORTED:  # the user's Ctrl-C: end it now, no stacks to wait for
                 server.end(why, hard_end=time.monotonic() + 2.0, stack_wait=0.0)
             elif why == LEADER_LOST:  # nobody reports exits any more: end it now
@@ -176,6 +179,11 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
 GUARD_SECONDS = 120.0
 
 
+#: A world whose clock keeps moving (no rank holds it) ends by its deadline; a world whose
+#: clock moves by the smallest steps (a rank sleeping a microsecond at a time) may still take
+#: this many guards of wall time in all before the guard ends it.
+GUARD_TOTAL = 10
+
 #: Sets the wall-clock guard of every world whose config leaves it to the machine (a CI
 #: runner's own bound, a test suite's): seconds.
 GUARD_ENV = "HARNESS_WALL_LIMIT"
@@ -186,11 +194,16 @@ def guard_seconds() -> float:
     ``$HARNESS_WALL_LIMIT``) times how many processes want each core now (at least 1), so
     that a loaded machine that imports slowly is not taken for a rank that holds the
     clock forever."""
+    given = os.environ.get(GUARD_ENV)
     try:
-        base = float(os.environ.get(GUARD_ENV) or GUARD_SECONDS)
+        base = float(given) if given else GUARD_SECONDS
     except ValueError:
+        base = float("nan")
+    if not 0 < base < float("inf"):
+        log.warning("%s=%r is not a positive number of seconds: the guard is %g s", GUARD_ENV,
+                    given, GUARD_SECONDS)
         base = GUARD_SECONDS
-    return (base if base > 0 and base == base else GUARD_SECONDS) * _load()
+    return base * _load()
 
 
 def _load() -> float:
