@@ -61,6 +61,7 @@ def ctrl_c(proc: subprocess.Popen) -> tuple[str, str]:
     """Press Ctrl-C in ``proc``: its output once it has ended (killed if it will not)."""
     try:
         proc.send_signal(signal.SIGINT)
+        # the machine's time: a bound, so a stuck run fails the test instead of hanging it
         return proc.communicate(timeout=60)
     finally:
         proc.kill()

@@ -16,6 +16,7 @@ NAIVE = "harness.workloads.config_sync.naive:run"  # naive-sync, but not a built
 
 
 def test_pytest_is_really_hidden(without_pytest: dict[str, str]) -> None:
+    # the machine's time: a bound, so a stuck run fails the test instead of hanging it
     done = subprocess.run([sys.executable, "-c", "import pytest"], env=without_pytest,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "No module named 'pytest'" in done.stderr
@@ -24,6 +25,7 @@ def test_pytest_is_really_hidden(without_pytest: dict[str, str]) -> None:
 def test_the_cli_imports_nothing_that_imports_pytest(without_pytest: dict[str, str]) -> None:
     code = ("import sys, harness.cli, harness.reports.diagnosis, harness.runner.run; "
             "assert 'pytest' not in sys.modules and '_pytest' not in sys.modules")
+    # the machine's time: a bound, so a stuck run fails the test instead of hanging it
     done = subprocess.run([sys.executable, "-c", code], env=without_pytest, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr

@@ -216,6 +216,7 @@ def test_bad_campaign_options_are_usage_errors(tmp_path: Path, args: list[str], 
 def test_without_distributed_the_cluster_option_says_what_to_install(tmp_path: Path) -> None:
     code = ("import sys; sys.modules['distributed'] = None; from harness.cli import main; "
             "sys.argv = ['harness'] + sys.argv[1:]; main()")
+    # the machine's time: a bound, so a stuck run fails the test instead of hanging it
     r = subprocess.run([sys.executable, "-c", code, "run", "-s", "baseline", "-T", "naive-sync",
                         "--report-dir", str(tmp_path), "--cluster", "local:1"],
                        cwd=REPO, capture_output=True, text=True, timeout=120)
@@ -240,6 +241,7 @@ def test_ctrl_c_cancels_the_cells_in_flight_and_writes_the_finished_ones(tmp_pat
     assert "harness: 10 cells on local:2 (2 threads)" in said
     time.sleep(5)  # a first pair of cells ends; whenever the signal lands, the checks hold
     proc.send_signal(signal.SIGINT)
+    # the machine's time: a bound, so a stuck run fails the test instead of hanging it
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     matrix = load(tmp_path / "reports" / "latest" / "matrix.json")

@@ -353,6 +353,7 @@ def test_ctrl_c_ends_the_crash_state_in_flight(tmp_path):
     env = {**os.environ, "HARNESS_CACHE_DIR": str(tmp_path / ".cache")}
     run = start_cli("explore", "--target", "slow.py:sync", "--crash-states", "--timeout", "300",
                     cwd=tmp_path, env=env)
+    # the machine's time: a bound, so a stuck run fails the test instead of hanging it
     deadline = time.monotonic() + 120
     seen: dict[str, float] = {}
     while time.monotonic() < deadline:  # a world up for a second: the slow recovery

@@ -30,6 +30,7 @@ def test_a_socket_drained_by_a_handler_is_not_read_again_in_the_same_round():
     try:
         for i, client in enumerate(clients):
             wire.send_frame(client, {"type": "hello", "n": i})
+        # the machine's time: a bound, so a stuck run fails the test instead of hanging it
         deadline = time.monotonic() + 5
         while len(loop.conns) < 2 and time.monotonic() < deadline:
             loop.poll(0.1, time.monotonic() + 0.3)  # accepts; hellos may be read too

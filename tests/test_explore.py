@@ -211,6 +211,7 @@ def test_a_strangers_target_is_explored_in_its_own_directory(tmp_path):
 ])
 def test_bad_input_is_a_usage_error_naming_what_is_wrong(tmp_path, args, message):
     (tmp_path / "README").write_text("a file, not a directory")
+    # the machine's time: a bound, so a stuck run fails the test instead of hanging it
     run = _cli("explore", *args, cwd=tmp_path, timeout=60)
     assert run.returncode == 2, (run.stdout, run.stderr)
     assert message in run.stderr and "Traceback" not in run.stderr
@@ -232,6 +233,7 @@ def test_sync_survives(case):
     check_plan(case)
 ''')
     env = {**os.environ, "HARNESS_CACHE_DIR": str(tmp_path / ".cache")}
+    # the machine's time: a bound, so a stuck run fails the test instead of hanging it
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                           "test_mine.py"], cwd=tmp_path, env=env, capture_output=True,
                          text=True, timeout=240)
@@ -255,6 +257,7 @@ def test_ctrl_c_ends_the_world_in_flight_and_reports_what_was_found(tmp_path):
     env = {**os.environ, "HARNESS_CACHE_DIR": str(tmp_path / ".cache")}
     explore_run = start_cli("explore", "--target", "sleepy.py:sync", "--kinds", "straggle",
                             "--timeout", "300", "--budget", "10m", cwd=tmp_path, env=env)
+    # the machine's time: a bound, so a stuck run fails the test instead of hanging it
     deadline = time.monotonic() + 120
     while not (tmp_path / ".cache" / "discovery").exists() and time.monotonic() < deadline:
         time.sleep(0.1)  # the fault-free run is learned

@@ -126,6 +126,7 @@ def test_each_local_worker_has_its_own_tmp_and_home(pod2: LocalPod) -> None:
 
 
 def test_pod_run_of_isolated_tmp_fails_naive_sync_as_the_simulator_on_v4_64(tmp_path: Path) -> None:
+    # the machine's time: a bound, so a stuck run fails the test instead of hanging it
     pod = run_cli("pod", "run", "--local", "8", "--scenario", "isolated-tmp", "--target",
                   "naive-sync", "--report-dir", str(tmp_path / "pod"), "--format", "json",
                   cwd=tmp_path, timeout=300)
@@ -231,6 +232,7 @@ def _run_user_cell(local: LocalPod, code: Path, during: object, timeout: float =
     (disk1 / "linger").write_text("")
 
     def watch() -> None:
+        # the machine's time: a bound, so a stuck run fails the test instead of hanging it
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if list(disk1.glob(".harness-pod/runs/*/cell-1/rank-1.pid")):
@@ -310,6 +312,7 @@ def test_the_simulator_and_a_local_pod_agree_cell_by_cell(tmp_path: Path) -> Non
     changes (what each side judged, from what really happened on it)."""
     cells = ["--scenario", "baseline", "--scenario", "isolated-tmp", "--target", "naive-sync",
              "--target", "robust-sync", "--format", "json"]
+    # the machine's time: a bound, so a stuck run fails the test instead of hanging it
     pod = run_cli("pod", "run", "--local", "2", *cells, "--report-dir", str(tmp_path / "pod"),
                   cwd=tmp_path, timeout=300)
     sim = run_cli("run", "-t", "2x1", *cells, "--report-dir", str(tmp_path / "sim"), cwd=tmp_path)
@@ -384,6 +387,7 @@ def test_ctrl_c_during_a_pod_cell_stops_it_on_every_host_and_exits_130(tmp_path:
         # ignored, and Python then installs no KeyboardInterrupt for it
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
+        # the machine's time: a bound, so a stuck run fails the test instead of hanging it
         deadline = time.monotonic() + 120
         while not list(reports.glob("2*/pod-disks/worker-1/home/.harness-pod/runs/*/cell-1/"
                                     "rank-1.pid")):

@@ -36,6 +36,7 @@ ENV = {"PJRT_DEVICE": "CPU", "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
 def unavailable() -> str | None:
     """Why the real torch_xla 2.9 cannot be used here, or None."""
     done = subprocess.run([PYTHON, "-I", "-c", "import torch_xla; print(torch_xla.__file__); "
+                           # the machine's time: a bound, so a stuck run fails the test instead of hanging it
                            "print(torch_xla.__version__)"], capture_output=True, text=True,
                           env=ENV, cwd="/", timeout=300)
     if done.returncode != 0:
@@ -57,6 +58,7 @@ def real_torch_xla() -> None:
 
 
 def run(mode: str, faults: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    # the machine's time: a bound, so a stuck run fails the test instead of hanging it
     done = subprocess.run([PYTHON, "-I", str(TARGET), mode, json.dumps(faults or [])],
                           capture_output=True, text=True, env=ENV, cwd="/", timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

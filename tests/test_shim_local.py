@@ -51,6 +51,7 @@ def test_the_shim_imports_and_refuses_use_without_the_harness(tmp_path):
         except RuntimeError as exc:
             print(exc)
     """)
+    # the machine's time: a bound, so a stuck run fails the test instead of hanging it
     out = subprocess.run([sys.executable, "-I", "-S", "-c", code], cwd=tmp_path,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

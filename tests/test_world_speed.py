@@ -120,6 +120,7 @@ def test_wait_gone_says_so_when_a_process_still_runs_at_its_limit():
 
 def test_the_benchmark_runs_and_prints_the_ratio_to_the_floor():
     bench = Path(__file__).parent.parent / "benchmarks" / "bench_throughput.py"
+    # the machine's time: a bound, so a stuck run fails the test instead of hanging it
     done = subprocess.run([sys.executable, str(bench), "--worlds", "1", "--rounds", "1",
                            "--no-baseline"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -49,6 +49,7 @@ def test_a_fifo_at_a_watched_path_is_recorded_as_a_fifo_not_read():
                           "at_exit": exits}}))
     """)
     try:
+        # the machine's time: a bound, so a stuck run fails the test instead of hanging it
         done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True,
                               text=True, timeout=120)
     except subprocess.TimeoutExpired as exc:
@@ -234,12 +235,14 @@ def test_a_harness_killed_mid_run_leaves_no_process_and_no_world_directory(tmp_p
               f" args=({str(tmp_path)!r}, 60), sandbox=False)\n")
     harness = subprocess.Popen([sys.executable, "-c", script], cwd=str(REPO))
     try:
+        # the machine's time: a bound, so a stuck run fails the test instead of hanging it
         deadline = time.monotonic() + 60
         while len(_daemons(tmp_path)) < 4 and time.monotonic() < deadline:
             time.sleep(0.1)
         daemons = _daemons(tmp_path)
         assert len(daemons) == 4
         harness.send_signal(sig)
+        # the machine's time: a bound, so a stuck run fails the test instead of hanging it
         harness.wait(timeout=30)
         gone = time.monotonic() + 30  # the reaper's sweep: a condition waited for, not timed
         while any(alive(p) for p in daemons) and time.monotonic() < gone:
@@ -276,6 +279,7 @@ def test_ctrl_c_cancels_the_queue_ends_the_worlds_in_flight_and_writes_the_parti
             time.sleep(0.1)
         assert glob.glob(pattern), "no world started"
         harness.send_signal(signal.SIGINT)
+        # the machine's time: a bound, so a stuck run fails the test instead of hanging it
         out, err = harness.communicate(timeout=60)
     finally:
         harness.kill()
@@ -297,11 +301,13 @@ def test_a_second_ctrl_c_exits_at_once_and_leaves_nothing(tmp_path):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         pattern = os.path.join(tempfile.gettempdir(), f"harness-{harness.pid}-*")
+        # the machine's time: a bound, so a stuck run fails the test instead of hanging it
         deadline = time.monotonic() + 60
         while not glob.glob(pattern) and time.monotonic() < deadline:
             time.sleep(0.1)
         harness.send_signal(signal.SIGINT)
         harness.send_signal(signal.SIGINT)
+        # the machine's time: a bound, so a stuck run fails the test instead of hanging it
         _, err = harness.communicate(timeout=60)
     finally:
         harness.kill()

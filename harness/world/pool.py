@@ -191,7 +191,23 @@ def preload_for(target: str | None, argv: tuple[str, ...] | None, cwd: str) -> t
             continue  # the standard library is cheap to import; keep server keys few
         if _is_installed(top):
             modules.add(name)
-    # The harness's own modules a reference target imports have no side effects;
-    # the target module itself is never preloaded (it may import torch_xla).
-    modules |= {n for n in names if n.startswith("harness.") and "torch_xla" not in n}
+    # The harness's own modules a target imports have no side effects, unless they reach
+    # torch_xla (a reference target's module, imported by a user's wrapper of it): imported in
+    # the fork server, where the shim is not on the path, it would be left without it for
+    # every later world (a reference target itself is never preloaded either).
+    modules |= {n for n in names if n.startswith("harness.") and not _reaches_torch_xla(n)}
     return tuple(sorted(modules))
+
+
+def _reaches_torch_xla(module: str, seen: set[str] | None = None) -> bool:
+    """Does the harness module ``module``, or a harness module it imports, import torch_xla?"""
+    seen = set() if seen is None else seen
+    if module in seen:
+        return False
+    seen.add(module)
+    path = module_file(module, [_HARNESS_PARENT])
+    if path is None:
+        return False
+    names = imports_of(path)
+    return any(n.split(".")[0] == "torch_xla" for n in names) or any(
+        _reaches_torch_xla(n, seen) for n in names if n.startswith("harness."))

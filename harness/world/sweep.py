@@ -190,28 +190,33 @@ def _signal(pid: int, sig: int) -> None:
         pass
 
 
+def _state(stat_path: str) -> str | None:
+    """The state letter of a process or thread (``R``, ``S``, ``Z``...) from its ``stat``."""
+    try:
+        with open(stat_path) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def _tasks(pid: int) -> list[str]:
+    try:
+        return os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+
+
 def live_children(pid: int) -> list[int]:
     """The children of ``pid`` (from any of its threads) that have not exited: a zombie
     its parent has not reaped does nothing. Empty when /proc cannot tell."""
     out = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return []
-    for tid in tasks:
+    for tid in _tasks(pid):
         try:
             with open(f"/proc/{pid}/task/{tid}/children") as f:
                 children = [int(c) for c in f.read().split()]
         except (OSError, ValueError):
             continue
-        for child in children:
-            try:
-                with open(f"/proc/{child}/stat") as f:
-                    state = f.read().rsplit(")", 1)[1].split()[0]
-            except (OSError, IndexError):
-                continue
-            if state not in ("Z", "X"):
-                out.append(child)
+        out += [c for c in children if _state(f"/proc/{c}/stat") not in (None, "Z", "X")]
     return out
 
 
@@ -220,17 +225,7 @@ def waits_outside(pid: int) -> bool:
     clock cannot see), none running or runnable? Then the process waits on something
     outside the world, not computes: the world clock follows the machine's meanwhile.
     (Never a reason to jump: what it waits on may come at any moment.)"""
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return False
-    for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if state not in ("S", "T", "t"):  # running, runnable, or in a disk wait: it computes
-            return False
-    return bool(tasks)
-
+    tasks = _tasks(pid)
+    states = [_state(f"/proc/{pid}/task/{tid}/stat") for tid in tasks]
+    # running, runnable, or in a disk wait: it computes (a thread gone meanwhile says nothing)
+    return bool(tasks) and all(s in (None, "S", "T", "t") for s in states)
