@@ -50,7 +50,7 @@ def _cli() -> Any:
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1))
 @click.option("--timeout", default=None, type=float,
               help="Every cell's deadline, in seconds of real time (a pod has no world clock). "
-                   "Default: the scenario's, at most 120 s.")
+                   "Default: the scenario's, at most 60 s.")
 @click.option("--report-dir", default="reports", show_default=True,
               type=click.Path(file_okay=False), help="As harness run's.")
 @click.option("--format", "formats", multiple=True,

@@ -57,9 +57,9 @@ def topology_name(hosts: int, ranks_per_host: int) -> str:
 #: A pod cell's deadline unless ``--timeout`` gives one: the scenario's, at most this many
 #: seconds. On a pod time is the machine's: a target that hangs costs real time, as the
 #: simulator's world clock does not (a scenario's deadline there is what a real job waits).
-#: Above the reference targets' own waits (robust-sync's ``sync_timeout_s``, 60 s), so that
-#: a pod and the simulator agree on them.
-POD_DEADLINE = 120.0
+#: Above the reference targets' own waits (robust-sync's ``sync_timeout_s``, 30 s), so that
+#: a pod and the simulator agree on them; a night's HANG cells run to it (15 of 36: 15 min).
+POD_DEADLINE = 60.0
 
 
 def plan_pod(scenarios: list[Scenario], targets: list[Target], seed: int, topology: str,

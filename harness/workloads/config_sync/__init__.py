@@ -18,9 +18,9 @@ Every rank calls ``run(inputs: dict) -> dict``. ``inputs`` holds:
   ``{"arch": {"name": "trm@tiny", "loss": {"name": ..., "loss_type": ...}},
   "data_paths": [...], "global_batch_size": 768, "epochs": 100, "lr": 1e-4, ...}``
   with every field ``model.PretrainConfig`` requires; ``model.default_config()`` when absent.
-- ``sync_timeout_s`` (optional float, default 60, seconds of the world's clock):
+- ``sync_timeout_s`` (optional float, default 30, seconds of the world's clock):
   robust-sync's deadline for each of its waits. It is below every deadline (a
-  scenario's 1800 s, a pod cell's 120 s), so that when a rank dies the survivors
+  scenario's 1800 s, a pod cell's 60 s), so that when a rank dies the survivors
   fail loudly before the harness calls it a hang.
 - ``sync_dir`` (optional): unused by the seed's code (it hard-codes its paths).
 

@@ -27,10 +27,10 @@ class ConfigSyncInputs(WorkloadInputs):
     #: The base config every rank composes. Free-form on purpose: a scenario may hand the
     #: targets an invalid config, and the checker (not the loader) judges what they make of it.
     config: dict[str, Any] = Field(default_factory=_default_config)
-    #: robust-sync's deadline for each of its waits (a minute: ranks of one job arrive
+    #: robust-sync's deadline for each of its waits (half a minute: ranks of one job arrive
     #: seconds apart); below every deadline, a scenario's and a pod cell's, so that the
     #: survivors of a dead rank fail loudly before the harness calls the world a hang
-    sync_timeout_s: float = Field(default=60.0, gt=0, le=86_400)
+    sync_timeout_s: float = Field(default=30.0, gt=0, le=86_400)
     #: unused by the seed's code (it hard-codes its paths)
     sync_dir: str | None = Field(default=None, max_length=4096)
 

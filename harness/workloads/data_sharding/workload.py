@@ -32,7 +32,7 @@ class DataShardingInputs(WorkloadInputs):
     #: the training config's seed: the shuffle seed of the loaders
     seed: int = Field(default=0, ge=0, lt=2**32)
     #: robust-loader's deadline for its dataset check
-    sync_timeout_s: float = Field(default=60.0, gt=0, le=86_400)
+    sync_timeout_s: float = Field(default=30.0, gt=0, le=86_400)
     missing_on_hosts: HostList = Field(default_factory=list)
     divergent_on_hosts: HostList = Field(default_factory=list)
     divergent_num_samples: int | None = Field(default=None, ge=1, le=_SIZE,
