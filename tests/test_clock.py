@@ -293,12 +293,14 @@ def test_a_target_whose_imports_take_seconds_has_no_cell_decided_by_them():
 
     here = Path(__file__).parent / "targets"
     scenarios = select(("baseline", "slow-writer", "visibility-delay", "writer-killed",
-                        "isolated-tmp"))
+                        "isolated-tmp", "partial-write"))
     heavy, light = (make_target(f"{here}/{name}.py:sync") for name in ("heavy_sync", "light_sync"))
     matrix = run_matrix(plan_cells(scenarios, [heavy, light], 0), jobs=2)
     verdicts = {(c.scenario, c.target): (c.outcome, c.world_time_s) for c in matrix.cells}
     for s in scenarios:
         assert verdicts[(s.name, heavy.name)] == verdicts[(s.name, light.name)], s.name
+    fired = {c.scenario for c in matrix.cells if c.target == heavy.name and c.faults_fired}
+    assert fired >= {"slow-writer", "writer-killed", "partial-write"}, "the faults happened"
 
 
 def test_a_file_written_in_a_world_shows_the_worlds_time_of_the_write():

@@ -161,12 +161,12 @@ def test_a_data_sharding_loader_s_imports_are_learned_like_any_workload_s(tmp_pa
 
 
 def test_a_harness_module_that_reaches_torch_xla_is_never_preloaded():
-    """A user's target that wraps a reference target (heavy_sync imports naive-sync's
-    module): imported in the fork server, where the shim is not on the path, that module
-    would keep a failed torch_xla import for every later world of every target."""
+    """A user's target that wraps a reference target's module (imported in the fork server,
+    where the shim is not on the path, that module would keep a failed torch_xla import for
+    every later world of every target)."""
     from harness.world.pool import preload_for
 
-    wrapper = Path(__file__).parent / "targets" / "heavy_sync.py"
+    wrapper = Path(__file__).parent / "targets" / "wraps_naive.py"
     assert preload_for(f"{wrapper}:sync", None, str(wrapper.parent)) == ()
     assert preload_for("harness.workloads.config_sync.robust:run", None, ".") == \
         ("harness.workloads.config_sync.model",)

@@ -1,7 +1,7 @@
 """heavy_sync without its heavy import: the same code, to compare verdicts with."""
 
-from harness.workloads.config_sync.naive import run
+import plain_sync
 
 
 def sync(inputs):
-    return run(inputs)
+    return plain_sync.sync(inputs)
