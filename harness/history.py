@@ -15,9 +15,10 @@ HISTORY_TAIL = 5_000
 #: The kinds a long run repeats: collective calls and completions, file operations.
 #: Faults, exits, mismatches, warnings, publications, snapshots, restarts and the
 #: hang report are what a diagnosis needs, and are never dropped.
-DROPPABLE = frozenset({"call", "complete", "file"})
+DROPPABLE = frozenset({"call", "complete", "file", "clock"})
 #: How a dropped kind is named in the one line that says what was dropped.
-_KIND_WORDS = {"call": "collective", "complete": "collective", "file": "file"}
+_KIND_WORDS = {"call": "collective", "complete": "collective", "file": "file",
+               "clock": "world clock"}
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ class Dropped:
         parts = ", ".join(f"{word} {n:,}" for word, n in words.items())
         return (f"{self.count:,} event{'s' if self.count != 1 else ''} dropped ({parts}) between "
                 f"{self.first_t or 0:.1f} s and {self.last_t or 0:.1f} s: the history keeps the "
-                f"first {HISTORY_HEAD:,} and the last {HISTORY_TAIL:,} collective and file events, "
+                f"first {HISTORY_HEAD:,} and the last {HISTORY_TAIL:,} collective, file and clock events, "
                 "and every other event")
 
     def to_dict(self) -> dict[str, Any]:

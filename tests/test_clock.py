@@ -241,6 +241,9 @@ def test_a_real_subprocess_takes_the_time_it_takes():
                        args=(0.3, "/tmp/clock-test/ready"), wall_limit=60)
     assert result.outcome == PASS, result.describe()
     assert [r.value for r in result.ranks] == ["wrote", "read", "read", "read"]
+    said = [e.detail["message"] for e in result.history if e.kind == "clock"]
+    assert said == ["the world's clock follows the machine's: rank 0 has a process of its own "
+                    "running"], said
 
 
 def test_a_wait_the_clock_cannot_see_lets_it_follow_the_machine():
@@ -253,6 +256,9 @@ def test_a_wait_the_clock_cannot_see_lets_it_follow_the_machine():
     assert result.ranks[1].outcome == PASS and result.ranks[1].value == "slept"
     assert "rank 0 waits in its own code at clock_targets.py:" in result.hang_report
     assert "`ours.recv(1)`" in result.hang_report and result.world_time_s == 3.0
+    assert [e.detail["message"] for e in result.history if e.kind == "clock"] == [
+        "the world's clock follows the machine's: rank 0 waits outside the world (a socket, "
+        "a subprocess, a lock it cannot see)"]
 
 
 def test_a_process_a_rank_forks_waits_on_the_machines_time():

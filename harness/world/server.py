@@ -65,6 +65,7 @@ class WorldServer:
         self._real: tuple[float, int] | None = None
         self.held_since = time.monotonic()  # wall time since the clock last moved or was free
         self.stuck_at: float | None = None  # world s after which nothing was due (a jump to the end)
+        self._held_by: tuple | None = None  # who the history last said keeps the clock real
 
     def serve(self, until: float, abort: threading.Event | None = None,
               progress: Callable[[Progress], None] | None = None, clock: bool = True,
@@ -142,6 +143,7 @@ class WorldServer:
         if busy or spawned:  # only processes of the units' own run: the machine's pace
             if self._real is None:
                 self._real = (wall, clock.now)
+                self._say_held(busy, spawned)
             since_wall, since_world = self._real
             to = min(due_at, since_world + ns(wall - since_wall))
         else:
@@ -159,6 +161,23 @@ class WorldServer:
             self._send_time(key)
         self._publish_due()
         return bool(woken) or clock.now != before
+
+    def _say_held(self, busy: list[Key], spawned: set[Key]) -> None:
+        """The history's word on what keeps the clock from jumping while it follows the
+        machine's: which units wait outside the world, which have processes of their own."""
+        def who(keys: list[Key]) -> str:
+            return "; ".join(f"{'launcher' if role == 'host' else 'rank'} {i}"
+                             for role, i in sorted(keys))
+        waiting = [k for k in busy if k not in spawned]
+        holders = (tuple(sorted(waiting)), tuple(sorted(spawned)))
+        if holders == self._held_by:
+            return  # said already: the same units, again after a moment of computing
+        self._held_by = holders
+        parts = ([f"{who(waiting)} waits outside the world (a socket, a subprocess, a lock "
+                  "it cannot see)"] if waiting else []) + \
+                ([f"{who(sorted(spawned))} has a process of its own running"] if spawned else [])
+        self.coordinator.record("clock", detail={
+            "message": "the world's clock follows the machine's: " + ", ".join(parts)})
 
     def _publish_next(self) -> int | None:
         at = self.publisher.next_time()
