@@ -19,7 +19,7 @@ from harness.world.lifecycle import Lifecycle, Progress
 from harness.world.loop import Conn, EventLoop
 from harness.world.result import WorldResult
 from harness.world.spec import WorldSpec
-from harness.world.sweep import live_children, waits_outside
+from harness.world.sweep import asleep, live_children
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +36,10 @@ _WHY_VISIBLE = {"read": "every other rank had looked for it",
 
 #: How often a held clock is looked at again (its holders may have begun to wait outside).
 HELD_LOOK = 0.01
+#: How long a busy unit must sleep in the kernel, using no CPU and saying nothing, before
+#: it counts as waiting outside the world (a moment's sleep, between a reply and its next
+#: request, is not a wait: the clock must not follow the machine's for it).
+OUTSIDE_AFTER = 0.05
 
 #: Why ``serve`` stopped.
 DONE, DEADLINE, GUARD, ABORTED, LEADER_LOST = "done", "deadline", "guard", "aborted", "leader lost"
@@ -66,6 +70,8 @@ class WorldServer:
         self.held_since = time.monotonic()  # wall time since the clock last moved or was free
         self.stuck_at: float | None = None  # world s after which nothing was due (a jump to the end)
         self._held_by: tuple | None = None  # who the history last said keeps the clock real
+        #: busy units seen asleep in the kernel: since when (wall), and their CPU time then
+        self._asleep: dict[Key, tuple[float, int]] = {}
 
     def serve(self, until: float, abort: threading.Event | None = None,
               progress: Callable[[Progress], None] | None = None, clock: bool = True,
@@ -136,7 +142,7 @@ class WorldServer:
         spawned = {k for k in clock.forked() if self._has_processes(k)}
         # A busy unit computes (no time passes), unless every thread of it sleeps in the
         # kernel, on something the clock cannot see (a socket, a real subprocess):
-        if any(k not in spawned and not self._waits_outside(k) for k in busy):
+        if any(k not in spawned and not self._waits_outside(k, wall) for k in busy):
             self._real = None
             return False
         due_at = clock.next_wake(self._publish_next())
@@ -158,6 +164,7 @@ class WorldServer:
             self.stuck_at = seconds(before)  # no unit had a wake-up: nothing could ever happen
         self.held_since = wall
         for key in woken:
+            self._asleep.pop(key, None)
             self._send_time(key)
         self._publish_due()
         return bool(woken) or clock.now != before
@@ -191,9 +198,19 @@ class WorldServer:
         units = {u.pid for u in self.life.ranks.values() if u.pid is not None}
         return any(child not in units for child in live_children(pid))
 
-    def _waits_outside(self, key: Key) -> bool:
+    def _waits_outside(self, key: Key, wall: float) -> bool:
+        """Has the busy unit slept in the kernel for ``OUTSIDE_AFTER``, using no CPU and
+        sending nothing? Then it waits on something outside the world."""
         pid = self.life.pid_of(key)
-        return pid is not None and waits_outside(pid)
+        cpu = asleep(pid) if pid is not None else None
+        seen = self._asleep.get(key)
+        if cpu is None or seen is None or seen[1] != cpu:
+            if cpu is None:
+                self._asleep.pop(key, None)
+            else:
+                self._asleep[key] = (wall, cpu)
+            return False
+        return wall - seen[0] >= OUTSIDE_AFTER
 
     def _send_time(self, key: Key) -> None:
         """Tell a unit the world's time: its waits now due wake (on its control socket)."""
@@ -236,6 +253,7 @@ class WorldServer:
             self._refuse(sock, conn, str(exc))
             return
         if conn.role in ("rank", "host") and conn.channel == "call":
+            self._asleep.pop((conn.role, conn.ident), None)  # it ran: it said something
             self._clock_heard((conn.role, conn.ident), msg)
         handler(sock, conn, msg)
 
@@ -380,7 +398,9 @@ class WorldServer:
                 head = encoded.get(id(h))
                 if head is None:
                     head = encoded[id(h)] = wire.encode({**h, "t": self.clock.now})
-                self.clock.woke(self.life.key_of(r))
+                key = self.life.key_of(r)
+                self.clock.woke(key)
+                self._asleep.pop(key, None)  # woken: asleep only until it reads this
                 self.loop.send(sock, head, p)
 
     # -- the leader's messages ------------------------------------------------------

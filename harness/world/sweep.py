@@ -220,12 +220,17 @@ def live_children(pid: int) -> list[int]:
     return out
 
 
-def waits_outside(pid: int) -> bool:
-    """Is every thread of ``pid`` asleep in the kernel (a socket, a pipe, a lock the world
-    clock cannot see), none running or runnable? Then the process waits on something
-    outside the world, not computes: the world clock follows the machine's meanwhile.
-    (Never a reason to jump: what it waits on may come at any moment.)"""
+def asleep(pid: int) -> int | None:
+    """If every thread of ``pid`` sleeps in the kernel (a socket, a pipe, a lock), none
+    running, runnable or in a disk wait: the CPU time it has used (clock ticks), to tell
+    later whether it ran meanwhile; else None."""
     tasks = _tasks(pid)
     states = [_state(f"/proc/{pid}/task/{tid}/stat") for tid in tasks]
-    # running, runnable, or in a disk wait: it computes (a thread gone meanwhile says nothing)
-    return bool(tasks) and all(s in (None, "S", "T", "t") for s in states)
+    if not tasks or not all(s in (None, "S", "T", "t") for s in states):
+        return None  # (a thread gone meanwhile says nothing)
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])  # utime + stime
+    except (OSError, IndexError, ValueError):
+        return None
