@@ -25,6 +25,7 @@ import stat
 from importlib import metadata
 from typing import Any
 
+from harness import source
 from harness.checkers.validator import validator
 from harness.workloads.base import Target, Workload
 
@@ -140,14 +141,14 @@ def check_file_defines(what: str, path: str, name: str) -> None:
     so that a typo is a usage error before any world starts, not eight ERROR ranks.
     ``what`` names the reference in the error (``target 'sync.py:fn'``)."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or a device would block the CLI
-            raise ValueError(f"{what}: {path} is not a regular file")
-        with open(path, "rb") as f:
-            tree = ast.parse(f.read(), filename=path)
+        regular = stat.S_ISREG(os.stat(path).st_mode)  # a FIFO or a device would block the CLI
+        tree = source.parse(path) if regular else None
     except OSError as exc:
         raise ValueError(f"{what}: cannot read {path}: {exc.strerror}") from None
     except (SyntaxError, ValueError) as exc:
         raise ValueError(f"{what}: {path} is not Python source: {exc}") from None
+    if tree is None:
+        raise ValueError(f"{what}: {path} is not a regular file")
     defined: set[str] = set()
     for node in ast.walk(tree):  # top level or under if/try: any binding may be the one
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

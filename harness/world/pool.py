@@ -17,6 +17,7 @@ import sys
 import sysconfig
 import threading
 
+from harness import source
 from harness.world import sweep, wire
 from harness.world.spec import WorldSpec
 
@@ -138,8 +139,7 @@ def _is_installed(name: str) -> bool:
 def imports_of(path: str) -> set[str]:
     """The modules a Python file imports (absolute imports, full dotted names)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            tree = ast.parse(f.read(), filename=path)
+        tree = source.parse(path)
     except (OSError, SyntaxError, ValueError):
         return set()
     names: set[str] = set()

@@ -1,0 +1,35 @@
+"""A user's Python source, read (never run) by the harness: its imports, its names.
+
+One lock for every parse: CPython 3.11 builds an AST with a recursion counter shared
+by the whole interpreter, so two cell threads parsing at once can fail with
+``SystemError: AST constructor recursion depth mismatch`` (python/cpython#106905,
+fixed in 3.12.1). A file is parsed once while it is unchanged (same mtime and size).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import stat
+import threading
+
+_lock = threading.Lock()
+_parsed: dict[str, tuple[int, int, ast.Module]] = {}
+
+
+def parse(path: str) -> ast.Module:
+    """The syntax tree of the file at ``path``. Raises ``OSError`` when it cannot be read,
+    ``ValueError`` when it is not a regular file (a FIFO would block the harness) and
+    ``SyntaxError`` when it is not Python. The tree is shared: read it, never change it."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"{path} is not a regular file")
+    key = os.path.realpath(path)
+    with _lock:
+        held = _parsed.get(key)
+        if held is not None and held[:2] == (st.st_mtime_ns, st.st_size):
+            return held[2]
+        with open(path, "rb") as f:  # bytes: the file's own coding cookie decides
+            tree = ast.parse(f.read(), filename=path)
+        _parsed[key] = (st.st_mtime_ns, st.st_size, tree)
+        return tree
