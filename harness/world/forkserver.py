@@ -28,7 +28,7 @@ import time
 
 from harness.world import sweep, wire
 from harness.world.bootstrap import run_unit
-from harness.world.process import after_fork, become_subreaper, die_with_parent
+from harness.world.process import after_fork, become_subreaper, die_with_parent, name_process
 from harness.world.spec import WorldSpec
 
 log = logging.getLogger(__name__)
@@ -43,6 +43,7 @@ def main() -> None:
     what stops the server, and it takes its leaders with it.
     """
     sweep.find_slot()  # before any import can touch the environment
+    name_process("harness-server")
     become_subreaper()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sock = socket.socket(fileno=int(sys.argv[1]))
@@ -168,6 +169,7 @@ def run_leader(spec: WorldSpec) -> None:
         after_fork()
         die_with_parent()
         become_subreaper()
+        name_process("harness-leader")
         _lead(spec)
     except BaseException:  # noqa: BLE001
         import traceback
@@ -194,6 +196,7 @@ def _lead(spec: WorldSpec) -> None:
             os.close(wake_r)
             os.close(wake_w)
             after_fork()
+            name_process(os.path.basename(sys.executable))  # as a rank on a pod is called
             run_unit(spec, role, ident, life, start_ns)
         units[pid] = (role, ident)
         return pid
