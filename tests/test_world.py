@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -48,6 +50,13 @@ def test_every_rank_returns_its_identity(topology):
         assert r.exit_code == 0 and r.signal is None
     assert len({r.value["pid"] for r in result.ranks}) == topo.world_size, "one process per rank"
     assert processes_of_world(result.world_id) == []
+
+
+def test_ps_names_the_harness_processes_and_a_rank_as_its_interpreter():
+    result = run_world(target("process_names"), topology="single-host-8", timeout=20)
+    assert result.outcome == PASS, result.describe()
+    interpreter = os.path.basename(sys.executable)[:15]
+    assert {tuple(r.value) for r in result.ranks} == {(interpreter, "harness-leader")}
 
 
 def test_a_hang_names_who_waits_where_with_stacks_and_leaves_nothing():

@@ -90,6 +90,9 @@ def remove_orphaned_dirs(tmp: str | None = None) -> int:
 def main() -> None:
     """The reaper itself: wait for the harness to go, then end what it left."""
     token, harness_pid, tmp = sys.argv[1], sys.argv[2], sys.argv[3]
+    from harness.world.process import name_process
+
+    name_process("harness-reaper")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is for the harness
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:

@@ -130,3 +130,11 @@ def temp_names():
         with tempfile.NamedTemporaryFile(dir="/tmp", delete=True) as f:
             names.append(f.name)
     return names
+
+
+def process_names():
+    """What ``ps`` calls this rank and the process that started it (the world's leader)."""
+    def name(pid):
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    return name("self"), name(os.getppid())
