@@ -324,3 +324,20 @@ def _marked(key, value):
     from harness.world.sweep import marked
 
     return [p for p in marked((key, value)) if alive(p)]
+
+
+def test_the_harness_returns_only_once_its_reaper_has_ended_what_the_run_left():
+    """At exit the harness lets its reaper sweep at once and waits for it: when the process
+    returns, nothing it started runs on (the reaper neither), and Python's development mode
+    has no still-running subprocess to warn about."""
+    soak = f"reaper-at-exit-{os.getpid()}-{time.monotonic_ns()}"
+    identity = f"{HERE / 'targets' / 'world_targets.py'}:identity"
+    code = ("from harness import run_world\n"
+            f"r = run_world({identity!r}, topology='1x2', timeout=60)\n"
+            "assert r.outcome == 'PASS', r.describe()\n")
+    done = subprocess.run([sys.executable, "-X", "dev", "-c", code], cwd=str(REPO),
+                          env={**os.environ, "SOAK_MARK": soak}, capture_output=True, text=True,
+                          timeout=120)  # the machine's time: a bound, so a stuck run fails
+    assert done.returncode == 0, done.stderr
+    assert "ResourceWarning" not in done.stderr, done.stderr
+    assert _marked("SOAK_MARK", soak) == []  # at once: no wait for a sweep still under way

@@ -13,6 +13,7 @@ killed too.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import shutil
@@ -28,6 +29,8 @@ log = logging.getLogger(__name__)
 
 #: The environment variable every process of this harness run carries.
 RUN_KEY = "HARNESS_RUN"
+#: how long the harness's exit waits for its reaper's sweep (a /proc scan: milliseconds)
+REAPER_GRACE_S = 2.0
 
 _lock = threading.Lock()
 _started: subprocess.Popen | None = None
@@ -61,7 +64,24 @@ def ensure() -> None:
         finally:
             os.close(read)
         os.set_inheritable(write, False)  # only this process holds it: its end is our end
+        if not _pipes:
+            atexit.register(_stop)  # once: the first reaper's start
         _pipes.append(write)
+
+
+def _stop() -> None:
+    """At the harness's exit: the reaper ends what is left now and the harness waits for it
+    (briefly), so that nothing of this run is still being ended after the harness returns."""
+    while _pipes:
+        try:
+            os.close(_pipes.pop())
+        except OSError:
+            pass
+    if _started is not None:
+        try:
+            _started.wait(timeout=REAPER_GRACE_S)
+        except subprocess.TimeoutExpired:  # another process holds our pipe (a fork): it ends later
+            pass
 
 
 _pipes: list[int] = []
