@@ -2,8 +2,8 @@
 
 One lock for every parse: CPython 3.11 builds an AST with a recursion counter shared
 by the whole interpreter, so two cell threads parsing at once can fail with
-``SystemError: AST constructor recursion depth mismatch`` (python/cpython#106905,
-fixed in 3.12.1). A file is parsed once while it is unchanged (same mtime and size).
+``SystemError: AST constructor recursion depth mismatch`` (python/cpython#106905; seen
+on 3.11.7 under load). A file is parsed once while it is unchanged (same mtime and size).
 """
 
 from __future__ import annotations
