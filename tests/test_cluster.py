@@ -27,7 +27,7 @@ from harness.runner.run import plan_cells, run_matrix
 from harness.scenarios import select
 from harness.workloads.registry import BUILTIN_TARGETS, target
 
-from support import REPO, run_cli
+from support import REPO, run_cli, start_cli
 
 needs_dask = pytest.mark.skipif(find_spec("distributed") is None,
                                 reason="Dask distributed is not installed (the 'cluster' extra)")
@@ -228,10 +228,9 @@ def test_without_distributed_the_cluster_option_says_what_to_install(tmp_path: P
 @needs_dask
 def test_ctrl_c_cancels_the_cells_in_flight_and_writes_the_finished_ones(tmp_path: Path) -> None:
     sleepy = _sleepy(tmp_path, 2)
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "-s", "baseline", "-T", sleepy,
-                             "--seeds", "0-9", "--timeout", "60", "--cluster", "local:2", "--format", "json",
-                             "--report-dir", str(tmp_path / "reports")],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = start_cli("run", "-s", "baseline", "-T", sleepy, "--seeds", "0-9", "--timeout", "60",
+                     "--cluster", "local:2", "--format", "json", "--report-dir", str(tmp_path / "reports"),
+                     cwd=REPO)
     assert proc.stderr is not None
     said = ""
     while "cells on local:2" not in said:  # the campaign has its cluster: the cells go out now

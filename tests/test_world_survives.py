@@ -23,7 +23,7 @@ from harness.filesystem import snapshot as snapshot_module
 from harness.filesystem.mounts import default_table, real_root
 from harness.filesystem.snapshot import SIZE_CAP, content_bytes, snapshot
 
-from support import REPO, alive, processes_of_world, run_cli
+from support import REPO, alive, processes_of_world, run_cli, start_cli
 
 HERE = Path(__file__).parent
 TARGETS = HERE / "targets" / "survival_targets.py"
@@ -267,11 +267,9 @@ def test_ctrl_c_cancels_the_queue_ends_the_worlds_in_flight_and_writes_the_parti
     """Before: the run went on with every queued cell, then printed "aborted", exit 1, and
     wrote no report. Its cells take two minutes each: only an interrupted run ends in one."""
     reports = tmp_path / "reports"
-    harness = subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", "-T", f"{TARGETS}:sleepy_sync", "-s", "baseline",
-         "-s", "divergent-slugs", "-s", "api-drift", "-j", "1", "--timeout", "300",
-         "--report-dir", str(reports), "--format", "json"],
-        cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    harness = start_cli("run", "-T", f"{TARGETS}:sleepy_sync", "-s", "baseline",
+                        "-s", "divergent-slugs", "-s", "api-drift", "-j", "1", "--timeout", "300",
+                        "--report-dir", str(reports), "--format", "json", cwd=str(REPO))
     try:
         deadline = time.monotonic() + 60  # until its first world is up
         pattern = os.path.join(tempfile.gettempdir(), f"harness-{harness.pid}-*")
@@ -293,12 +291,10 @@ def test_a_second_ctrl_c_exits_at_once_and_leaves_nothing(tmp_path):
     """The second Ctrl-C does not wait for the worlds to end: exit 130, and the reaper ends
     every process the run started (found by a mark in their environment)."""
     soak = f"second-ctrl-c-{os.getpid()}-{time.monotonic_ns()}"
-    harness = subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", "-T", f"{TARGETS}:sleepy_sync", "-s", "baseline",
-         "-s", "api-drift", "-j", "1", "--timeout", "300", "--report-dir", str(tmp_path),
-         "--format", "json"],
-        cwd=str(REPO), env={**os.environ, "SOAK_MARK": soak},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    harness = start_cli("run", "-T", f"{TARGETS}:sleepy_sync", "-s", "baseline",
+                        "-s", "api-drift", "-j", "1", "--timeout", "300", "--report-dir",
+                        str(tmp_path), "--format", "json", cwd=str(REPO),
+                        env={**os.environ, "SOAK_MARK": soak})
     try:
         pattern = os.path.join(tempfile.gettempdir(), f"harness-{harness.pid}-*")
         # the machine's time: a bound, so a stuck run fails the test instead of hanging it
