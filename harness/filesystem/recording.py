@@ -34,6 +34,7 @@ from harness.filesystem import machine
 from harness.filesystem.files import ViewFile
 from harness.filesystem.resolution import Resolved
 from harness.filesystem.view import View
+from harness.frames import own_frame
 
 #: at most this many file events per rank per world
 LIMIT = 10_000  # as the server's FILE_EVENTS_LIMIT
@@ -241,7 +242,7 @@ class LineFinder:
     """``file:line in function`` of the target's own code that made an operation.
 
     The innermost frame that is not the harness's machinery (as the reports hide it:
-    ``harness.reports.diagnosis.own_frame``, which counts the reference targets as
+    ``harness.frames.own_frame``, which counts the reference targets as
     code under test), not the standard library and not an installed package, except
     the target's own module when it is installed. Decided once per code file."""
 
@@ -263,8 +264,6 @@ class LineFinder:
         return verdict
 
     def _decide(self, filename: str, frame: FrameType) -> bool:
-        from harness.reports.diagnosis import own_frame
-
         if filename.startswith("<"):
             return False  # frozen importlib, exec'd strings
         real = os.path.realpath(filename)

@@ -371,7 +371,7 @@ _FH_FRAME = re.compile(r'^  File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<na
 def stack_text(dump: str) -> str:
     """faulthandler's dump (innermost first, every frame) as the simulator shows a stack:
     each thread outermost first in traceback form, the harness's own frames left out."""
-    from harness.reports.diagnosis import own_frame
+    from harness.frames import own_frame
 
     threads: list[tuple[str, list[str]]] = []
     for line in dump.splitlines():

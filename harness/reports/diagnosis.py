@@ -11,12 +11,11 @@ and one-line detail are copied from what the world, the checker and the runner s
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 from dataclasses import dataclass, field
 
-import harness
+from harness.frames import own_frame
 from harness.history import dropped_line, format_ranks, ranks_phrase
 from harness.reports._common import took
 from harness.runner.cells import Cell, FaultRow, RankRow
@@ -28,25 +27,7 @@ TEXT_TRACEBACKS = 1
 #: wrong one, so it is not called PASS.
 RETURNED = "returned"
 
-_HARNESS_DIR = os.path.dirname(os.path.realpath(harness.__file__))
-#: The reference targets are code under test, not the harness's machinery.
-_TARGETS_DIR = os.path.join(_HARNESS_DIR, "workloads")
 _FRAME = re.compile(r'^  File "(?P<path>[^"]+)", line \d+, in ')
-
-
-#: The harness as a pod's workers run it (``harness.pod.sync.lib_dir``): its frames there
-#: are its machinery too.
-_ON_A_WORKER = re.compile(r"/\.harness-pod/lib/[0-9a-f]+/harness/(?!workloads/)")
-
-
-def own_frame(path: str) -> bool:
-    """A frame of the harness's machinery (the bootstrap that calls the target, the
-    filesystem view under its ``open``), which no user wrote and none can act on."""
-    if _ON_A_WORKER.search(path):
-        return True
-    real = os.path.realpath(path)
-    return (real.startswith(_HARNESS_DIR + os.sep)
-            and not real.startswith(_TARGETS_DIR + os.sep))
 
 
 def hide_own_frames(text: str) -> str:

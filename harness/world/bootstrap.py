@@ -10,7 +10,6 @@ the shim, runs the target and sends back its return value or exception.
 from __future__ import annotations
 
 import atexit
-import faulthandler
 import importlib
 import importlib.util
 import os
@@ -235,8 +234,7 @@ def _finish(ctx: RankContext, result: dict[str, Any], code: int) -> None:
             os.write(ctx.result_fd, pickle.dumps(brief))
         except OSError:
             pass
-    faulthandler.cancel_dump_traceback_later()
-    os._exit(code)
+    os._exit(code)  # the fallback timer's thread ends with the process: no cancel to wait on
 
 
 def _recorded(ctx: RankContext, result: dict[str, Any]) -> None:
