@@ -16,31 +16,28 @@ ranks and the command that replays it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.reports.diagnosis import describe
-from harness.runner.cells import UNEXERCISED, UNEXPECTED, Cell
-from harness.runner.run import CellPlan, plan_cells, run_cell
-from harness.workloads.registry import DEFAULT_WORKLOAD
-from harness.world.result import PASS, WorldResult
-from harness.world.world import run_world
+if TYPE_CHECKING:
+    from harness.runner.cells import Cell
+    from harness.runner.run import CellPlan
+    from harness.world.result import WorldResult
+
+# Loaded by every pytest run in an environment that has the harness installed (its entry
+# point): it imports nothing of the harness until a test asks for it, as Hypothesis's own
+# plugin defers. ``benchmarks/bench_startup.py`` measures what it adds.
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "faults: a harness fault-injection test (run with -m faults)")
 
 
-class WorldFailed(AssertionError):
-    """A world that should have passed did not; the message is the full diagnosis."""
-
-
-class CellFailed(AssertionError):
-    """A cell whose verdict is unexpected; the message is the full diagnosis."""
-
-
 def assert_world_passed(result: WorldResult) -> None:
+    from harness.reports.diagnosis import WorldFailed, describe
+    from harness.vocabulary import PASS
+
     if result.outcome != PASS:
         raise WorldFailed(describe(result))
 
@@ -50,6 +47,8 @@ def harness_world() -> Callable[..., WorldResult]:
     """``harness_world(target, topology=..., timeout=..., **run_world_options)``."""
 
     def run(target: Any, **options: Any) -> WorldResult:
+        from harness.world.world import run_world
+
         options.setdefault("timeout", 30.0)
         return run_world(target, **options)
 
@@ -57,13 +56,17 @@ def harness_world() -> Callable[..., WorldResult]:
 
 
 def catalog_cases(target: str, scenarios: Iterable[str] | None = None,
-                  workload: str = DEFAULT_WORKLOAD, seed: int = 0, checker: Any = None) -> list[Any]:
+                  workload: str | None = None, seed: int = 0, checker: Any = None) -> list[Any]:
     """``pytest.param`` per catalog scenario of ``workload`` for your ``target``,
     with readable ids (``isolated-tmp``). ``checker`` judges each rank's value inside
     the rank: a module-level pydantic model or ``check(value) -> None | str``, a JSON
     schema (a dict or a ``.json`` path), or a ``file.py:Name`` / ``module:Name``."""
+    from harness.runner.run import plan_cells
     from harness.scenarios import catalog, select
+    from harness.workloads.registry import DEFAULT_WORKLOAD
     from harness.workloads.registry import target as named_target
+
+    workload = workload or DEFAULT_WORKLOAD
 
     chosen = select(scenarios) if scenarios else \
         [s for s in catalog() if s.workload == workload]
@@ -75,9 +78,24 @@ def catalog_cases(target: str, scenarios: Iterable[str] | None = None,
 def check_cell(case: CellPlan | Cell) -> Cell:
     """Run (or take) a cell and fail the test if its verdict is unexpected; a cell
     whose fault could not happen to the target is skipped with the reason, never passed."""
+    from harness.reports.diagnosis import CellFailed, describe
+    from harness.runner.cells import Cell
+    from harness.runner.run import run_cell
+    from harness.vocabulary import UNEXERCISED, UNEXPECTED
+
     cell = case if isinstance(case, Cell) else run_cell(case)
     if cell.verdict == UNEXPECTED:
         raise CellFailed(describe(cell))
     if cell.verdict == UNEXERCISED:
         pytest.skip(cell.detail)
     return cell
+
+
+def __getattr__(name: str) -> Any:
+    """``WorldFailed`` and ``CellFailed``, defined with the diagnosis that is their message
+    (``harness.reports.diagnosis``), importable from here without importing it at load."""
+    if name in ("WorldFailed", "CellFailed"):
+        from harness.reports import diagnosis
+
+        return getattr(diagnosis, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,6 +15,8 @@ from typing import Any
 import yaml
 from yaml.composer import ComposerError
 
+from harness.vocabulary import UsageError
+
 MAX_BYTES = 1 << 20
 MAX_DEPTH = 32
 MAX_NODES = 100_000
@@ -27,8 +29,10 @@ _INTS = yaml.constructor.SafeConstructor()
 
 
 @dataclass
-class ScenarioError(Exception):
+class ScenarioError(UsageError):
     """A scenario file that cannot be used: where, and what is wrong."""
+
+    label = "scenario error"
 
     file: str
     message: str

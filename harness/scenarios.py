@@ -16,8 +16,6 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from harness.checkers.validator import Validator
-from harness.checkers.validator import validator as read_checker
 from harness.faults.kinds import FaultSpec, explain
 from harness.faults.plan import PlanError, make_plan
 from harness.filesystem.mounts import KERNEL_TREES, MAX_DELAY_MS, MAX_MOUNT_PATH, Mount, is_under
@@ -25,17 +23,14 @@ from harness.roles import MEANING, Roles
 from harness.scenario_yaml import ScenarioError, read_yaml
 from harness.scenario_yaml import node_at as _node_at
 from harness.topology import PROFILES, get_topology
+from harness.vocabulary import DEFAULT_TIMEOUT, MAX_TIMEOUT, Expect  # noqa: F401 - re-exported
 from harness.workloads import registry
 from harness.workloads.base import WorkloadInputs
+from harness.world.validator import Validator
+from harness.world.validator import validator as read_checker
 
 #: Catalog order, as each workload declares it; files not named here follow by name.
 CATALOG_ORDER = registry.catalog_order()
-#: The longest deadline of a world, in seconds of its own clock (a scenario's timeout, the
-#: CLI's --timeout): a day. World time is cheap: it passes at once while every rank waits.
-MAX_TIMEOUT = 86_400
-#: A scenario's deadline unless it says otherwise: what a real job's collectives wait before
-#: the job is called stuck (torch.distributed's default process-group timeout, 30 min).
-DEFAULT_TIMEOUT = 1800.0
 
 
 class MountSpec(BaseModel):
@@ -96,7 +91,7 @@ class Scenario(BaseModel):
     #: one); a team's own scenario need not come from a seed.
     finding: str = ""
     topology: str
-    expect: Literal["pass", "fail-loudly"]
+    expect: Expect
     profile: Literal[PROFILES] = "legacy"  # type: ignore[valid-type]
     # Strict: a bool or a quoted "3" is a mistake, not a number; nan and inf are refused.
     #: the world's deadline, in seconds of its own clock (``harness.world.clock``)
@@ -107,7 +102,7 @@ class Scenario(BaseModel):
     inputs: dict[str, Any] = Field(default_factory=dict)
     #: host -> inputs merged over ``inputs`` for that host's ranks (mappings merged key by key)
     host_inputs: dict[int, dict[str, Any]] = Field(default_factory=dict)
-    #: judges each rank's value of a user's target (``harness.checkers.validator``): a
+    #: judges each rank's value of a user's target (``harness.world.validator``): a
     #: ``file.py:Model`` (relative to this file), ``module:check`` or ``schema.json``
     checker: str | None = Field(default=None, min_length=1, max_length=4096)
 

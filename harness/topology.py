@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from harness.vocabulary import MAX_RANKS
+
 __all__ = ["Topology", "TOPOLOGIES", "get_topology", "PROFILES"]
 
 #: API profiles of the shim, oldest first: ``legacy`` is what the seed's code was written
@@ -136,8 +138,8 @@ def get_topology(name: str | Topology) -> Topology:
         hosts, ranks = int(m.group(1)), int(m.group(2))
         if hosts < 1 or ranks < 1:
             raise ValueError(f"topology {name!r}: hosts and ranks per host must be >= 1")
-        if hosts * ranks > 4096:
-            raise ValueError(f"topology {name!r}: {hosts * ranks} ranks is more than 4096")
+        if hosts * ranks > MAX_RANKS:
+            raise ValueError(f"topology {name!r}: {hosts * ranks} ranks is more than {MAX_RANKS}")
         return Topology(name, hosts=hosts, ranks_per_host=ranks)
     known = ", ".join(TOPOLOGIES)
     raise ValueError(f"unknown topology {name!r}: use one of {known}, or HxR (e.g. 8x1)")

@@ -19,6 +19,7 @@ from harness.checkers import exactly_once
 from harness.filesystem.mounts import Mount
 from harness.filesystem.sandbox import Leftover
 from harness.history import Event
+from harness.reports.diagnosis import describe
 from harness.runner.cells import OK
 from harness.runner.run import plan_cells, run_matrix
 from harness.scenarios import catalog, find
@@ -79,7 +80,7 @@ def test_streams_split_the_dataset_with_the_remainder_first_and_depend_on_the_se
 def test_both_workers_are_exactly_once_without_faults():
     for target in TARGETS:
         result, judgement = world(target)
-        assert judgement.outcome == PASS, (target, judgement.detail, result.describe())
+        assert judgement.outcome == PASS, (target, judgement.detail, describe(result))
         assert "all 50 samples of 4 streams uploaded exactly once" in judgement.detail
         assert [r.value["total_samples_processed"] for r in result.ranks] == [13, 13, 12, 12]
 

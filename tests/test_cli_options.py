@@ -14,6 +14,7 @@ COMMANDS = {
     "run": ("run", "--scenario", "baseline", "{option}", "{value}"),
     "replay": ("replay", "--scenario", "baseline", "--target", "naive-sync", "{option}",
                "{value}"),
+    "explore": ("explore", "-T", "naive-sync", "--examples", "1", "{option}", "{value}"),
 }
 
 BAD = [("--seed", "-1", "not in the range 0<=x<=4294967295"),
@@ -36,6 +37,28 @@ def test_a_seed_or_timeout_a_world_cannot_use_is_a_usage_error(cli, command, opt
     assert "Usage:" in done.stderr and f"Invalid value for '{option}'" in done.stderr
     assert words in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+POD_BAD = [("--seed", "-1", "not in the range 0<=x<=4294967295"),
+           ("--timeout", "nan", "is not a number of seconds"),
+           ("--timeout", "601", "not in the range 0.1<=x<=600"),
+           ("--timeout", "0", "not in the range")]
+
+
+@pytest.mark.parametrize("option,value,words", POD_BAD, ids=[f"{o}={v}" for o, v, _ in POD_BAD])
+def test_pod_run_refuses_what_run_refuses_in_the_same_words(cli, option, value, words):
+    """A pod's deadline is real time, at most 600 s; otherwise its options are run's."""
+    done = cli("pod", "run", "--local", "1", "-T", "naive-sync", option, value)
+    assert done.returncode == 2, done.stderr
+    assert f"Invalid value for '{option}'" in done.stderr and words in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_pod_run_takes_the_short_options_run_takes(cli):
+    """-T, -s, -w, -c as run's: here the command gets as far as asking which pod."""
+    done = cli("pod", "run", "-T", "naive-sync", "-s", "baseline", "-w", "config-sync")
+    assert done.returncode == 2, done.stderr
+    assert "say which pod" in done.stderr, done.stderr
 
 
 SEEDED = """
@@ -84,7 +107,7 @@ def test_a_target_file_without_its_function_is_a_usage_error(cli, tmp_path, comm
     out = ("--report-dir", str(tmp_path / "out")) if command == "run" else ()
     done = cli(command, "--scenario", "baseline", "--target", ref, *out)
     assert done.returncode == 2, done.stderr
-    assert "Invalid value for --target" in done.stderr
+    assert "Invalid value for '--target'" in done.stderr
     assert words.format(dir=tmp_path) in done.stderr, done.stderr
     assert not (tmp_path / "out").exists()  # refused before any world started
 
@@ -119,7 +142,7 @@ def test_an_unknown_workload_is_a_usage_error(cli, tmp_path):
     (tmp_path / "sync.py").write_text(SYNC)
     done = cli("run", "--target", f"{tmp_path}/sync.py:sync_config", "--workload", "config_sync",
                "--report-dir", str(tmp_path / "out"))
-    assert done.returncode == 2 and "Invalid value for --workload" in done.stderr
+    assert done.returncode == 2 and "Invalid value for '--workload'" in done.stderr
     assert "use one of config-sync, data-sharding, checkpoint-resume" in done.stderr
     assert not (tmp_path / "out").exists()
 

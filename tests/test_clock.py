@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness import ERROR, HANG, PASS, run_world
+from harness.reports.diagnosis import describe
 from harness.world.clock import NS, WorldClock
 from harness.world.rank_clock import BLOCKED, NOTIFIED, TIMED_OUT, RankClock, Waiter
 
@@ -159,7 +160,7 @@ def _until(condition, limit: float = 5.0) -> None:
 def test_a_rank_that_sleeps_an_hour_sees_an_hour_pass_and_returns_at_once():
     result = run_world(target("sleeps"), topology="2x1", timeout=7200, args=(3600,),
                        wall_limit=60)  # an hour of the machine's time would be a HANG
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     assert [round(r.value, 3) for r in result.ranks] == [3600.0, 3600.0]
     assert 3600 <= result.world_time_s < 3601
 
@@ -167,14 +168,14 @@ def test_a_rank_that_sleeps_an_hour_sees_an_hour_pass_and_returns_at_once():
 def test_an_events_timeout_in_a_thread_is_on_the_world_clock():
     result = run_world(target("event_wait_in_a_thread"), topology="2x1", timeout=7200,
                        args=(3600,), wall_limit=60)
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     assert [r.value for r in result.ranks] == [{"woke": False, "waited": 3600.0001}] * 2
 
 
 def test_every_timed_wait_of_threading_and_queue_is_on_the_world_clock():
     result = run_world(target("every_wait"), topology="1x1", timeout=86_400, args=(600,),
                        wall_limit=60)
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     waits = result.ranks[0].value
     assert waits == {"condition": (600.0, False), "wait_for": (600.0, False),
                      "semaphore": (600.0, False), "lock": (600.0, False),
@@ -186,7 +187,7 @@ def test_every_timed_wait_of_threading_and_queue_is_on_the_world_clock():
 
 def test_a_world_starts_at_a_fixed_epoch_in_every_clock_a_rank_reads():
     result = run_world(target("wall_clocks"), topology="1x1", timeout=60)
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     seen = result.ranks[0].value
     assert seen["time"] == 1_893_456_000.0, "2030-01-01T00:00:00Z: the same on every machine"
     assert seen["now"].startswith("2030-01-01T00:00:00.0") and seen["today"] == "2030-01-01"
@@ -207,7 +208,7 @@ def test_the_same_world_reads_the_same_times_every_run():
 def test_a_busy_wait_on_the_clock_ends():
     result = run_world(target("busy_waits"), topology="2x1", timeout=60, args=(10,),
                        wall_limit=60)
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     assert [r.value for r in result.ranks] == [99_999, 99_999], "100 us a reading: 10 s"
 
 
@@ -216,14 +217,14 @@ def test_a_rank_that_computes_spends_no_world_time():
     time. A deadline of 1 s on the world's clock is not reached: computing costs none."""
     result = run_world(target("computes_then_writes"), topology="1x4", timeout=1,
                        args=(2, "/tmp/clock-test/ready"), wall_limit=120)
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     assert [r.value for r in result.ranks] == ["wrote", "read", "read", "read"]
     assert result.world_time_s < 1
 
 
 def test_a_rank_that_holds_the_clock_forever_is_ended_by_the_wall_clock_guard():
     result = run_world(target("spins_forever"), topology="2x1", timeout=60, wall_limit=3)
-    assert result.outcome == HANG, result.describe()
+    assert result.outcome == HANG, describe(result)
     assert result.hang_report.startswith(
         "the world's clock was held for 3 s of wall time and the world ended at the "
         "wall-clock guard of 3 s (wall_limit)"), result.hang_report
@@ -239,7 +240,7 @@ def test_a_real_subprocess_takes_the_time_it_takes():
     would be if its polling sleeps jumped the clock."""
     result = run_world(target("subprocess_then_write"), topology="1x4", timeout=60,
                        args=(0.3, "/tmp/clock-test/ready"), wall_limit=60)
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     assert [r.value for r in result.ranks] == ["wrote", "read", "read", "read"]
     said = [e.detail["message"] for e in result.history if e.kind == "clock"]
     assert said == ["the world's clock follows the machine's: rank 0 has a process of its own "
@@ -264,7 +265,7 @@ def test_a_wait_the_clock_cannot_see_lets_it_follow_the_machine():
 def test_a_process_a_rank_forks_waits_on_the_machines_time():
     result = run_world(target("forks_a_child_that_sleeps"), topology="1x1", timeout=60,
                        args=(0.3,), wall_limit=60)
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     assert result.ranks[0].value >= 0.3
 
 
@@ -314,7 +315,7 @@ def test_a_file_written_in_a_world_shows_the_worlds_time_of_the_write():
     file, whichever way it was written or touched; the machine's own files are older than
     the world's epoch; the view's record of it is not among the file's attributes."""
     result = run_world(target("file_ages"), topology="1x1", timeout=600)
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     seen = result.ranks[0].value
     assert seen["ages"] == {"opened": 50.0, "raw": 50.0, "touched": 0.0,
                             "set": 1_893_456_145.0}, seen
@@ -324,7 +325,7 @@ def test_a_file_written_in_a_world_shows_the_worlds_time_of_the_write():
 
 def test_a_log_records_times_are_the_worlds():
     result = run_world(target("logs"), topology="1x1", timeout=60)
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     first, second = result.ranks[0].value
     assert first.startswith("2030-01-01 00:00:00,") and second.startswith("2030-01-01 00:00:02,")
     assert int(second.split()[2]) - int(first.split()[2]) == 2000, "relativeCreated, in ms"

@@ -25,6 +25,7 @@ from harness.explore.crash_model import (
     writers,
 )
 from harness.faults.kinds import ValidationError, parse_fault
+from harness.reports.diagnosis import describe
 from harness.runner.run import CellPlan, run_cell
 from harness.scenarios import load_scenario
 from harness.workloads.registry import target
@@ -185,7 +186,7 @@ def test_host_crash_takes_exact_absolute_paths():
 
 def test_the_recording_tells_writes_fsyncs_and_the_targets_line():
     result = run_world(f"{STRANGER}:record_me", topology="4x1", timeout=20, record_files=True)
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     ops = ops_of(result.history, 0)
     source = (REPO / STRANGER).read_text().splitlines()
     line = next(i for i, text in enumerate(source, 1) if "os.fsync(f.fileno())" in text)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from harness import HANG, run_world
+from harness.reports.diagnosis import describe
 from harness.world.lifecycle import Progress
 
 SCRIPT = """
@@ -55,7 +56,7 @@ def test_exec_a_world_where_nothing_can_happen_goes_straight_to_its_deadline(scr
     assert "in rendezvous 'config_save'" in report, report
     assert report.endswith(f"; deadline 60 s {DECLARED}"), report
     assert result.world_time_s == 60.0
-    assert DECLARED in result.describe()
+    assert DECLARED in describe(result)
     [hang] = [e for e in result.history if e.kind == "hang"]
     assert DECLARED in hang.detail["message"]
     # What `harness exec` shows while it waits: the last word is the state proven stuck.
@@ -66,6 +67,6 @@ def test_exec_a_world_where_nothing_can_happen_goes_straight_to_its_deadline(scr
 
 def test_exec_a_launcher_that_guards_its_wait_is_never_cut_short(script):
     result = run_world(argv=(str(script), "watchdog"), topology="1x2", timeout=60)
-    assert "launcher gives up" in result.hosts[0].stderr, result.describe()
+    assert "launcher gives up" in result.hosts[0].stderr, describe(result)
     assert result.hosts[0].exit_code == 3
     assert DECLARED not in (result.hang_report or "")

@@ -14,7 +14,7 @@ import textwrap
 import pytest
 
 from harness import CRASH, ERROR, HANG, PASS, run_world
-from harness.reports.diagnosis import diagnose, group_line
+from harness.reports.diagnosis import describe, diagnose, group_line
 
 from support import run_cli
 
@@ -90,7 +90,7 @@ def test_a_launcher_that_dies_before_spawn_is_named_not_its_ranks_still_running(
     assert result.outcome == CRASH
     assert result.detail() == (f"launcher 0 {how} before starting its ranks "
                                "(ranks 0-7 never started)")
-    assert "still running" not in result.describe()
+    assert "still running" not in describe(result)
     assert all(r.summary() == f"never started: launcher 0 {how} before starting it"
                for r in result.ranks)
 
@@ -155,7 +155,7 @@ def test_ranks_that_raised_in_a_launcher_that_caught_it_say_the_launcher_went_on
     """The ranks' error is the run's (ERROR), and the line says the script caught what its
     spawn raised: "all the same" is why the launcher's exit 0 is no contradiction."""
     result = _world(script, "catches")
-    assert result.outcome == ERROR, result.describe()
+    assert result.outcome == ERROR, describe(result)
     assert [h.outcome for h in result.hosts] == [PASS, PASS]
     assert result.detail() == ("ranks 0,2 raised ValueError: rank 0 refuses; "
                                "ranks 1,3 raised ValueError: rank 1 refuses; launchers 0-1 "

@@ -17,7 +17,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.explore.cli import parse_budget
+from harness.durations import parse_duration
 from harness.explore.search import explore
 from harness.explore.space import Plan, Space
 from harness.faults.kinds import KINDS
@@ -114,15 +114,15 @@ def test_the_space_refuses_an_unknown_kind():
 
 
 @pytest.mark.parametrize("text, seconds", [("90", 90), ("90s", 90), ("5m", 300), ("1h", 3600),
-                                           ("1m30s", 90), ("0.5m", 30)])
+                                           ("1m30s", 90), ("0.5m", 30), ("1h30m", 5400)])
 def test_budgets_are_read_as_durations(text, seconds):
-    assert parse_budget(text) == seconds
+    assert parse_duration(text) == seconds
 
 
 @pytest.mark.parametrize("text", ["", "5x", "m", "-1m", "0", "1m 30s", "30s1"])
 def test_a_budget_that_is_not_a_duration_says_how_to_write_one(text):
     with pytest.raises(ValueError, match="duration|more than 0"):
-        parse_budget(text)
+        parse_duration(text)
 
 
 # -- the search --------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import yaml
 from harness import CRASH, ERROR, HANG, PASS, run_world
 from harness.faults.plan import PlanError, make_plan
 from harness.filesystem.mounts import Mount
+from harness.reports.diagnosis import describe
 
 TARGETS = Path(__file__).parent / "targets" / "fault_targets.py"
 CONFIG = "/tmp/c.yaml"
@@ -72,7 +73,7 @@ def ok(value) -> dict:
 def test_eio_is_the_real_oserror_at_the_operation_it_names(op):
     result = run("one_of_each", topology="1x1", args=(CONFIG,),
                  faults=[{"kind": "eio", "op": op, "path": CONFIG}])
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     seen = result.ranks[0].value
     # open() names the file; read(2), write(2) and fsync(2) do not.
     expected = eio(CONFIG if op.startswith("open") else None)
@@ -113,7 +114,7 @@ READS = (CONFIG, "a: 1\n", 3)
 ])
 def test_eio_fires_exactly_where_its_trigger_says(spec, pattern):
     result = run("reads_n_times", topology="2x2", args=READS, faults=[{"kind": "eio", **spec}])
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     for r in result.ranks:
         assert len(r.value) == 3
         got = "".join("E" if "errno" in a else "o" for a in r.value)
@@ -135,7 +136,7 @@ def test_enospc_after_exactly_k_bytes_landed():
     data = "x" * 7 + "\n" + "y" * 30 + "\n"
     result = run("fills_disk", topology="1x1", args=(CONFIG, data),
                  faults=[{"kind": "enospc", "path": CONFIG, "at_byte": 10}])
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     outcome, landed = result.ranks[0].value
     assert outcome == {"type": "OSError", "errno": errno.ENOSPC,
                        "strerror": "No space left on device", "filename": None,
@@ -155,7 +156,7 @@ def test_enospc_unbuffered_is_a_short_write_then_the_error():
     data = b"0123456789abcdef"
     result = run("fills_disk_unbuffered", topology="1x1", args=(CONFIG, data),
                  faults=[{"kind": "enospc", "path": CONFIG, "at_byte": 6}])
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     (first, second), landed = result.ranks[0].value
     assert first == ok(6), "write(2) reports how much it wrote, as the kernel does"
     assert second["errno"] == errno.ENOSPC and second["filename"] is None
@@ -173,7 +174,7 @@ def test_enospc_reaches_os_write_on_a_raw_fd():
 def test_permission_denied_file_is_eacces_even_as_root_and_stat_still_works():
     result = run("foreign_file", topology="1x2", args=(CONFIG,),
                  faults=[{"kind": "permission-denied", "path": CONFIG, "content": "a: 1\n"}])
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     for r in result.ranks:
         v = r.value
         assert stat.S_ISREG(v["mode"]) and stat.S_IMODE(v["mode"]) == 0o600
@@ -194,7 +195,7 @@ def test_permission_denied_file_is_eacces_even_as_root_and_stat_still_works():
 def test_permission_denied_directory_refuses_creating_and_listing():
     result = run("foreign_dir", topology="1x1", args=("/tmp/locked",),
                  faults=[{"kind": "permission-denied", "path": "/tmp/locked", "directory": True}])
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     v = result.ranks[0].value
     assert v["is_dir"] and v["mode"] == 0o500 and v["uid"] == 1001
     assert v["create"]["type"] == "PermissionError" and v["create"]["errno"] == errno.EACCES
@@ -207,7 +208,7 @@ def test_read_only_mount_gives_erofs_and_reads_still_work():
     result = run("read_only", topology="1x1", args=("/mnt/ro",),
                  mounts=[Mount("/mnt/ro", scope="shared", mode="ro")],
                  faults=[{"kind": "stale-leftover", "path": "/mnt/ro/c.yaml", "content": "a: 1\n"}])
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     v = result.ranks[0].value
     assert v["read"] == ok("a: 1\n")
     for what, path in (("create", "/mnt/ro/new.yaml"), ("overwrite", "/mnt/ro/c.yaml"),
@@ -224,7 +225,7 @@ def test_read_only_mount_gives_erofs_and_reads_still_work():
 def test_torn_write_readers_see_exactly_the_recorded_prefix():
     result = run("config_sync", topology="1x3", args=(CONFIG, CONTENT),
                  faults=[{"kind": "torn-write", "path": CONFIG}])
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     [event] = faults_of(result)
     offset = event.detail["offset"]
     assert event.rank == 0 and event.detail["op"] == "close" and event.detail["path"] == CONFIG
@@ -241,7 +242,7 @@ def test_torn_write_offset_comes_from_the_seed_and_some_leave_valid_yaml():
     for seed in range(31):
         result = run("config_sync", topology="1x2", args=(CONFIG, CONTENT), seed=seed,
                      faults=[{"kind": "torn-write", "path": CONFIG}])
-        assert result.outcome == PASS, result.describe()
+        assert result.outcome == PASS, describe(result)
         [event] = faults_of(result)
         offset = event.detail["offset"]
         prefix = CONTENT.encode()[:offset]
@@ -269,7 +270,7 @@ def test_torn_write_at_a_given_offset():
 def test_lost_write_readers_get_the_real_file_not_found():
     result = run("config_sync", topology="1x3", args=(CONFIG, CONTENT),
                  faults=[{"kind": "lost-write", "path": CONFIG}])
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     missing = {"type": "FileNotFoundError", "errno": errno.ENOENT,
                "strerror": "No such file or directory", "filename": CONFIG,
                "str": f"[Errno 2] No such file or directory: '{CONFIG}'"}
@@ -283,7 +284,7 @@ def test_lost_write_readers_get_the_real_file_not_found():
 def test_corrupt_garbles_exactly_the_recorded_bytes():
     result = run("config_sync", topology="1x3", args=(CONFIG, CONTENT),
                  faults=[{"kind": "corrupt", "path": CONFIG}])
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     [event] = faults_of(result)
     where = event.detail["bytes"]
     original = CONTENT.encode()
@@ -298,7 +299,7 @@ def test_empty_window_readers_see_an_empty_file_every_time():
     for seed in range(4):
         result = run("config_sync", topology="1x4", args=(CONFIG, CONTENT), seed=seed,
                      faults=[{"kind": "empty-window", "path": CONFIG}])
-        assert result.outcome == PASS, result.describe()
+        assert result.outcome == PASS, describe(result)
         for r in result.ranks[1:]:
             assert r.value["first"] == ok(b""), (seed, r.rank, r.value)
             assert r.value["parsed"] == {"yaml": None}, "an empty file is valid YAML: None"
@@ -319,7 +320,7 @@ def test_hold_write_until_read_readers_see_the_stale_leftover_every_time():
     for seed in range(4):
         result = run("config_sync", topology="1x4", args=(CONFIG, CONTENT), seed=seed,
                      faults=faults)
-        assert result.outcome == PASS, result.describe()
+        assert result.outcome == PASS, describe(result)
         for r in result.ranks[1:]:
             assert r.value["first"] == ok(b"old: 1\n"), (seed, r.rank, r.value)
             assert r.value["parsed"] == {"yaml": {"old": 1}}
@@ -335,7 +336,7 @@ def test_hold_write_until_done_is_visible_to_others_only_after_they_finished():
     faults = [{"kind": "hold-write", "path": CONFIG, "rank": 0, "until": "done"}]
     result = run("writer_waits_for_own_write", topology="1x3", args=(CONFIG, CONTENT, 0.3),
                  faults=faults)
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     for r in result.ranks[1:]:
         assert r.value["errno"] == errno.ENOENT, "0.3 s after the write, still not there"
     # The writer reads its own write back at once, as on a real filesystem; the others
@@ -352,7 +353,7 @@ def test_latency_delays_only_the_operation_it_names(op):
     result = run("timed_ops", topology="1x2", args=(CONFIG, "a: 1\n"),
                  faults=[{"kind": "latency", "op": op, "path": CONFIG, "delay_ms": 250,
                           "rank": 1}])
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     slow = {"open-read": "open_s", "write": "write_s"}[op]
     for r in result.ranks:
         for measured, seconds in r.value.items():
@@ -375,7 +376,7 @@ def test_kill_at_the_kth_write_leaves_what_landed(partial):
     if not partial:
         spec["partial"] = False
     result = run("writes_lines_unbuffered", topology="1x2", args=(CONFIG, LINES), faults=[spec])
-    assert result.outcome == CRASH, result.describe()
+    assert result.outcome == CRASH, describe(result)
     r0 = result.ranks[0]
     assert r0.outcome == CRASH and r0.signal == 9 and r0.exit_code is None and r0.killed_by_fault
     assert result.ranks[1].outcome == PASS
@@ -456,7 +457,7 @@ def test_straggler_calls_after_everyone_else():
     result = run("two_rendezvous", topology="1x4",
                  faults=[{"kind": "straggle", "rank": 1, "op": "collective", "tag": "config_save",
                           "delay_ms": 300}])
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     [event] = faults_of(result)
     assert (event.rank, event.op) == (1, "straggle")
     [late] = calls(result, "config_save", 1)
@@ -508,7 +509,7 @@ def test_divergent_rng_differs_across_ranks_only_with_the_fault():
 def test_env_skew_only_the_named_host_sees_the_variables():
     result = run("env_of", topology="2x2", args=("LR", "RUN"),
                  faults=[{"kind": "env-skew", "hosts": [1], "env": {"LR": "0.5", "RUN": 7}}])
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     assert result.values == [{"LR": None, "RUN": None}] * 2 + [{"LR": "0.5", "RUN": "7"}] * 2
     assert sorted(e.rank for e in faults_of(result, "env-skew")) == [2, 3]
 
@@ -533,14 +534,14 @@ def _scenario(seed: int):
 
 def test_the_same_seed_fires_the_same_faults_with_the_same_outcome_20_times():
     first, first_fired = _scenario(11)
-    assert first.outcome == PASS, first.describe()
+    assert first.outcome == PASS, describe(first)
     kinds = {f[1] for fs in first_fired.values() for f in fs}
     assert kinds == {"torn-write", "eio", "straggle"}
     assert [f[1] for f in first_fired[2]] == ["eio", "eio"]
     assert first.ranks[2].value["tries"] == ["OSError", "OSError", "ok"]
     for _ in range(19):
         result, per_rank = _scenario(11)
-        assert result.outcome == PASS, result.describe()
+        assert result.outcome == PASS, describe(result)
         assert per_rank == first_fired
         assert result.outcome == first.outcome
         assert [r.outcome for r in result.ranks] == [r.outcome for r in first.ranks]
@@ -551,7 +552,7 @@ def test_a_different_seed_moves_the_torn_offset():
     offsets = {}
     for seed in (11, 12, 13):
         result, _ = _scenario(seed)
-        assert result.outcome == PASS, result.describe()
+        assert result.outcome == PASS, describe(result)
         [torn] = faults_of(result, "torn-write")
         offsets[seed] = torn.detail["offset"]
         assert result.ranks[1].value["data"] == CONTENT.encode()[:offsets[seed]]

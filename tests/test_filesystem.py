@@ -20,6 +20,7 @@ import pytest
 
 from harness import PASS, get_topology, run_world
 from harness.filesystem.mounts import Mount, default_table
+from harness.reports.diagnosis import describe
 
 from support import REPO
 
@@ -32,7 +33,7 @@ def target(name: str) -> str:
 
 
 def passed(result):
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     return [r.value for r in result.ranks]
 
 
@@ -549,7 +550,7 @@ def test_a_rank_lists_its_installed_packages_whatever_the_working_directory(tmp_
                       "def run():\n"
                       "    return len(os.listdir(sysconfig.get_paths()['purelib'])) > 0\n")
     result = run_world(f"{script}:run", topology="1x2", timeout=15, cwd=str(tmp_path))
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     assert result.values == [True, True]
 
 

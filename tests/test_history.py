@@ -75,7 +75,7 @@ def test_a_world_of_many_collectives_drops_the_middle_and_every_report_says_so(t
     steps = (HISTORY_HEAD + HISTORY_TAIL) // 2  # 2 ranks: 3 events a step, 1.5x the bound
     result = run_world(f"{TARGETS}:long_run", topology="2x1", timeout=120, args=(steps,),
                        preload=())
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     assert result.dropped is not None and result.dropped.count == 3 * steps - HISTORY_HEAD - HISTORY_TAIL
     assert len(result.history) == HISTORY_HEAD + HISTORY_TAIL + 1 + 2  # the marker, two exits
     assert sorted(e.rank for e in result.history if e.kind == "exit") == [0, 1]

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from harness.reports.diagnosis import describe
 from harness.world.world import run_world
 
 TARGETS = Path(__file__).parent / "targets" / "dist_targets.py"
@@ -22,7 +23,7 @@ TIMEOUT = 20.0
 def run(name: str, topology: str, *args: Any) -> list[Any]:
     """Each rank's value of a target of dist_targets.py; the world must pass."""
     result = run_world(f"{TARGETS}:{name}", topology=topology, timeout=TIMEOUT, args=args)
-    assert result.outcome == "PASS", result.describe()
+    assert result.outcome == "PASS", describe(result)
     return [r.value for r in result.ranks]
 
 

@@ -12,11 +12,13 @@ import json
 import os
 import stat
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from harness.durations import parse_duration
 from harness.pod import cloud
 from harness.pod.cloud import CloudError
 
@@ -334,11 +336,13 @@ def test_gcloud_missing_from_path_is_a_clear_error(monkeypatch: pytest.MonkeyPat
         cloud.workers("harness-n", "z")
 
 
-def test_durations() -> None:
-    assert [cloud.parse_duration(t) for t in ("90s", "60m", "6h")] == [90, 3600, 21600]
-    for bad in ("", "6", "1d", "-5m", "0s", "1.5h"):
-        with pytest.raises(ValueError, match="is not a duration"):
-            cloud.parse_duration(bad)
+def test_durations_are_one_grammar_for_every_option() -> None:
+    """--ttl, --wait and --poll read durations as explore's --budget does (1h30m too)."""
+    assert [parse_duration(t) for t in ("90s", "60m", "6h", "1h30m", "1.5h", "6")] == \
+        [90, 3600, 21600, 5400, 5400, 6]
+    for bad in ("", "1d", "-5m", "0s", "5m 1", "h"):
+        with pytest.raises(ValueError, match="is not a duration|more than 0"):
+            parse_duration(bad)
 
 
 # --- the command line -------------------------------------------------------------------
@@ -373,12 +377,13 @@ def test_cli_provision_prints_the_workers(gcloud: FakeGcloud) -> None:
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--wait", "10x"], "Invalid value for '--wait': '10x' is not a duration such as 90s, 60m or 6h"),
-    (["--ttl", "6"], "Invalid value for '--ttl': '6' is not a duration"),
-    (["--ttl", "30m", "--wait", "1h"], "Invalid value for --ttl: 1800s must be longer than --wait"),
+    (["--wait", "10x"], "Invalid value for '--wait': '10x' is not a duration: write 90s, 5m, 1h or 1h30m"),
+    (["--ttl", "1d"], "Invalid value for '--ttl': '1d' is not a duration"),
+    (["--poll", "0s"], "Invalid value for '--poll': '0s': a duration must be more than 0 seconds"),
+    (["--ttl", "30m", "--wait", "1h"], "Invalid value for '--ttl': 1800s must be longer than --wait"),
     (["--ssh-user", "tpu"], "--ssh-public-key and --ssh-user go together"),
     (["--ssh-user", "tpu", "--ssh-public-key", "/nonexistent/id.pub"],
-     "Invalid value for --ssh-public-key/--ssh-user: /nonexistent/id.pub: cannot read the public key"),
+     "Invalid value for '--ssh-public-key' / '--ssh-user': /nonexistent/id.pub: cannot read the public key"),
 ])
 def test_cli_bad_durations_are_usage_errors(gcloud: FakeGcloud, args: list[str], message: str) -> None:
     proc = run_cli("pod", "provision", "--name", "harness-n", "--zone", "z", "--type", "v4-64",
@@ -386,6 +391,22 @@ def test_cli_bad_durations_are_usage_errors(gcloud: FakeGcloud, args: list[str],
     assert proc.returncode == 2
     assert message in proc.stderr
     assert gcloud.calls() == []
+
+
+def test_cli_durations_add_up_as_everywhere_else(gcloud: FakeGcloud) -> None:
+    """--ttl 1h30m is 5400 s, as explore's --budget 1h30m: the label says so."""
+    gcloud.answer("queued-resources create", OK)
+    gcloud.answer("queued-resources describe", qr_state("ACTIVE"))
+    gcloud.answer("tpu-vm describe", node_json(["10.0.0.5"]))
+    before = int(time.time())
+    proc = run_cli("pod", "provision", "--name", "harness-n", "--zone", "z", "--type", "v4-8",
+                   "--runtime-version", "rt", "--ttl", "1h30m", "--wait", "1h", env=_env(gcloud))
+    assert proc.returncode == 0, proc.stderr
+    create = gcloud.calls("queued-resources create")[0]
+    opt = dict(zip(create, create[1:]))
+    assert opt["--valid-until-duration"] == "3600s"
+    expiry = int(opt["--labels"].split(",")[0].split("=")[1])
+    assert before + 5400 <= expiry <= int(time.time()) + 5400
 
 
 def test_cli_release_and_sweep(gcloud: FakeGcloud) -> None:

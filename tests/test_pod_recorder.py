@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from harness import ERROR, HANG, PASS, run_world
+from harness.reports.diagnosis import describe
 from harness.scenarios import find
 from harness.topology import get_topology
 from harness.workloads.config_sync import PRELOAD
@@ -48,7 +49,7 @@ def recorder_calls(result, rank: int) -> list[tuple]:
 
 def assert_same_history(result) -> int:
     """Every rank's recorded calls are the coordinator's; returns how many there were."""
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     total = 0
     for rank in range(len(result.ranks)):
         seen, recorded = coordinator_calls(result, rank), recorder_calls(result, rank)
@@ -135,7 +136,7 @@ def test_the_shim_under_the_recorder_records_what_the_real_torch_xla_records(mod
     from test_real_xla import TARGET, assert_clean_run
 
     result = run_world(argv=(str(TARGET), mode), topology="1x1", profile="current", timeout=60)
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     out = json.loads(result.hosts[0].stdout.strip().splitlines()[-1])
     assert Path(out["torch_xla"]).is_relative_to(REPO / "shims")
     assert_clean_run(out)
@@ -146,7 +147,7 @@ def test_the_shim_under_the_recorder_records_what_the_real_torch_xla_records(mod
 def one_rank(name: str, *args: Any) -> Any:
     result = run_world(f"{HERE}:{name}", topology="1x1", timeout=60, cwd=str(REPO), args=args,
                        preload=())
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     return result.values[0]
 
 

@@ -7,13 +7,14 @@ import logging
 from pathlib import Path
 
 from harness import PASS, run_world
+from harness.reports.diagnosis import describe
 
 TARGETS = Path(__file__).parent / "targets" / "recording_targets.py"
 
 
 def test_an_installed_module_imported_inside_the_function_is_learned_the_users_own_is_not():
     result = run_world(f"{TARGETS}:lazy_import", topology="v4-8", timeout=20, record_files=True)
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     assert "iniconfig" in result.imported
     assert "lazy_dep" not in result.imported, "the user's own code is imported in its sandbox"
     assert "recording_targets" not in result.imported, "the target module is never preloaded"
@@ -23,7 +24,7 @@ def test_an_installed_module_imported_inside_the_function_is_learned_the_users_o
 
 def test_nothing_is_learned_when_not_recording():
     result = run_world(f"{TARGETS}:lazy_import", topology="v4-8", timeout=20)
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     assert result.imported == []
 
 
@@ -31,12 +32,12 @@ def test_a_preload_that_cannot_be_imported_is_skipped_not_fatal(caplog):
     with caplog.at_level(logging.WARNING):
         result = run_world(f"{TARGETS}:lazy_import", topology="v4-8", timeout=20,
                            preload=("json", "no_such_module_anywhere_xyz"))
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
 
 
 def test_a_rank_still_importing_at_the_deadline_is_named_so_not_as_a_hang_in_the_code():
     result = run_world(f"{TARGETS}:slow_import", topology="v4-8", timeout=2)
-    assert result.outcome == "HANG", result.describe()
+    assert result.outcome == "HANG", describe(result)
     report = result.hang_report or ""
     assert "still importing `slow_import_dep`" in report, report
     assert "preload it (or give its import longer)" in report, report
@@ -45,7 +46,7 @@ def test_a_rank_still_importing_at_the_deadline_is_named_so_not_as_a_hang_in_the
 
 def test_a_package_still_importing_is_named_by_its_dotted_path_never_init():
     result = run_world(f"{TARGETS}:slow_package_import", topology="v4-8", timeout=2)
-    assert result.outcome == "HANG", result.describe()
+    assert result.outcome == "HANG", describe(result)
     report = result.hang_report or ""
     assert "still importing `slow_pkg (in slow_pkg.heavy)`" in report, report
     assert "__init__" not in report, report

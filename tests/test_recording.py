@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness import PASS, run_world
+from harness.reports.diagnosis import describe
 
 TARGETS = Path(__file__).parent / "targets" / "recording_targets.py"
 HANDOFF = f"{TARGETS}:handoff"
@@ -17,7 +18,7 @@ def file_events(result, **match):
 
 def test_a_handoff_shows_its_writer_its_readers_and_the_pollers_attempts():
     result = run_world(HANDOFF, topology="single-host-8", timeout=20, record_files=True)
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     writes = file_events(result, op="open-write")
     assert {e.rank for e in writes} == {0}
     assert {e.detail["path"] for e in writes} == {"/tmp/x/cfg.json.part", "/tmp/x/ready"}
@@ -50,14 +51,14 @@ def test_a_handoff_shows_its_writer_its_readers_and_the_pollers_attempts():
 
 def test_nothing_is_recorded_when_record_files_is_off():
     result = run_world(HANDOFF, topology="v4-8", timeout=20)
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     assert file_events(result) == []
 
 
 def test_a_rank_records_at_most_ten_thousand_file_events_then_one_warning():
     result = run_world(f"{TARGETS}:many_attempts", topology="v4-8", timeout=60, record_files=True,
                        args=(10_050,))
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     assert len(file_events(result, rank=0)) == 10_000
     warnings = [e for e in result.history if e.kind == "warning" and e.rank == 0]
     assert len(warnings) == 1 and "dropped" in warnings[0].detail["message"]

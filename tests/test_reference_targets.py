@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from harness import CRASH, ERROR, HANG, PASS, run_world
+from harness.reports.diagnosis import describe
 from harness.workloads.config_sync import PRELOAD, TARGETS
 from harness.workloads.config_sync.model import (
     PretrainConfig,
@@ -47,7 +48,7 @@ def helper(name: str) -> str:
 
 
 def assert_one_valid_config(result) -> dict[str, Any]:
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     assert len({digest(v) for v in result.values}) == 1, result.values
     PretrainConfig(**result.values[0])
     return result.values[0]
@@ -137,7 +138,7 @@ def test_robust_run_name_is_derived_from_the_config():
 
 def test_robust_survivors_fail_loudly_when_the_writer_dies():
     result = world(ROBUST, "v4-64", timeout=20, faults=[KILL_WRITER])
-    assert result.outcome == CRASH and result.ranks[0].killed_by_fault, result.describe()
+    assert result.outcome == CRASH and result.ranks[0].killed_by_fault, describe(result)
     for r in result.ranks[1:]:
         assert r.error["type"] == "TimeoutError", r.summary()
         assert "'config_save'" in r.error["message"] and "2 s" in r.error["message"]
@@ -145,7 +146,7 @@ def test_robust_survivors_fail_loudly_when_the_writer_dies():
 
 def test_robust_brings_rank0s_error_to_every_rank_at_once():
     result = world(ROBUST, "v4-64", args=inputs(global_batch_size="lots"))
-    assert result.outcome == ERROR, result.describe()
+    assert result.outcome == ERROR, describe(result)
     assert {r.error["type"] for r in result.ranks} == {
         "harness.workloads.config_sync.robust.ConfigSyncError"}
     assert len({r.error["message"] for r in result.ranks}) == 1

@@ -144,8 +144,8 @@ MOUNTS = GOOD + "mounts:\n  - path: /mnt/data\n    scope: shared\n  - {path: /mn
      ("consistency 'delayed' only, not 'local'",)),
     ("scope: shared", "consistency: delayed\n    delay_ms: -1", 11, "mounts.0.delay_ms",
      ("greater than or equal to 0",)),
-    ("scope: shared", "consistency: delayed\n    delay_ms: 600001", 11, "mounts.0.delay_ms",
-     ("less than or equal to 600000",)),
+    ("scope: shared", "consistency: delayed\n    delay_ms: 86400001", 11, "mounts.0.delay_ms",
+     ("less than or equal to 86400000",)),
     ("scope: shared", "consistency: delayed\n    delay_ms: true", 11, "mounts.0.delay_ms",
      ("valid integer",)),
     ("scope: shared", "consistency: delayed\n    delay_ms: 1.5", 11, "mounts.0.delay_ms",
@@ -167,7 +167,7 @@ def test_mounts_that_can_be_mounted_load(tmp_path):
 
 
 @pytest.mark.parametrize("path,delay", [("a", 0), ("/a\0", 0), ("/a", -1),
-                                        ("/a", 600_001)])
+                                        ("/a", 86_400_001)])
 def test_a_mount_built_in_code_checks_the_same(path, delay):
     from harness.filesystem.mounts import Mount
     with pytest.raises(ValueError):

@@ -24,6 +24,7 @@ import pytest
 
 import harness
 from harness.filesystem.mounts import Mount
+from harness.reports.diagnosis import describe
 
 TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets", "conformance.py")
 TIMEOUT = 20.0
@@ -45,7 +46,7 @@ def world(target: str, topology: str, *, profile: str = "legacy", env: dict[str,
 
 def observations(result: harness.WorldResult) -> list[dict]:
     """Every rank's observations, in rank order; the world must have passed."""
-    assert result.outcome == harness.PASS, result.describe()
+    assert result.outcome == harness.PASS, describe(result)
     return result.values
 
 

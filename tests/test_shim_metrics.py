@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import harness
+from harness.reports.diagnosis import describe
 
 TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets", "surface_targets.py")
 _worlds: dict[tuple[str, int], harness.WorldResult] = {}
@@ -27,7 +28,7 @@ def per_rank(target: str, n: int) -> list[dict]:
         _worlds[key] = harness.run_world(f"{TARGETS}:{target}", topology=f"{n}x1", timeout=60,
                                          profile="current")
     result = _worlds[key]
-    assert result.outcome == harness.PASS, result.describe()
+    assert result.outcome == harness.PASS, describe(result)
     return result.values
 
 
@@ -198,7 +199,7 @@ def test_run_multiprocess_returns_every_local_ranks_value(tmp_path):
     script.write_text(RUN_MULTIPROCESS_SCRIPT)
     result = harness.run_world(argv=(str(script), "values"), topology="2x4", timeout=60,
                                profile="current")
-    assert result.outcome == harness.PASS, result.describe()
+    assert result.outcome == harness.PASS, describe(result)
     assert [h.stdout for h in result.hosts] == [
         "[0, 1, 2, 3] [0, 1, 2, 3] [8, 8, 8, 8] {1048576} {3}\n",
         "[4, 5, 6, 7] [4, 5, 6, 7] [8, 8, 8, 8] {1048576} {3}\n"]

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import harness
+from harness.reports.diagnosis import describe
 from harness.scenarios import Scenario
 from harness.topology import PROFILES
 from harness.world.config import WorldConfig
@@ -180,7 +181,7 @@ def backend_world(profile: str) -> list[dict[str, Any]]:
         _worlds[profile] = harness.run_world(f"{TARGETS}:backend_ops", topology="2x1",
                                              timeout=30.0, profile=profile)
     result = _worlds[profile]
-    assert result.outcome == harness.PASS, result.describe()
+    assert result.outcome == harness.PASS, describe(result)
     return result.values
 
 
@@ -238,6 +239,6 @@ def test_subgroup_broadcast_takes_the_group_root_as_global_before_2_9(profile, e
     group [0, 1] group rank 1 is global rank 1 under every profile."""
     result = harness.run_world(f"{TARGETS}:subgroup_broadcast", topology="4x1", timeout=30.0,
                                profile=profile)
-    assert result.outcome == harness.PASS, result.describe()
+    assert result.outcome == harness.PASS, describe(result)
     assert [obs["value"] for obs in result.values] == expected
     assert all(obs["mesh"] == [[0, 1], [2, 3]] for obs in result.values)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from harness import ERROR, HANG, PASS, run_world
+from harness.reports.diagnosis import describe
 
 ALREADY = "Runtime is already initialized. Do not use the XLA device before calling xmp.spawn."
 
@@ -46,7 +47,7 @@ def test_exec_a_rank_imports_torch_xla_inside_its_function_once(tmp_path, order)
     script = tmp_path / "train.py"
     script.write_text(IMPORT_INSIDE)
     result = run_world(argv=(str(script), order), topology="1x2", timeout=60)
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     assert [r.outcome for r in result.ranks] == [PASS, PASS]
 
 
@@ -69,7 +70,7 @@ def test_api_a_target_imports_torch_xla_again_inside_its_function(tmp_path):
     target = tmp_path / "target.py"
     target.write_text(API_TARGET)
     result = run_world(f"{target}:fn", topology="2x1", timeout=60)
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     assert result.values == [[2.0], [2.0]]
 
 
@@ -99,7 +100,7 @@ def test_exec_each_spawn_of_a_launcher_runs_a_fresh_set_of_its_ranks(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(SPAWN_AGAIN)
     result = run_world(argv=(str(script),), topology="2x2", timeout=60)
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     assert [h.stdout for h in result.hosts] == ["launcher done\n"] * 2
     for r in result.ranks:
         lines = [line.split() for line in r.stdout.splitlines() if not line.startswith("---")]
@@ -136,7 +137,7 @@ def test_exec_a_later_spawn_never_completes_an_earlier_rounds_collective(tmp_pat
     script = tmp_path / "train.py"
     script.write_text(ROUNDS_APART)
     result = run_world(argv=(str(script),), topology="2x1", timeout=60)
-    assert result.outcome == HANG, result.describe()
+    assert result.outcome == HANG, describe(result)
     report = result.hang_report or ""
     assert "rank 1 waits in rendezvous 'round 0'" in report, report
     assert "rank 0 waits in rendezvous 'round 1'" in report, report
@@ -178,7 +179,7 @@ def test_exec_nprocs_1_runs_fn_0_in_the_launcher_as_a_world_of_one(tmp_path, how
     script = tmp_path / "train.py"
     script.write_text(SINGLE)
     result = run_world(argv=(str(script), how), topology="2x2", timeout=60)
-    assert [h.outcome for h in result.hosts] == [PASS, PASS], result.describe()
+    assert [h.outcome for h in result.hosts] == [PASS, PASS], describe(result)
     for h in result.hosts:
         one = f"0 1 0 0 {h.rank} [1.0, 1.0] [b'x']"
         assert h.stdout.splitlines() == [one, one, f"refused: {ALREADY}"], h.stdout
@@ -212,7 +213,7 @@ def test_exec_spawn_on_a_host_of_one_chip_starts_a_child_process(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(DEVICE_FIRST)
     result = run_world(argv=(str(script), "spawn"), topology="2x1", timeout=60)
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     for r, h in zip(result.ranks, result.hosts):
         launcher_pid = int(h.stdout.split()[1])
         assert r.value != launcher_pid and r.pid == r.value
@@ -263,5 +264,5 @@ def test_exec_asking_about_the_host_before_spawn_does_not_initialise_the_runtime
     script = tmp_path / "train.py"
     script.write_text(ASKS_FIRST)
     result = run_world(argv=(str(script),), topology="2x2", timeout=60, profile="current")
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     assert [h.stdout.strip() for h in result.hosts] == ["TPU 4 2 2 4 0", "TPU 4 2 2 4 1"]

@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from harness.checkers.validator import Validator, problem, validator
 from harness.pytest_plugin import catalog_cases
+from harness.reports.diagnosis import describe
 from harness.scenario_yaml import ScenarioError
 from harness.scenarios import load_scenario
 from harness.world.result import FAIL, PASS
+from harness.world.validator import Validator, problem, validator
 from harness.world.world import run_world
 
 from support import SCENARIO_HEAD, run_cli
@@ -93,7 +94,7 @@ def test_a_pydantic_model_judges_every_rank_inside_the_rank(code):
     assert [r.rank for r in bad] == [3]
     assert bad[0].invalid == "lr: Field required"
     assert "rank 3 returned an invalid value: lr: Field required" in result.detail()
-    assert "which the checker refuses: lr: Field required" in result.describe()
+    assert "which the checker refuses: lr: Field required" in describe(result)
 
 
 def test_a_function_and_a_json_schema_say_the_same_in_their_own_words(code):

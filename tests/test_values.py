@@ -18,6 +18,7 @@ import torch
 from pydantic import BaseModel
 
 from harness import ERROR, HANG, PASS, run_world
+from harness.reports.diagnosis import describe
 from harness.world.assemble import unit_result
 from harness.world.lifecycle import Unit
 from harness.world.protocol import Result
@@ -85,7 +86,7 @@ def test_a_value_whose_reduce_runs_a_command_never_runs_it_in_the_harness(tmp_pa
     result = run_world(f"{TARGETS}:returns", topology="1x1", timeout=20, args=("shell", str(marker)),
                        sandbox=False)
     assert not marker.exists()
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     (rank,) = result.ranks
     assert rank.value_note.startswith("sent as plain data (it holds posix.system")
     assert rank.value["config"].startswith("<")  # its repr: what the user would see
@@ -93,7 +94,7 @@ def test_a_value_whose_reduce_runs_a_command_never_runs_it_in_the_harness(tmp_pa
 
 def test_a_value_of_the_targets_own_class_comes_back_as_its_repr():
     result = run_world(f"{TARGETS}:returns", topology="1x1", timeout=20, args=("mine",))
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     assert result.ranks[0].value == "Mine(lr=0.1)"
     assert "survival_targets.Mine" in result.ranks[0].value_note
 

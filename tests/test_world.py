@@ -12,6 +12,7 @@ import pytest
 from harness import CRASH, ERROR, HANG, PASS, WorldConfig, get_topology, run_world
 from harness.filesystem.mounts import Mount
 from harness.pytest_plugin import WorldFailed, assert_world_passed
+from harness.reports.diagnosis import describe
 
 from support import alive, processes_of_world, run_cli
 
@@ -40,7 +41,7 @@ def line_of(function: str, text: str) -> int:
 def test_every_rank_returns_its_identity(topology):
     topo = get_topology(topology)
     result = run_world(target("identity"), topology=topology, timeout=20)
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     assert [r.value["ordinal"] for r in result.ranks] == list(range(topo.world_size))
     assert {r.value["world"] for r in result.ranks} == {topo.world_size}
     for r in result.ranks:
@@ -54,7 +55,7 @@ def test_every_rank_returns_its_identity(topology):
 
 def test_ps_names_the_harness_processes_and_a_rank_as_its_interpreter():
     result = run_world(target("process_names"), topology="single-host-8", timeout=20)
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     interpreter = os.path.basename(sys.executable)[:15]
     assert {tuple(r.value) for r in result.ranks} == {(interpreter, "harness-leader")}
 
@@ -289,7 +290,7 @@ def spawn_script(tmp_path):
 
 def test_exec_runs_the_scripts_own_spawn_on_every_host(spawn_script):
     result = run_world(argv=(str(spawn_script), "ok"), topology="2x2", timeout=20)
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     assert [h.outcome for h in result.hosts] == [PASS, PASS]
     assert [r.outcome for r in result.ranks] == [PASS] * 4
     assert result.ranks[0].stdout == "joined 0,1,2,3\n"
@@ -319,7 +320,7 @@ def test_exec_the_legacy_xla_dist_launcher(spawn_script):
     argv = ("-m", "torch_xla.distributed.xla_dist", "--tpu=test-pod", "--",
             "python", str(spawn_script), "ok")
     result = run_world(argv=argv, topology="v4-64", timeout=20)
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     assert result.ranks[0].stdout == "joined 0,1,2,3,4,5,6,7\n"
 
 
@@ -391,7 +392,7 @@ def test_a_rank_preempted_inside_a_collective_does_not_leave_its_arrival_behind(
     path.write_text(PREEMPTED_IN_A_COLLECTIVE)
     result = run_world(f"{path}:fn", topology="1x2", timeout=10,
                        faults=[{"kind": "preempt", "rank": 1, "after_ms": 300, "lives": [0]}])
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     assert result.ranks[1].restarts == 1
     assert [r.value for r in result.ranks] == [[b"zero", b"life 1"]] * 2
 
@@ -400,6 +401,6 @@ def test_tempfile_names_are_the_same_in_every_run_and_differ_between_ranks():
     """Reproducible to its paths: a staging name learned from one run is the next run's."""
     first = run_world(f"{TARGETS}:temp_names", topology="v4-8", timeout=20)
     again = run_world(f"{TARGETS}:temp_names", topology="v4-8", timeout=20, seed=7)
-    assert first.outcome == PASS, first.describe()
+    assert first.outcome == PASS, describe(first)
     assert first.values == again.values
     assert len({tuple(v) for v in first.values}) == len(first.ranks)

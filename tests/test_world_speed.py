@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness import PASS, run_world
+from harness.reports.diagnosis import describe
 from harness.world import sweep
 from harness.world.environment import seed_torch
 
@@ -36,7 +37,7 @@ def test_a_rank_is_seeded_without_queueing_seeds_for_devices_the_machine_lacks()
         pytest.skip("an accelerator is available: torch.manual_seed runs as it is")
     first = run_world(f"{TARGETS}:torch_draws", topology="v4-8", timeout=30, seed=7)
     again = run_world(f"{TARGETS}:torch_draws", topology="v4-8", timeout=30, seed=7)
-    assert first.outcome == PASS, first.describe()
+    assert first.outcome == PASS, describe(first)
     values = [r.value for r in first.ranks]
     assert all(v["queued"] == {"cuda": 0, "xpu": 0} for v in values), values
     # Every rank draws alike, and the same seed draws the same again.
@@ -68,7 +69,7 @@ def test_a_preloaded_foreign_torch_xla_is_dropped_and_every_rank_gets_the_shim(t
         p for p in (str(tmp_path), os.environ.get("PYTHONPATH", "")) if p))
     result = run_world(f"{TARGETS}:which_torch_xla", topology="v4-8", timeout=30,
                        preload=("uses_foreign_xla",))
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     for rank in result.ranks:
         files = [f for f in rank.value.values() if f]
         assert files and all(str(tmp_path) not in f for f in files), rank.value
@@ -86,7 +87,7 @@ def test_a_world_that_ended_cleanly_leaves_the_sweep_nothing(monkeypatch):
     monkeypatch.setattr(sweep, "end_world", counting)
     for _ in range(4):
         result = run_world(f"{TARGETS}:torch_draws", topology="v4-8", timeout=30)
-        assert result.outcome == PASS, result.describe()
+        assert result.outcome == PASS, describe(result)
     # The leader is let exit after its "done", not found running, stopped and killed.
     assert found == [0, 0, 0, 0]
 
@@ -133,7 +134,7 @@ def test_the_benchmark_runs_and_prints_the_ratio_to_the_floor():
 def test_a_rank_imports_the_shim_from_the_code_the_fork_server_holds():
     result = run_world(f"{TARGETS}:shim_loaders", topology="v4-8", timeout=30,
                        env={"XLA_METRICS_SAMPLES": "77"})
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     for rank in result.ranks:
         loaders = rank.value["loaders"]
         assert loaders["torch_xla.core.xla_model"] == "HeldCodeLoader", loaders

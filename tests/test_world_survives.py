@@ -22,6 +22,7 @@ from harness.filesystem import sandbox as sandbox_layout
 from harness.filesystem import snapshot as snapshot_module
 from harness.filesystem.mounts import default_table, real_root
 from harness.filesystem.snapshot import SIZE_CAP, content_bytes, snapshot
+from harness.reports.diagnosis import describe
 
 from support import REPO, alive, processes_of_world, run_cli, start_cli
 
@@ -66,7 +67,7 @@ def test_a_huge_sparse_file_is_recorded_by_its_size_never_read():
     size = 600 * 1024 * 1024
     result = run_world(target("leaves_a_sparse_file"), topology="1x1", timeout=20,
                        args=(WATCHED, size), watch=[WATCHED + "/*"])
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     content = result.files[0][f"{WATCHED}/huge.bin"]
     assert content == f"not read: {size} bytes, larger than the {SIZE_CAP} bytes read at most"
     assert content_bytes(content) is None
@@ -76,7 +77,7 @@ def test_a_symlink_at_a_watched_path_is_recorded_as_a_link_not_followed():
     """The target's links hold virtual paths: followed on the machine, they lead out."""
     result = run_world(target("leaves_a_symlink"), topology="1x1", timeout=20,
                        args=(WATCHED,), watch=[WATCHED + "/*"])
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     assert result.files[0] == {f"{WATCHED}/latest": "not read: symlink -> /nonexistent/elsewhere"}
 
 
@@ -159,7 +160,7 @@ def test_ranks_whose_forked_children_hold_their_sockets_pass_and_the_children_di
     the world's end brings (0.5 s each used to turn this world into a HANG)."""
     result = run_world(target("forks_a_child_that_keeps_the_socket"), topology="v4-64-pjrt",
                        timeout=8, args=(30,))
-    assert result.outcome == PASS, result.describe()
+    assert result.outcome == PASS, describe(result)
     assert [r.value for r in result.ranks] == list(range(32))
     assert result.leftovers == 32, "every child was still alive at the end, and killed"
     assert processes_of_world(result.world_id) == []
@@ -217,7 +218,7 @@ def test_daemons_of_a_world_whose_fork_server_was_killed_end_with_the_world(tmp_
     result = run_world(f"{TARGETS}:daemon_then_kill_the_fork_server", topology="v4-8",
                        timeout=20, args=(str(tmp_path),), sandbox=False)
     daemons = _daemons(tmp_path)
-    assert len(daemons) == 4, result.describe()
+    assert len(daemons) == 4, describe(result)
     assert [p for p in daemons if alive(p)] == []
     assert processes_of_world(result.world_id) == []
     # Its leader died with the fork server: the world ends then, not at its deadline; a rank
@@ -328,9 +329,9 @@ def test_the_harness_returns_only_once_its_reaper_has_ended_what_the_run_left():
     has no still-running subprocess to warn about."""
     soak = f"reaper-at-exit-{os.getpid()}-{time.monotonic_ns()}"
     identity = f"{HERE / 'targets' / 'world_targets.py'}:identity"
-    code = ("from harness import run_world\n"
+    code = ("from harness import describe, run_world\n"
             f"r = run_world({identity!r}, topology='1x2', timeout=60)\n"
-            "assert r.outcome == 'PASS', r.describe()\n")
+            "assert r.outcome == 'PASS', describe(r)\n")
     done = subprocess.run([sys.executable, "-X", "dev", "-c", code], cwd=str(REPO),
                           env={**os.environ, "SOAK_MARK": soak}, capture_output=True, text=True,
                           timeout=120)  # the machine's time: a bound, so a stuck run fails

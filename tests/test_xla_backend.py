@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from harness.reports.diagnosis import describe
 from harness.world.world import run_world
 
 TARGETS = Path(__file__).parent / "targets" / "dist_targets.py"
@@ -23,7 +24,7 @@ TIMEOUT = 20.0
 def run(name: str, topology: str, *args: Any, env: dict[str, str] | None = None) -> Any:
     """Run a target of dist_targets.py on every rank; the world must pass."""
     result = run_world(f"{TARGETS}:{name}", topology=topology, timeout=TIMEOUT, args=args, env=env)
-    assert result.outcome == "PASS", result.describe()
+    assert result.outcome == "PASS", describe(result)
     return result
 
 
@@ -100,15 +101,15 @@ def test_rank_0_that_raises_after_init_is_reported_while_the_others_wait():
     result = run_world(f"{TARGETS}:rank0_raises_after_init", topology="4x1", timeout=10.0,
                        env={"TORCH_DIST_INIT_BARRIER": "1"})
     rank0 = result.ranks[0]
-    assert rank0.outcome == "ERROR", result.describe()
-    assert "rank 0's config fails validation" in str(rank0.error), result.describe()
+    assert rank0.outcome == "ERROR", describe(result)
+    assert "rank 0's config fails validation" in str(rank0.error), describe(result)
 
 
 def test_rank_0_does_not_wait_for_a_worker_that_died():
     result = run_world(f"{TARGETS}:worker_dies_after_init", topology="4x1", timeout=TIMEOUT,
                        env={"TORCH_DIST_INIT_BARRIER": "1"})
     assert [r.outcome for r in result.ranks] == ["PASS", "CRASH", "PASS", "PASS"], \
-        result.describe()
+        describe(result)
 
 
 def test_dummy_store_skips_the_handshake():

@@ -1,7 +1,7 @@
 """What every workload's checker decides first: did the world end, and how.
 
 A rank the fault plan killed is not judged; its survivors are. Only when every
-judged rank returned a value its checker (if any: ``harness.checkers.validator``)
+judged rank returned a value its checker (if any: ``harness.world.validator``)
 accepts does a workload's own oracle look at the values.
 """
 
@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.history import ranks_phrase
-from harness.world.result import CRASH, ERROR, FAIL, HANG, PASS, RankResult, WorldResult, fates_phrase
+from harness.vocabulary import CRASH, ERROR, FAIL, HANG, PASS
+from harness.world.result import RankResult, WorldResult, fates_phrase
 
 
 @dataclass(frozen=True)

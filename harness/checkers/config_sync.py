@@ -7,7 +7,8 @@ import json
 from typing import Any
 
 from harness.checkers.common import Baseline, Judgement, as_json, end_of_world, judged, ranks_phrase
-from harness.world.result import FAIL, PASS, WorldResult
+from harness.vocabulary import FAIL, PASS
+from harness.world.result import WorldResult
 
 
 def digest(config: Any) -> str:

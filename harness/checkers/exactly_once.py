@@ -50,7 +50,8 @@ from typing import Any
 
 from harness.checkers.common import Judgement, end_of_world, judged, ranks_phrase
 from harness.history import format_ranks
-from harness.world.result import CRASH, ERROR, FAIL, HANG, PASS, WorldResult
+from harness.vocabulary import CRASH, ERROR, FAIL, HANG, PASS
+from harness.world.result import WorldResult
 
 STREAM = re.compile(r"/data/streams/stream_(\d+)\.jsonl$")
 OUTPUT = re.compile(r"/activations/tpu_(\d+)/([^/]+\.jsonl)$")

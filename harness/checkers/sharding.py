@@ -22,7 +22,8 @@ from numbers import Integral
 from typing import Any
 
 from harness.checkers.common import Judgement, end_of_world, judged, ranks_phrase
-from harness.world.result import FAIL, PASS, WorldResult
+from harness.vocabulary import FAIL, PASS
+from harness.world.result import WorldResult
 
 _EXAMPLES = 4
 

@@ -1,6 +1,6 @@
 """Explore: search fault plans instead of listing them.
 
-``harness explore`` (``harness.explore.cli``) draws plans from Hypothesis
+``harness explore`` (``harness.cli.explore``) draws plans from Hypothesis
 strategies built from the fault kinds and the target's roles (``space``), runs
 each as a world and shrinks every failure to the smallest plan (``search``),
 and writes it as a scenario file with its replay command (``found``).
@@ -61,8 +61,7 @@ def check_plan(case: PlanCase, found: str | Path = "found") -> None:
     """Run the plan's world and fail the test if the target did not survive it: the
     message has every rank's fate, and the plan is written to ``found`` with its replay.
     A plan whose faults could not happen to the target passes, as it tests nothing."""
-    from harness.pytest_plugin import CellFailed
-    from harness.reports.diagnosis import describe
+    from harness.reports.diagnosis import CellFailed, describe
 
     cell = case.search.failure(case.plan)
     if cell is not None:

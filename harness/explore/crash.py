@@ -63,13 +63,14 @@ from harness.explore.space import Plan
 from harness.filesystem.mounts import default_table
 from harness.filesystem.snapshot import content_bytes
 from harness.history import dropped_line
-from harness.runner.cells import NOT_EXERCISED, Cell
+from harness.runner.cells import Cell
 from harness.runner.run import CellPlan, run_cell
 from harness.scenarios import Scenario, base_scenario, load_scenario
 from harness.topology import get_topology
+from harness.vocabulary import NOT_EXERCISED, PASS, Expect, UsageError
 from harness.workloads.base import Target
 from harness.workloads.registry import DEFAULT_WORKLOAD, WORKLOADS
-from harness.world.result import PASS, one_line
+from harness.world.result import one_line
 from harness.world.world import ABORT, run_world
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,7 @@ log = logging.getLogger(__name__)
 _TRACE = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
 
 
-class CrashError(ValueError):
+class CrashError(UsageError, ValueError):
     """Bad input to the crash-state explorer: the message says what and where."""
 
 
@@ -201,7 +202,7 @@ def _scenario_text(name: str, base: Scenario, faults: list[dict[str, Any]],
     """A crash world's scenario: the workload's base with these faults, expected to pass
     (every state is one a correct recovery survives)."""
     data = Plan(base.topology, tuple(faults)).scenario(base, name, description)
-    data["expect"] = "pass"
+    data["expect"] = Expect.PASS.value  # a plain string, for yaml.safe_dump
     return yaml.safe_dump(data, sort_keys=False, width=100, allow_unicode=True)
 
 

@@ -40,11 +40,12 @@ from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from harness.explore.space import Plan, Space
 from harness.faults.kinds import KINDS
 from harness.faults.kinds._base import Placed
-from harness.runner.cells import NOT_EXERCISED, UNEXPECTED, Cell
+from harness.runner.cells import Cell
 from harness.runner.discovery import Discovery, cache_dir, discover
 from harness.runner.run import CellPlan, run_cell
 from harness.scenarios import Scenario, ScenarioError, load_scenario
 from harness.topology import get_topology
+from harness.vocabulary import NOT_EXERCISED, UNEXPECTED
 from harness.workloads.base import Target
 from harness.workloads.registry import WORKLOADS
 from harness.world.world import ABORT

@@ -33,6 +33,7 @@ from harness.faults.kinds._base import Placed
 from harness.roles import ROLES, Roles
 from harness.scenarios import Scenario
 from harness.topology import get_topology
+from harness.vocabulary import Expect
 from harness.workloads.registry import WORKLOADS
 
 #: The most faults one plan holds: most bugs need three or fewer (CrashMonkey/ACE).
@@ -75,8 +76,9 @@ class Plan:
         stacked = Counter((f["kind"], f.get("role"), f.get("path")) for f in self.faults
                           if KINDS[f["kind"]].transient)
         if any(n > 1 for n in stacked.values()):
-            worst.append("fail-loudly")
-        return "fail-loudly" if "fail-loudly" in worst else "pass"
+            worst.append(Expect.FAIL_LOUDLY)
+        # a plain string: it is written into a scenario file by yaml.safe_dump
+        return (Expect.FAIL_LOUDLY if Expect.FAIL_LOUDLY in worst else Expect.PASS).value
 
     def scenario(self, base: Scenario, name: str, description: str, finding: str = "") -> dict[str, Any]:
         """The scenario file this plan is: ``base`` with the plan's topology, mounts and

@@ -24,6 +24,7 @@ import sysconfig
 from dataclasses import dataclass, field, replace
 
 from harness.topology import Topology
+from harness.vocabulary import MAX_TIMEOUT_MS
 
 SCOPES = ("shared", "host", "rank")
 MODES = ("rw", "ro")
@@ -37,7 +38,7 @@ KERNEL_TREES = ("/proc", "/sys", "/dev")
 #: sandbox (255 bytes at most), after home replaces a leading ``~``.
 MAX_MOUNT_PATH = 160
 #: The longest ``delay_ms`` of a delayed mount: the longest world timeout.
-MAX_DELAY_MS = 600_000
+MAX_DELAY_MS = MAX_TIMEOUT_MS
 
 
 def is_under(path: str, tree: str) -> bool:

@@ -65,9 +65,11 @@ class RecordingView(View):
 
     file_class = RecordingFile
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, target: str | None = None, **kwargs: Any) -> None:
+        """``target``: the world's ``module:function`` or ``file.py:function``, whose own
+        frames name the line that made each operation."""
         super().__init__(*args, **kwargs)
-        self._lines = LineFinder(_target_of_this_world())
+        self._lines = LineFinder(target)
         self._told = 0
         self._last: tuple[Any, ...] | None = None  # the stat/listdir being repeated
         self._repeats = 0
@@ -223,19 +225,6 @@ def _length(b: Any) -> int | None:
         return memoryview(b).nbytes
     except TypeError:
         return None
-
-
-def _target_of_this_world() -> str | None:
-    """The target's ``module:function`` or ``file.py:function`` (None outside a world)."""
-    try:
-        from harness.world import runtime
-
-        ctx = runtime.active()
-    except Exception:  # noqa: BLE001 - a view built outside a world has no target
-        return None
-    spec = getattr(ctx, "spec", None)
-    target = getattr(spec, "target", None)
-    return target if isinstance(target, str) else None
 
 
 class LineFinder:

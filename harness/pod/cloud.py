@@ -43,7 +43,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.durations import parse_duration
 from harness.pod.workers import Worker
+from harness.vocabulary import PodError
 
 log = logging.getLogger(__name__)
 
@@ -59,11 +61,9 @@ ACTIVE = "ACTIVE"
 
 _DESCRIBE_TIMEOUT_S = 300.0
 _DELETE_TIMEOUT_S = 1800.0  # deleting a v4-64's eight VMs takes minutes
-_DURATION = re.compile(r"^\s*(\d+)\s*([smh])\s*$")
-_UNITS = {"s": 1, "m": 60, "h": 3600}
 
 
-class CloudError(RuntimeError):
+class CloudError(PodError, RuntimeError):
     """gcloud failed or answered what the pod cannot use; one line naming the command."""
 
 
@@ -76,14 +76,6 @@ class TpuNode:
     accelerator_type: str
     state: str
     workers: list[Worker]
-
-
-def parse_duration(text: str) -> int:
-    """``90s``, ``60m``, ``6h`` in seconds; ValueError naming the text otherwise."""
-    m = _DURATION.match(text)
-    if m is None or int(m.group(1)) <= 0:
-        raise ValueError(f"{text!r} is not a duration such as 90s, 60m or 6h")
-    return int(m.group(1)) * _UNITS[m.group(2)]
 
 
 def gcloud_executable() -> str:

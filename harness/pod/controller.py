@@ -37,6 +37,7 @@ from harness.pod.session import Finished, PodSession, SshOptions, WorkerFailure,
 from harness.pod.spec import REMOTE_ROOT, PodCellSpec, host_file, rank_file
 from harness.pod.workers import Worker
 from harness.topology import Topology
+from harness.vocabulary import PodError
 from harness.world import protocol
 from harness.world.assemble import unit_result
 from harness.world.lifecycle import Unit
@@ -51,7 +52,7 @@ READY_LIMIT_S = 120.0
 _RANK_FILES = ("result", "events", "stdout", "stderr", "stack", "pid")
 
 
-class PodFailure(Exception):
+class PodFailure(PodError):
     """The pod, not the target, failed this cell (or the whole run)."""
 
     def __init__(self, failures: list[WorkerFailure], partial: WorldResult | None = None,

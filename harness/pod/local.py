@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.pod.workers import Worker
+from harness.vocabulary import PodError
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ log = logging.getLogger(__name__)
 START_TIMEOUT_S = 30.0
 
 
-class LocalPodError(RuntimeError):
+class LocalPodError(PodError, RuntimeError):
     """The local pod cannot start on this machine; the message says what is missing."""
 
 

@@ -20,11 +20,12 @@ from functools import partial
 
 from harness import __version__
 from harness.filesystem.mounts import is_under
-from harness.runner.cells import INFRA, UNEXERCISED, Cell, Matrix, RankRow
+from harness.runner.cells import Cell, Matrix, RankRow
 from harness.runner.discovery import Discovery, discover
 from harness.runner.run import CellPlan, plan_cells, replay_command, run_cell, run_matrix
 from harness.scenarios import Scenario
 from harness.topology import TOPOLOGIES
+from harness.vocabulary import INFRA, POD_DEADLINE, UNEXERCISED
 from harness.workloads.base import Target
 from harness.workloads.registry import WORKLOADS
 
@@ -54,12 +55,6 @@ def topology_name(hosts: int, ranks_per_host: int) -> str:
     return f"{hosts}x{ranks_per_host}"
 
 
-#: A pod cell's deadline unless ``--timeout`` gives one: the scenario's, at most this many
-#: seconds. On a pod time is the machine's: a target that hangs costs real time, as the
-#: simulator's world clock does not (a scenario's deadline there is what a real job waits).
-#: Above the reference targets' own waits (robust-sync's ``sync_timeout_s``, 30 s), so that
-#: a pod and the simulator agree on them; a night's HANG cells run to it (15 of 36: 15 min).
-POD_DEADLINE = 60.0
 
 
 def plan_pod(scenarios: list[Scenario], targets: list[Target], seed: int, topology: str,

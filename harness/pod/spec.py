@@ -11,10 +11,10 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.checkers.validator import Validator
 from harness.faults.plan import FaultPlan
 from harness.filesystem.sandbox import Leftover
 from harness.pod.fabric import FabricAddress
+from harness.world.validator import Validator
 
 #: Everything the harness keeps on a worker, under its home directory.
 REMOTE_ROOT = ".harness-pod"

@@ -21,13 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.pod.spec import REMOTE_ROOT
+from harness.vocabulary import UsageError
 
 #: What a worker's Python must import to run a cell (the harness's own dependencies).
 NEEDED = ("yaml", "pydantic", "numpy", "click", "rich", "coolname", "torch")
 _SKIP = {"__pycache__", ".git", ".venv", ".ci-venv", "reports", ".pytest_cache", ".mypy_cache"}
 
 
-class SyncError(RuntimeError):
+class SyncError(UsageError, RuntimeError):
     """The user's code cannot be sent as asked; the message says what to do."""
 
 

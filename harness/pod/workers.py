@@ -10,11 +10,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.vocabulary import UsageError
+
 _LINE = re.compile(r"^(?:(?P<user>[^@\s:]+)@)?(?P<host>\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+)"
                    r"(?::(?P<port>\d{1,5}))?$")
 
 
-class HostsFileError(ValueError):
+class HostsFileError(UsageError, ValueError):
     """A hosts file the pod cannot be read from; the message names the file and line."""
 
 

@@ -16,8 +16,8 @@ from rich.console import Console
 
 from harness.reports.store import atomic_write_text, point_latest
 from harness.runner.cells import Matrix
+from harness.vocabulary import FORMATS  # noqa: F401 - re-exported
 
-FORMATS = ("terminal", "json", "junit", "markdown", "html")
 #: The file each format is written to by ``write_reports``.
 FILENAMES = {"terminal": "matrix.txt", "json": "matrix.json", "junit": "matrix.xml",
              "markdown": "matrix.md", "html": "matrix.html"}

@@ -9,14 +9,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from harness.runner.cells import KNOWN, NOT_EXERCISED, OK, UNEXERCISED, UNEXPECTED, Cell, Matrix
+from harness.runner.cells import Cell, Matrix
+from harness.vocabulary import EXPECTABLE_OUTCOMES, KNOWN, OK, PASS, UNEXERCISED, UNEXPECTED, VERDICT_ORDER
 
-PASS = "PASS"
-OUTCOMES = ("PASS", "FAIL", "ERROR", "HANG", "CRASH", NOT_EXERCISED)
+OUTCOMES = EXPECTABLE_OUTCOMES
 
 #: One character per verdict, the same in every text report.
 MARKERS = {OK: "✓", KNOWN: "~", UNEXPECTED: "✗", UNEXERCISED: "○"}
-_VERDICT_ORDER = {UNEXPECTED: 0, UNEXERCISED: 1, KNOWN: 2, OK: 3}
 
 
 def marker(verdict: str) -> str:
@@ -60,7 +59,7 @@ def seed_group(matrix: Matrix, scenario: str, target: str) -> tuple[Cell | None,
     cells = matrix.cells_of(scenario, target)
     if not cells:
         return None, ""
-    worst = min(cells, key=lambda c: (_VERDICT_ORDER.get(c.verdict, -1), c.outcome == PASS))
+    worst = min(cells, key=lambda c: (VERDICT_ORDER.get(c.verdict, -1), c.outcome == PASS))
     same = sum((c.outcome, c.verdict) == (worst.outcome, worst.verdict) for c in cells)
     return worst, "" if same == len(cells) else f"{same}/{len(cells)}"
 
@@ -73,7 +72,7 @@ def needs_attention(cell: Cell) -> bool:
 def attention_cells(matrix: Matrix) -> list[Cell]:
     """Cells that need a look, unexpected first, then known, then the rest, in matrix order."""
     cells = [c for c in matrix.cells if needs_attention(c)]
-    return sorted(cells, key=lambda c: _VERDICT_ORDER.get(c.verdict, -1))
+    return sorted(cells, key=lambda c: VERDICT_ORDER.get(c.verdict, -1))
 
 
 def sorted_history(cell: Cell) -> list[dict[str, Any]]:

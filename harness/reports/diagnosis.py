@@ -19,7 +19,8 @@ from harness.frames import own_frame
 from harness.history import dropped_line, format_ranks, ranks_phrase
 from harness.reports._common import took
 from harness.runner.cells import Cell, FaultRow, RankRow
-from harness.world.result import NEVER_STARTED, PASS, WorldResult, one_line
+from harness.vocabulary import PASS
+from harness.world.result import NEVER_STARTED, WorldResult, one_line
 
 #: How many distinct tracebacks the plain-text diagnosis prints (the reports keep them all).
 TEXT_TRACEBACKS = 1
@@ -28,6 +29,14 @@ TEXT_TRACEBACKS = 1
 RETURNED = "returned"
 
 _FRAME = re.compile(r'^  File "(?P<path>[^"]+)", line \d+, in ')
+
+
+class WorldFailed(AssertionError):
+    """A world that should have passed did not; the message is the full diagnosis."""
+
+
+class CellFailed(AssertionError):
+    """A cell whose verdict is unexpected; the message is the full diagnosis."""
 
 
 def hide_own_frames(text: str) -> str:

@@ -21,15 +21,12 @@ import textwrap
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from harness.pod.cli import EXIT_POD_FAILED
 from harness.reports._common import seeds_text
 from harness.reports.expected import Expected, Listed
-from harness.runner.cells import INFRA, Cell, Matrix
+from harness.runner.cells import Cell, Matrix
+from harness.vocabulary import INFRA, ExitCode
 
 AGREE, DIFFER, ONLY, POD_FAILED = "agree", "differ", "only", "infra"
-#: ``harness diff``'s exit code for a difference nobody listed; a pod failure exits with
-#: ``EXIT_POD_FAILED``, as ``harness pod run`` does.
-EXIT_DIFFERS = 1
 #: The width the text output keeps to: a CI log.
 WIDTH = 100
 #: Lines of one side's detail shown; the report has the rest.
@@ -162,14 +159,14 @@ class Comparison:
     def has_pod(self) -> bool:
         return "pod" in (self.a.matrix.mode, self.b.matrix.mode)
 
-    def exit_code(self, allow_infra: bool = False) -> int:
+    def exit_code(self, allow_infra: bool = False) -> ExitCode:
         """1 for a difference not listed as expected (a finding, whatever else happened);
         else 4 when the pod failed in some cell, unless that is allowed; else 0."""
         if self.unlisted:
-            return EXIT_DIFFERS
+            return ExitCode.FAILED
         if self.group(POD_FAILED) and not allow_infra:
-            return EXIT_POD_FAILED
-        return 0
+            return ExitCode.POD_FAILED  # as ``harness pod run`` exits
+        return ExitCode.OK
 
 
 def _outcome(cell: Cell | None) -> str | None:

@@ -30,7 +30,8 @@ from harness.reports._common import (
 )
 from harness.reports.diagnosis import Diagnosis, diagnose
 from harness.reports.html_assets import CSS, JS
-from harness.runner.cells import KNOWN, OK, SCHEMA, UNEXERCISED, UNEXPECTED, Cell, Matrix
+from harness.runner.cells import SCHEMA, Cell, Matrix
+from harness.vocabulary import KNOWN, OK, UNEXERCISED, UNEXPECTED
 
 #: Beyond this many events, the page shows the first ones and points to the JSON report.
 MAX_HISTORY_ROWS = 2000

@@ -11,7 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.runner.cells import MODES, SCHEMA, VERDICTS, Matrix
+from harness.runner.cells import MODES, SCHEMA, Matrix
+from harness.vocabulary import VERDICTS
 
 #: The order of an event's keys in the file (the rest follow, sorted).
 _EVENT_KEYS = ("t", "kind", "rank", "op", "tag", "step", "site", "detail")

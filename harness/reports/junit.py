@@ -13,7 +13,8 @@ import xml.etree.ElementTree as ET
 
 from harness.reports._common import cell_name
 from harness.reports.diagnosis import describe
-from harness.runner.cells import KNOWN, OK, UNEXERCISED, UNEXPECTED, Cell, Matrix
+from harness.runner.cells import Cell, Matrix
+from harness.vocabulary import KNOWN, OK, UNEXERCISED, UNEXPECTED
 
 # Characters XML 1.0 cannot carry at all, even escaped (ANSI escapes in a rank's stderr, NULs...).
 _INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")

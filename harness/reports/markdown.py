@@ -20,7 +20,8 @@ from harness.reports._common import (
     took,
 )
 from harness.reports.diagnosis import diagnose
-from harness.runner.cells import KNOWN, OK, UNEXERCISED, UNEXPECTED, Cell, Matrix
+from harness.runner.cells import Cell, Matrix
+from harness.vocabulary import KNOWN, OK, UNEXERCISED, UNEXPECTED
 
 EMOJI = {OK: "✅", KNOWN: "⚠️", UNEXPECTED: "❌", UNEXERCISED: "⭕"}
 _MAX_CELL_TEXT = 200

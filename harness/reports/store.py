@@ -20,13 +20,15 @@ import secrets
 import tempfile
 from pathlib import Path
 
+from harness.vocabulary import UsageError
+
 log = logging.getLogger(__name__)
 
 #: The symlink to the newest complete run in a report dir.
 LATEST = "latest"
 
 
-class ReportDirError(OSError):
+class ReportDirError(UsageError, OSError):
     """The report dir cannot hold a run's reports; the message names it and says why."""
 
 

@@ -14,15 +14,18 @@ if TYPE_CHECKING:
     from harness.history import Event
     from harness.world.result import RankResult
 
+from harness.vocabulary import (  # noqa: F401 - a cell's words, re-exported for its readers
+    INFRA,
+    KNOWN,
+    NOT_EXERCISED,
+    OK,
+    UNEXERCISED,
+    UNEXPECTED,
+    VERDICTS,
+)
+
 SCHEMA = "harness.matrix/1"
 
-OK, KNOWN, UNEXPECTED, UNEXERCISED = "ok", "known", "unexpected", "unexercised"
-VERDICTS = (OK, KNOWN, UNEXPECTED, UNEXERCISED)
-#: A cell whose faults could not happen to this target: never a PASS (its own outcome).
-NOT_EXERCISED = "NOT-EXERCISED"
-#: A pod cell the pod itself failed (a host unreachable, a key refused, a ref missing, a
-#: host that stopped answering): never the target's outcome; its verdict is UNEXERCISED.
-INFRA = "INFRA"
 #: Where a report's cells ran: the simulator on one machine, or real TPU VMs over SSH.
 MODES = ("sim", "pod")
 

@@ -42,6 +42,7 @@ from typing import Any
 from harness.runner.cells import Cell, Matrix
 from harness.runner.discovery import Discovery
 from harness.runner.run import CellPlan, run_cell, run_matrix
+from harness.vocabulary import UsageError
 from harness.world.world import ABORT
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,7 @@ _LOCAL = re.compile(r"local:(\d+)")
 _REMOTE = re.compile(r"(tcp|tls|ws|wss)://[^\s/:]+(:\d+)?|[^\s/:]+:\d+")
 
 
-class ClusterError(Exception):
+class ClusterError(UsageError):
     """A cluster that cannot be used (not installed, a bad address, no answer): the
     message says what to do; the command line makes it a usage error (exit 2)."""
 

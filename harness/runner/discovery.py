@@ -29,8 +29,8 @@ from harness.filesystem.mounts import Mount
 from harness.filesystem.snapshot import content_bytes
 from harness.roles import Roles, derive
 from harness.topology import Topology, get_topology
+from harness.vocabulary import PASS
 from harness.workloads.base import Target, Workload
-from harness.world.result import PASS
 from harness.world.world import run_world
 
 log = logging.getLogger(__name__)

@@ -19,27 +19,18 @@ from typing import Any
 
 from harness import __version__
 from harness.checkers.common import Baseline, Judgement
-from harness.checkers.validator import Validator
 from harness.faults.plan import FaultPlan, PlanError, make_plan
 from harness.history import Event
-from harness.runner.cells import (
-    KNOWN,
-    NOT_EXERCISED,
-    OK,
-    UNEXERCISED,
-    UNEXPECTED,
-    Cell,
-    FaultRow,
-    Matrix,
-    RankRow,
-)
+from harness.runner.cells import Cell, FaultRow, Matrix, RankRow
 from harness.runner.discovery import Discovery, discover
 from harness.scenarios import Scenario, ScenarioError, catalog_dir, validate_host_inputs, validate_inputs
 from harness.topology import get_topology
+from harness.vocabulary import ERROR, KNOWN, NOT_EXERCISED, OK, PASS, UNEXERCISED, UNEXPECTED, Expect
 from harness.workloads.base import Target
 from harness.workloads.registry import DEFAULT_WORKLOAD, WORKLOADS
 from harness.world import pool
-from harness.world.result import ERROR, PASS, WorldResult, one_line
+from harness.world.result import WorldResult, one_line
+from harness.world.validator import Validator
 from harness.world.world import ABORT, run_world
 
 log = logging.getLogger(__name__)
@@ -212,7 +203,7 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
         log.exception("cannot judge %s[%s]", scenario.name, target.name)
         judgement = Judgement(ERROR, f"the cell could not be judged: {_why(exc)} (the workload's "
                                      "checker failed on what the ranks returned; the run went on)")
-    met = judgement.outcome == PASS or (scenario.expect == "fail-loudly"
+    met = judgement.outcome == PASS or (scenario.expect == Expect.FAIL_LOUDLY
                                         and judgement.outcome == ERROR and judgement.loud)
     is_known = scenario.name in target.known_failures or plan.key in known
     detail, outcome = judgement.detail, judgement.outcome

@@ -16,10 +16,10 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo
 
 from harness.checkers.common import Baseline, Judgement
-from harness.checkers.validator import Validator, validator
 from harness.filesystem.sandbox import Leftover
 from harness.topology import Topology
 from harness.world.result import WorldResult
+from harness.world.validator import Validator, validator
 
 
 class WorkloadInputs(BaseModel):

@@ -17,17 +17,16 @@ name already registered is skipped with a warning: it cannot break the built-ins
 
 from __future__ import annotations
 
-import ast
 import importlib
 import logging
 import os
-import stat
 from importlib import metadata
 from typing import Any
 
 from harness import source
-from harness.checkers.validator import validator
+from harness.vocabulary import DEFAULT_WORKLOAD  # noqa: F401 - re-exported
 from harness.workloads.base import Target, Workload
+from harness.world.validator import validator
 
 log = logging.getLogger(__name__)
 
@@ -98,13 +97,12 @@ def catalog_order() -> tuple[str, ...]:
 
 
 #: The workload a user's target belongs to unless told otherwise (CLI and pytest alike).
-DEFAULT_WORKLOAD = "config-sync"
 
 
 def target(spec: str, workload: str = DEFAULT_WORKLOAD, checker: Any = None) -> Target:
     """A built-in name, or a user's ``module:function`` / ``file.py:function``, which
     runs only the scenarios of ``workload`` (a built-in keeps its own); ``checker``
-    (anything ``harness.checkers.validator.validator`` reads) judges each rank's value."""
+    (anything ``harness.world.validator.validator`` reads) judges each rank's value."""
     if spec in BUILTIN_TARGETS:
         if checker is not None:
             raise ValueError(f"{spec} is a built-in target, judged by its workload's checker: "
@@ -121,7 +119,7 @@ def target(spec: str, workload: str = DEFAULT_WORKLOAD, checker: Any = None) -> 
         raise ValueError(f"target {spec!r}: expected module.path:function or "
                          "path/to/file.py:function")
     if module.endswith(".py") or os.sep in module:
-        check_file_defines(f"target {spec!r}", module, function.split(".")[0])
+        source.check_defines(f"target {spec!r}", module, function.split(".")[0])
     adapt = WORKLOADS[workload].user_ref
     ref, preload = spec, None
     if adapt:
@@ -134,30 +132,3 @@ def target(spec: str, workload: str = DEFAULT_WORKLOAD, checker: Any = None) -> 
                                        *preload_for(spec, None, os.getcwd()))))
     return Target(spec, ref, workload, preload=preload,
                   checker=validator(checker) if checker is not None else None)
-
-
-def check_file_defines(what: str, path: str, name: str) -> None:
-    """The file exists and defines ``name``: read from its source, never run here,
-    so that a typo is a usage error before any world starts, not eight ERROR ranks.
-    ``what`` names the reference in the error (``target 'sync.py:fn'``)."""
-    try:
-        regular = stat.S_ISREG(os.stat(path).st_mode)  # a FIFO or a device would block the CLI
-        tree = source.parse(path) if regular else None
-    except OSError as exc:
-        raise ValueError(f"{what}: cannot read {path}: {exc.strerror}") from None
-    except (SyntaxError, ValueError) as exc:
-        raise ValueError(f"{what}: {path} is not Python source: {exc}") from None
-    if tree is None:
-        raise ValueError(f"{what}: {path} is not a regular file")
-    defined: set[str] = set()
-    for node in ast.walk(tree):  # top level or under if/try: any binding may be the one
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            defined.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            if any(a.name == "*" for a in node.names):
-                return  # a star import may bring it in: the rank will tell
-            defined.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            defined.add(node.id)
-    if name not in defined and "__getattr__" not in defined:
-        raise ValueError(f"{what}: {path} defines no {name!r}")

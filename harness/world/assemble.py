@@ -5,20 +5,10 @@ from __future__ import annotations
 
 import os
 
+from harness.vocabulary import CRASH, ERROR, FAIL, HANG, PASS
 from harness.world.coordinator import Coordinator
 from harness.world.lifecycle import Lifecycle, Unit
-from harness.world.result import (
-    CRASH,
-    ERROR,
-    FAIL,
-    HANG,
-    NEVER_STARTED,
-    PASS,
-    RankResult,
-    WorldResult,
-    decode_status,
-    world_outcome,
-)
+from harness.world.result import NEVER_STARTED, RankResult, WorldResult, decode_status, world_outcome
 from harness.world.values import UnreadableValue
 
 _OUTPUT_LIMIT = 1 << 20

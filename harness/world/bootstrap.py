@@ -88,10 +88,11 @@ def _enter_world(ctx: RankContext, rank: int, life: int = 0, round_: int = 0) ->
         from harness.filesystem.recording import RecordingView
         from harness.filesystem.view import View
 
-        kind = RecordingView if spec.record_files else View
-        view = kind(spec.mounts, spec.sandbox, rank, ctx.host, spec.cwd, spec.home,
-                    hooks=engine, private=(spec.outdir,), notify=ctx.channel.notify,
-                    world_ns=rank_clock.world_time_ns if rank_clock.current() else None)
+        told = {"target": spec.target} if spec.record_files else {}
+        view = (RecordingView if spec.record_files else View)(
+            spec.mounts, spec.sandbox, rank, ctx.host, spec.cwd, spec.home, hooks=engine,
+            private=(spec.outdir,), notify=ctx.channel.notify,
+            world_ns=rank_clock.world_time_ns if rank_clock.current() else None, **told)
         patch.install(view)
         ctx.view = view
     seed_generators(seed)
@@ -177,7 +178,7 @@ def run_reporting(fn: Callable[[], Any], checker: Any = None) -> tuple[dict[str,
         value = fn()
         result: dict[str, Any] = {"type": "result", "ok": True, "value_repr": _short_repr(value)}
         if checker is not None:  # the user's checker runs here, never in the harness
-            from harness.checkers.validator import problem
+            from harness.world.validator import problem
 
             result["invalid"] = problem(checker, value)
         try:  # as the harness can read it without the target's code (harness.world.values)

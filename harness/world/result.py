@@ -8,14 +8,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.history import Dropped, Event, ranks_phrase
+from harness.vocabulary import CRASH, ERROR, FAIL, HANG, PASS, SEVERITY  # noqa: F401 - the words a world ends with
 from harness.world.values import decode
 
-PASS, FAIL, ERROR, HANG, CRASH = "PASS", "FAIL", "ERROR", "HANG", "CRASH"
 #: The error type of a rank whose process never started (its outcome is still the world's
 #: word for it: CRASH, or HANG when the deadline came first).
 NEVER_STARTED = "NeverStarted"
-#: Which outcome names the world when ranks disagree: the one that says most.
-SEVERITY = {HANG: 4, CRASH: 3, FAIL: 2, ERROR: 1, PASS: 0}
 
 _UNSET = object()
 
@@ -162,12 +160,6 @@ class WorldResult:
                        noun="rank" if len(ranks) == 1 else "ranks", ranks=ranks_phrase(ranks))
                    for what, (launchers, ranks) in groups.items()]
         return "; ".join(phrases), {r for _, ranks in groups.values() for r in ranks}
-
-    def describe(self) -> str:
-        """The whole diagnosis, as ``harness exec`` and a failing pytest show it."""
-        from harness.reports.diagnosis import describe  # presentation lives with the reports
-
-        return describe(self)
 
 
 #: what a launcher that exits 0 after its ranks failed did: ``xmp.spawn`` re-raises the first

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.checkers.validator import Validator
 from harness.faults.plan import FaultPlan
 from harness.filesystem.mounts import MountTable
 from harness.topology import Topology
+from harness.world.validator import Validator
 
 
 @dataclass(frozen=True)

@@ -104,7 +104,7 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
     detail={"path", "ok", "errno"?, "dst"?, "size"?, "count"?})`` (see
     ``harness/filesystem/recording.py``); nothing is sent without it.
     ``checker`` (a pydantic model, a function ``check(value) -> None | str``, a
-    JSON schema, or a reference to one: see ``harness.checkers.validator``)
+    JSON schema, or a reference to one: see ``harness.world.validator``)
     judges every rank's value inside the rank: a value it refuses makes that
     rank FAIL, with what it said in ``RankResult.invalid``. ``progress`` is
     called in this process about four times a second with where the world is

@@ -6,7 +6,7 @@ its parameters with bounds on every number, the operations it fires at,
 the facts the world and the sandbox need, and the hooks it overrides.
 Triggers keep the YAML spellings (``rank`` or ``ranks``, ``occurrence`` or
 ``occurrences``...); caps: ranks and hosts below 65,536 and inside the world,
-occurrences 1..10**6, after_ms 0..600,000 (the longest timeout), lives 0..1,000.
+occurrences 1..10**6, after_ms 0..86,400,000 (the longest timeout, a day), lives 0..1,000.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from harness.faults.trigger import FILE_OPS, OPS, PlanError, Trigger
 from harness.filesystem.mounts import KERNEL_TREES as MACHINE_PATHS  # never sandboxed
 from harness.filesystem.sandbox import Leftover
 from harness.roles import MEANING, ROLES, Roles
+from harness.vocabulary import MAX_TIMEOUT_MS, Expect
 
 if TYPE_CHECKING:
     from harness.faults.engine import FaultEngine
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from harness.filesystem.files import ViewFile
     from harness.filesystem.resolution import Resolved
 
-MAX_MS = 600_000  # ten minutes: the longest scenario timeout
+MAX_MS = MAX_TIMEOUT_MS  # the longest scenario timeout
 MAX_BYTES = 2**40  # a terabyte: beyond any file a test writes
 
 
@@ -111,11 +112,11 @@ class FaultKind(BaseModel):
     transient: ClassVar[bool] = False
 
     @classmethod
-    def expectation(cls, role: str | None = None) -> str:
+    def expectation(cls, role: str | None = None) -> Expect:
         """What correct code can at best do under this fault (aimed at files of ``role``):
         a scenario's ``expect``."""
         ends = (cls.ends_life and not cls.restarts) or cls.holds_forever or cls.breaks_the_run
-        return "fail-loudly" if ends else "pass"
+        return Expect.FAIL_LOUDLY if ends else Expect.PASS
 
     def off_pod(self) -> str | None:
         """Why this fault cannot act on a real pod (None: it can). A pod's ranks have the

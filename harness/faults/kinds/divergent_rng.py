@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 
 from harness.faults.kinds._base import FaultKind
+from harness.vocabulary import MAX_SEED
 
 if TYPE_CHECKING:
     from harness.faults.engine import FaultEngine
@@ -18,7 +19,7 @@ class DivergentRng(FaultKind):
     kind: Literal["divergent-rng"] = "divergent-rng"
 
     def at_start(self, engine: FaultEngine, fault: Fault, seed: int) -> int:
-        seed = (seed * 1_000_003 + 7919 * (engine.rank + 1)) % (2**32)
+        seed = (seed * 1_000_003 + 7919 * (engine.rank + 1)) % (MAX_SEED + 1)
         engine.report(fault, "start", None, message=f"rank {engine.rank} seeds its generators "
                                                     f"with {seed}")
         return seed

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 class Latency(FaultKind):
-    """A matching file operation takes ``delay_ms`` (0..600,000, default 100) longer."""
+    """A matching file operation takes ``delay_ms`` (0..86,400,000: a day, default 100) longer."""
 
     kind: Literal["latency"] = "latency"
     delay_ms: Millis = 100

@@ -9,6 +9,7 @@ from pydantic import field_validator
 from harness.faults.kinds._base import Placed
 from harness.filesystem.sandbox import Leftover
 from harness.roles import Roles
+from harness.vocabulary import Expect
 
 if TYPE_CHECKING:
     from harness.faults.plan import Fault
@@ -28,9 +29,9 @@ class PermissionDenied(Placed):
     needs_sandbox = True
 
     @classmethod
-    def expectation(cls, role: str | None = None) -> str:
+    def expectation(cls, role: str | None = None) -> Expect:
         # data the code must read, made unreadable: saying so is the best it can do
-        return "fail-loudly" if role == "input" else super().expectation(role)
+        return Expect.FAIL_LOUDLY if role == "input" else super().expectation(role)
 
     @field_validator("mode")
     @classmethod

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 class Straggle(FaultKind):
-    """The rank arrives ``delay_ms`` (0..600,000, default 500) late at a matching collective."""
+    """The rank arrives ``delay_ms`` (0..86,400,000: a day, default 500) late at a matching collective."""
 
     kind: Literal["straggle"] = "straggle"
     delay_ms: Millis = 500

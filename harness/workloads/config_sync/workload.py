@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from harness.checkers import config_sync
+from harness.vocabulary import MAX_TIMEOUT
 from harness.workloads.base import Workload, WorkloadInputs
 from harness.workloads.config_sync import PRELOAD, TARGETS
 from harness.workloads.config_sync.model import default_config
@@ -30,7 +31,7 @@ class ConfigSyncInputs(WorkloadInputs):
     #: robust-sync's deadline for each of its waits (half a minute: ranks of one job arrive
     #: seconds apart); below every deadline, a scenario's and a pod cell's, so that the
     #: survivors of a dead rank fail loudly before the harness calls the world a hang
-    sync_timeout_s: float = Field(default=30.0, gt=0, le=86_400)
+    sync_timeout_s: float = Field(default=30.0, gt=0, le=MAX_TIMEOUT)
     #: unused by the seed's code (it hard-codes its paths)
     sync_dir: str | None = Field(default=None, max_length=4096)
 

@@ -10,6 +10,7 @@ from harness.checkers import sharding
 from harness.checkers.common import Judgement
 from harness.filesystem.sandbox import Leftover
 from harness.topology import Topology
+from harness.vocabulary import MAX_SEED, MAX_TIMEOUT
 from harness.workloads.base import AbsolutePath, HostList, Workload, WorkloadInputs
 from harness.workloads.data_sharding import PRELOAD, TARGETS, user_ref
 from harness.world.result import WorldResult
@@ -30,9 +31,9 @@ class DataShardingInputs(WorkloadInputs):
     num_samples: int = Field(default=96, ge=1, le=_SIZE, validate_default=True)
     global_batch_size: int = Field(default=8, ge=1, le=_SIZE)
     #: the training config's seed: the shuffle seed of the loaders
-    seed: int = Field(default=0, ge=0, lt=2**32)
+    seed: int = Field(default=0, ge=0, le=MAX_SEED)
     #: robust-loader's deadline for its dataset check
-    sync_timeout_s: float = Field(default=30.0, gt=0, le=86_400)
+    sync_timeout_s: float = Field(default=30.0, gt=0, le=MAX_TIMEOUT)
     missing_on_hosts: HostList = Field(default_factory=list)
     divergent_on_hosts: HostList = Field(default_factory=list)
     divergent_num_samples: int | None = Field(default=None, ge=1, le=_SIZE,

@@ -1,70 +1,58 @@
 """``harness explore``: search fault plans for one target, shrink each failure,
 write it as a scenario file, and print how to replay it.
 
-Exit codes: 0 no failing plan found, 1 some found, 2 a usage error, 130 interrupted.
+Exit codes: 0 no failing plan found, 1 some found, 2 a usage error, 3 an internal error,
+130 interrupted.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import re
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
 
-from harness.options import TIMEOUT_HELP, Seconds
+from harness.cli import common
+from harness.cli.options import (
+    CLUSTER,
+    SEED,
+    TIMEOUT_HELP,
+    Duration,
+    Seconds,
+    check_topologies,
+    target_option,
+)
+from harness.vocabulary import DEFAULT_WORKLOAD, ExitCode
 
-EXIT_OK, EXIT_FOUND, EXIT_INTERRUPTED = 0, 1, 130
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)([hms]?)")
+if TYPE_CHECKING:
+    from rich.console import Console
 
-
-def parse_budget(text: str) -> float:
-    """``90``, ``90s``, ``5m``, ``1h``, ``1m30s``: seconds (a ValueError says what is wrong)."""
-    spelled = text.strip().lower()
-    parts = _DURATION.findall(spelled)
-    if not spelled or "".join(n + u for n, u in parts) != spelled or \
-            (len(parts) > 1 and any(not u for _, u in parts)):
-        raise ValueError(f"{text!r} is not a duration: write 90s, 5m, 1h or 1m30s")
-    seconds = sum(float(n) * {"h": 3600, "m": 60, "s": 1, "": 1}[u] for n, u in parts)
-    if seconds <= 0:
-        raise ValueError(f"{text!r}: the budget must be more than 0 seconds")
-    return seconds
-
-
-class _Budget(click.ParamType):
-    name = "duration"
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> float:
-        try:
-            return value if isinstance(value, float) else parse_budget(str(value))
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
+#: How long a search runs unless told (``--budget``).
+DEFAULT_BUDGET_S = 300.0
 
 
 @click.command("explore")
-@click.option("--target", "-T", "target_spec", required=True,
-              help="A built-in target, module.path:function or file.py:function.")
-@click.option("--workload", "-w", default="config-sync", show_default=True,
+@target_option(multiple=False, required=True)
+@click.option("--workload", "-w", default=DEFAULT_WORKLOAD, show_default=True,
               help="The workload your own target implements (a built-in keeps its own).")
 @click.option("--scenario", "-s", "base", default=None,
               help="The scenario plans start from (its inputs, mounts and deadline; its faults "
                    "are dropped): a catalog name or a file. Default: the workload's baseline.")
-@click.option("--budget", type=_Budget(), default=None,
-              help="How long to search (90s, 5m, 1h). Default: 5m, unless --examples is given.")
+@click.option("--budget", type=Duration(), default=None,
+              help="How long to search (90s, 5m, 1h30m). Default: 5m, unless --examples is given.")
 @click.option("--examples", type=click.IntRange(min=1), default=None,
               help="How many worlds to run at most.")
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1),
+@click.option("--seed", default=0, show_default=True, type=SEED,
               help="The same seed draws the same plans and finds the same failures.")
 @click.option("--out", "out_dir", default="found", show_default=True,
               type=click.Path(file_okay=False), help="Where each failing plan is written.")
 @click.option("--kinds", default=None, metavar="KIND,KIND",
               help="Draw only these fault kinds. Default: every kind the target can meet.")
-@click.option("--topology", "-t", "topologies", multiple=True,
+@click.option("--topology", "-t", "topologies", multiple=True, callback=check_topologies,
               help="Topologies to draw from, simplest first (repeatable).")
 @click.option("--timeout", default=None, type=Seconds(),
               help=f"Every world's deadline: {TIMEOUT_HELP}. Default: the base scenario's.")
@@ -85,9 +73,7 @@ class _Budget(click.ParamType):
               help="Split the search into this many independent searches (each its own "
                    "draws, the worlds' seed kept), run one after another here or side by side "
                    "with --cluster. Default: 1, or the cluster's threads.")
-@click.option("--cluster", default=None, metavar="ADDRESS",
-              help="Run the lanes on a Dask cluster: tcp://HOST:PORT, or local:N to start N "
-                   "worker processes here.")
+@CLUSTER
 def explore_command(target_spec: str, workload: str, base: str | None, budget: float | None,
                     examples: int | None, seed: int, out_dir: str, kinds: str | None,
                     topologies: tuple[str, ...], timeout: float | None, database: str | None,
@@ -95,20 +81,15 @@ def explore_command(target_spec: str, workload: str, base: str | None, budget: f
                     lanes: int | None, cluster: str | None) -> None:
     """Search fault plans that break TARGET, shrink each to the smallest that still
     fails, and write it as a scenario file (``harness run --scenario`` replays it)."""
+    from rich.console import Console
+
     from harness.explore import found
     from harness.explore.lanes import Lanes, pack
     from harness.explore.search import default_database, explore
     from harness.scenarios import base_scenario, without_faults
-    from harness.topology import get_topology
-    from harness.workloads.registry import WORKLOADS, target
 
-    if workload not in WORKLOADS:
-        raise click.BadParameter(f"unknown workload {workload!r}: use one of "
-                                 f"{', '.join(WORKLOADS)}", param_hint="--workload")
-    try:
-        chosen = target(target_spec, workload)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--target") from None
+    common.known_workload(workload)
+    chosen = common.target_from(target_spec, workload)
     workload = chosen.workload or workload
     if base is not None:
         from harness.scenarios import UnknownScenario, find
@@ -122,20 +103,15 @@ def explore_command(target_spec: str, workload: str, base: str | None, budget: f
                                      param_hint="'--scenario'")
     else:
         start = base_scenario(workload)
-    for name in topologies:
-        try:
-            get_topology(name)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="'--topology'") from None
     kind_list = [k.strip() for k in kinds.split(",") if k.strip()] if kinds else None
     if kind_list is not None:
         from harness.faults.kinds import KINDS
         unknown = [k for k in kind_list if k not in KINDS]
         if unknown or not kind_list:
             raise click.BadParameter(f"unknown fault kind {unknown[0] if unknown else kinds!r}: "
-                                     f"use some of {', '.join(KINDS)}", param_hint="--kinds")
+                                     f"use some of {', '.join(KINDS)}", param_hint="'--kinds'")
     if budget is None and examples is None:
-        budget = 300.0
+        budget = DEFAULT_BUDGET_S
     db = None if no_database else Path(database) if database else default_database()
     out = Path(out_dir)
     made = _writable(out)
@@ -167,8 +143,8 @@ def explore_command(target_spec: str, workload: str, base: str | None, budget: f
     else:
         click.echo(found.render(result, written), nl=False)
     if result.stopped == "interrupted":
-        sys.exit(EXIT_INTERRUPTED)
-    sys.exit(EXIT_FOUND if written else EXIT_OK)
+        sys.exit(ExitCode.INTERRUPTED)
+    sys.exit(ExitCode.FAILED if written else ExitCode.OK)
 
 
 def _in_lanes(chosen: Any, start: Any, spec: Any, cluster: str | None, db: Path | None,
@@ -192,17 +168,18 @@ def _in_lanes(chosen: Any, start: Any, spec: Any, cluster: str | None, db: Path 
             err.print(f"explore {chosen.name}: {spec.count} lanes, one after another")
             results = [r for _, r in run_here(spec.items())]
         else:
-            from harness.runner.cluster import Cluster, ClusterError
+            from harness.runner.cluster import ClusterError
+
             try:
-                with Cluster(cluster) as engine:
+                with common.connect(cluster) as engine:
                     if not lanes_given:
                         spec = dataclasses.replace(spec, count=engine.threads)
                     err.print(f"explore {chosen.name}: {spec.count} lanes on {cluster} "
                               f"({engine.threads} threads)")
                     results = [r for _, r in engine.map(run_lane, spec.items())]
                     campaign = engine.campaign()
-            except ClusterError as exc:
-                raise click.BadParameter(str(exc), param_hint="--cluster") from None
+            except ClusterError as exc:  # a lane lost with its worker
+                raise click.BadParameter(str(exc), param_hint="'--cluster'") from None
     except KeyboardInterrupt:
         ABORT.set()
         interrupted = True
@@ -219,6 +196,8 @@ def _in_lanes(chosen: Any, start: Any, spec: Any, cluster: str | None, db: Path 
 
 def _crash_states(chosen: Any, workload: str, seed: int, jobs: int, out: Path, made: bool,
                   fmt: str) -> None:
+    from rich.console import Console
+
     from harness.explore.crash import (
         CrashError,
         explore_crash_states,
@@ -241,10 +220,10 @@ def _crash_states(chosen: Any, workload: str, seed: int, jobs: int, out: Path, m
             report = explore_crash_states(chosen, workload, seed=seed, jobs=jobs,
                                           on_state=on_state)
     except CrashError as exc:
-        raise click.BadParameter(str(exc), param_hint="--workload") from None
+        raise click.BadParameter(str(exc), param_hint="'--workload'") from None
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
-        sys.exit(EXIT_INTERRUPTED)
+        sys.exit(ExitCode.INTERRUPTED)
     write_scenarios(report, str(out))
     if made and not report.vulnerabilities:
         out.rmdir()
@@ -255,14 +234,14 @@ def _crash_states(chosen: Any, workload: str, seed: int, jobs: int, out: Path, m
         click.echo(json.dumps(report.to_dict(), indent=2))
     else:
         click.echo(render_crash_report(report))
-    sys.exit(EXIT_FOUND if flawed else EXIT_OK)
+    sys.exit(ExitCode.FAILED if flawed else ExitCode.OK)
 
 
 def _writable(out: Path) -> bool:
     """Findings are written as they are made: a directory that cannot take them is a usage
     error now, not an internal error after the first finding. True: it was made here."""
     if out.exists() and not out.is_dir():
-        raise click.BadParameter(f"{out} is not a directory", param_hint="--out")
+        raise click.BadParameter(f"{out} is not a directory", param_hint="'--out'")
     made = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -270,7 +249,7 @@ def _writable(out: Path) -> bool:
             pass
     except OSError as exc:
         raise click.BadParameter(f"cannot write scenario files under {out}: "
-                                 f"{exc.strerror or exc}", param_hint="--out") from None
+                                 f"{exc.strerror or exc}", param_hint="'--out'") from None
     return made
 
 

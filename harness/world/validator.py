@@ -62,10 +62,10 @@ def validator(spec: Any, base: str | None = None) -> Validator:
     if not module or not name:
         raise ValueError(f"checker {spec!r}: expected module.path:Name or path/to/file.py:Name")
     if module.endswith(".py") or os.sep in module:
-        from harness.workloads.registry import check_file_defines
+        from harness.source import check_defines
 
         file = os.path.abspath(os.path.join(base or os.getcwd(), os.path.expanduser(module)))
-        check_file_defines(f"checker {spec!r}", file, name.split(".")[0])
+        check_defines(f"checker {spec!r}", file, name.split(".")[0])
         return Validator(spec, target=f"{file}:{name}")
     return Validator(spec, target=spec)
 

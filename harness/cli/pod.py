@@ -11,20 +11,14 @@ from typing import Any
 
 import click
 
-#: A pod run whose pod failed (a worker unreachable, a key refused, a ref missing, a host
-#: that stopped answering): the target was not tested, so neither 0 nor 1.
-EXIT_POD_FAILED = 4
+from harness.cli import common
+from harness.cli.options import REPORTS, SEED_OPTION, SELECTION, VERDICT, Duration, Seconds, options
+from harness.vocabulary import MAX_POD_TIMEOUT, POD_DEADLINE, ExitCode
 
 
 @click.group("pod")
 def pod() -> None:
     """Run scenarios on real TPU VMs over SSH (or on a local pod of SSH servers)."""
-
-
-def _cli() -> Any:
-    from harness import cli
-
-    return cli
 
 
 @pod.command("run")
@@ -39,25 +33,11 @@ def _cli() -> Any:
                    "shim standing in for torch_xla.")
 @click.option("--chips", default=None, type=click.IntRange(1, 16),
               help="Ranks per worker (chips per host). Default: 1 on a local pod, 4 otherwise.")
-@click.option("--scenario", "-s", "scenarios", multiple=True,
-              help="A catalog name, a glob, or a scenario file (repeatable). Default: the catalog.")
-@click.option("--target", "targets", multiple=True,
-              help="Target: built-in name, module:function or file.py:function (repeatable).")
-@click.option("--workload", "-w", default="config-sync", show_default=True,
-              help="The workload your own targets implement.")
-@click.option("--checker", "-c", default=None, metavar="REF",
-              help="Judges each rank's value of your own targets (as harness run's).")
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1))
-@click.option("--timeout", default=None, type=float,
+@options(SELECTION, [SEED_OPTION])
+@click.option("--timeout", default=None, type=Seconds(MAX_POD_TIMEOUT),
               help="Every cell's deadline, in seconds of real time (a pod has no world clock). "
-                   "Default: the scenario's, at most 60 s.")
-@click.option("--report-dir", default="reports", show_default=True,
-              type=click.Path(file_okay=False), help="As harness run's.")
-@click.option("--format", "formats", multiple=True,
-              type=click.Choice(["terminal", "json", "junit", "markdown", "html"]),
-              help="Reports to write (repeatable). Default: all of them.")
-@click.option("--baseline", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="A saved JSON report whose failing cells count as known.")
+                   f"Default: the scenario's, at most {POD_DEADLINE:g} s.")
+@options(VERDICT, REPORTS)
 @click.option("--ssh-key", default=None, type=click.Path(exists=True, dir_okay=False),
               help="The private key to log in with (default: the agent and ~/.ssh's).")
 @click.option("--known-hosts", default=None, type=click.Path(exists=True, dir_okay=False),
@@ -86,7 +66,8 @@ def _cli() -> Any:
 def run_command(tpu: str | None, zone: str | None, project: str | None, hosts_file: str | None,
                 local: int | None, chips: int | None, scenarios: tuple[str, ...],
                 targets: tuple[str, ...], workload: str, checker: str | None, seed: int,
-                timeout: float | None, report_dir: str, formats: tuple[str, ...],
+                timeout: float | None, require_exercised: bool, report_dir: str,
+                formats: tuple[str, ...],
                 baseline: str | None, ssh_key: str | None, known_hosts: str | None,
                 trust_new_hosts: bool, external_ip: bool, user: str | None, python: str | None,
                 sync_mode: str, connect_timeout: float, keepalive: float, keep_disks: bool,
@@ -107,23 +88,20 @@ def run_command(tpu: str | None, zone: str | None, project: str | None, hosts_fi
     from harness.pod.matrix import infra_matrix, plan_pod, run_on_pod, topology_name
     from harness.pod.session import SshOptions
     from harness.pod.sync import SyncError, code_source
-    from harness.reports import FORMATS, write_run
-    from harness.runner.run import known_from_baseline
+    from harness.reports import write_run
+    from harness.vocabulary import FORMATS
 
-    cli = _cli()
     chosen = [n for n, v in (("--tpu", tpu), ("--hosts", hosts_file), ("--local", local))
               if v is not None]
     if len(chosen) != 1:
         raise click.UsageError("say which pod: exactly one of --tpu NAME --zone Z, "
                                "--hosts FILE or --local N" +
                                (f" (got {' and '.join(chosen)})" if chosen else ""))
-    if timeout is not None and not 0 < timeout <= 600:
-        raise click.BadParameter(f"{timeout:g} is not in (0, 600] seconds", param_hint="--timeout")
-    known = known_from_baseline(cli._load(baseline)) if baseline else frozenset()
-    scenario_list = cli._scenarios(scenarios)
-    target_list = cli._targets(targets, workload, checker)
+    known = common.known_from(baseline)
+    scenario_list = common.scenarios_from(scenarios)
+    target_list = common.targets_from(targets, workload, checker)
     files = list(dict.fromkeys(formats or FORMATS))
-    run_dir = cli._new_run_dir(report_dir)
+    run_dir = common.new_run_dir(report_dir)
     echo = (lambda line: click.echo(line, err=True)) if verbose else None
 
     code = None
@@ -131,7 +109,7 @@ def run_command(tpu: str | None, zone: str | None, project: str | None, hosts_fi
         try:
             code = code_source(os.getcwd(), sync_mode)
         except SyncError as exc:
-            raise click.BadParameter(str(exc), param_hint="--sync") from None
+            raise click.BadParameter(str(exc), param_hint="'--sync'") from None
     local_pod = None
     try:
         if local is not None:
@@ -145,7 +123,7 @@ def run_command(tpu: str | None, zone: str | None, project: str | None, hosts_fi
                 workers = local_pod.start()
             except LocalPodError as exc:
                 click.echo(f"the pod failed: {exc}", err=True)
-                sys.exit(EXIT_POD_FAILED)
+                sys.exit(ExitCode.POD_FAILED)
             info = PodInfo(f"local-{local}", "local (the torch_xla shim)", local, chips or 1)
             ssh = SshOptions(key=str(local_pod.client_key), known_hosts=str(local_pod.known_hosts),
                              connect_timeout=connect_timeout, keepalive_interval=keepalive)
@@ -190,15 +168,10 @@ def run_command(tpu: str | None, zone: str | None, project: str | None, hosts_fi
     click.echo(f"pod {info.name}: {info.accelerator}, {info.workers} workers x "
                f"{info.chips_per_worker} chip{'s' if info.chips_per_worker != 1 else ''} "
                f"(topology {topology})")
-    cli._print_matrix(matrix, verbose=False)
-    for fmt, path in paths.items():
-        click.echo(f"{fmt:>9}: {path}")
+    common.print_matrix(matrix, verbose=False)
+    common.print_paths(paths)
     click.echo(f"{'logs':>9}: {run_dir}/worker-N.log (one per worker)")
-    if matrix.interrupted:
-        sys.exit(cli.EXIT_INTERRUPTED)
-    if any(c.outcome == "INFRA" for c in matrix.cells):
-        sys.exit(EXIT_POD_FAILED)
-    sys.exit(1 if matrix.failing() else 0)
+    common.exit_for(matrix, require_exercised)
 
 
 def _real_workers(tpu: str | None, zone: str | None, project: str | None,
@@ -211,7 +184,7 @@ def _real_workers(tpu: str | None, zone: str | None, project: str | None,
         try:
             workers = read_hosts(hosts_file)
         except HostsFileError as exc:
-            raise click.BadParameter(str(exc), param_hint="--hosts") from None
+            raise click.BadParameter(str(exc), param_hint="'--hosts'") from None
         if user is not None:
             workers = [dataclasses.replace(w, user=w.user or user) for w in workers]
         info = PodInfo(Path(hosts_file).name, "unknown (a hosts file)", len(workers), chips or 4)
@@ -224,7 +197,7 @@ def _real_workers(tpu: str | None, zone: str | None, project: str | None,
         node = cloud.describe(str(tpu), zone, project, external=external)
     except cloud.CloudError as exc:
         click.echo(f"the pod failed: {exc}", err=True)
-        sys.exit(EXIT_POD_FAILED)
+        sys.exit(ExitCode.POD_FAILED)
     workers = [dataclasses.replace(w, user=w.user or user) for w in node.workers]
     info = PodInfo(node.name, node.accelerator_type, len(workers), chips or 4)
     replay = f"harness pod run --tpu {shlex.quote(str(tpu))} --zone {shlex.quote(zone)}" + (
@@ -234,26 +207,10 @@ def _real_workers(tpu: str | None, zone: str | None, project: str | None,
 
 # --- provisioning through gcloud (harness.pod.cloud): provision, release, sweep ---------
 
-class _Duration(click.ParamType):
-    """``90s``, ``60m``, ``6h``: a usage error (exit 2) naming the option otherwise."""
-
-    name = "duration"
-
-    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> int:
-        from harness.pod.cloud import parse_duration
-
-        if isinstance(value, int):
-            return value
-        try:
-            return parse_duration(str(value))
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
-
-
 def _cloud_failed(exc: Exception) -> None:
     """A CloudError as one line on stderr, exit 4: the cloud failed, not the target."""
     click.echo(f"harness pod: {' '.join(str(exc).split())}", err=True)
-    raise SystemExit(EXIT_POD_FAILED)
+    raise SystemExit(ExitCode.POD_FAILED)
 
 
 def _where(f):  # noqa: ANN001, ANN202 - a click decorator stack
@@ -267,18 +224,18 @@ def _where(f):  # noqa: ANN001, ANN202 - a click decorator stack
 @_where
 @click.option("--type", "accelerator_type", required=True, help="Accelerator type, e.g. v4-64.")
 @click.option("--runtime-version", required=True, help="TPU VM runtime, e.g. tpu-ubuntu2204-base.")
-@click.option("--ttl", default="6h", show_default=True, type=_Duration(),
+@click.option("--ttl", default="6h", show_default=True, type=Duration(),
               help="Label it harness-ttl=<now + TTL>: `harness pod sweep` deletes it after that.")
-@click.option("--wait", "wait_s", default="60m", show_default=True, type=_Duration(),
+@click.option("--wait", "wait_s", default="60m", show_default=True, type=Duration(),
               help="Give up (and delete the request) if it is not ACTIVE by then.")
-@click.option("--poll", "poll_s", default="30s", show_default=True, type=_Duration(),
+@click.option("--poll", "poll_s", default="30s", show_default=True, type=Duration(),
               help="How often to ask for the request's state.")
 @click.option("--spot", is_flag=True, help="Spot TPUs: cheaper, and may be pre-empted at any time.")
 @click.option("--ssh-public-key", type=click.Path(dir_okay=False), default=None,
               help="Put this key in the TPU's ssh-keys metadata (with --ssh-user), for `pod run`.")
 @click.option("--ssh-user", default=None, help="The user that key logs in as on every worker.")
 def provision_command(name: str, zone: str, project: str | None, accelerator_type: str,
-                      runtime_version: str, ttl: int, wait_s: int, poll_s: int, spot: bool,
+                      runtime_version: str, ttl: float, wait_s: float, poll_s: float, spot: bool,
                       ssh_public_key: str | None, ssh_user: str | None) -> None:
     """Request a TPU as a queued resource and wait until it is ACTIVE (exit 4 if not)."""
     from harness.pod.cloud import CloudError, provision, ssh_keys_entry
@@ -290,14 +247,14 @@ def provision_command(name: str, zone: str, project: str | None, accelerator_typ
         try:
             ssh_key = ssh_keys_entry(ssh_user, ssh_public_key)
         except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="--ssh-public-key/--ssh-user") from None
+            raise click.BadParameter(str(exc), param_hint="'--ssh-public-key' / '--ssh-user'") from None
     if ttl <= wait_s:
-        raise click.BadParameter(f"{ttl}s must be longer than --wait ({wait_s}s), or the sweep "
+        raise click.BadParameter(f"{ttl:g}s must be longer than --wait ({wait_s:g}s), or the sweep "
                                  "could delete the TPU while this run waits for it",
-                                 param_hint="--ttl")
+                                 param_hint="'--ttl'")
     try:
         node = provision(name, zone, accelerator_type, runtime_version, project=project,
-                         ttl=f"{ttl}s", wait_s=wait_s, spot=spot, poll_s=poll_s, ssh_key=ssh_key)
+                         ttl=f"{ttl:g}s", wait_s=wait_s, spot=spot, poll_s=poll_s, ssh_key=ssh_key)
     except CloudError as exc:
         _cloud_failed(exc)
     hosts = ", ".join(w.host for w in node.workers)

@@ -1,0 +1,81 @@
+"""The ``harness`` command line: a thin face over the runner and the world.
+
+One module per command (``run``/``replay``, ``exec``, ``list``, ``report``/``diff``,
+``explore``, ``pod``); the options they share are spelled once in ``options``, the
+inputs they share are read once in ``common``. A command module imports click and
+the vocabulary only; what it runs is imported when it runs, so that ``harness --help``
+starts at once.
+
+Exit codes (``harness.vocabulary.ExitCode``, the README's table): 0 nothing unexpected,
+1 something failed that was not expected to (or a cell's fault could not happen to the
+target, with ``--require-exercised``), 2 a usage or scenario-file error, 3 an internal
+error, 4 the pod failed, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import traceback
+
+import click
+
+from harness import __version__
+from harness.cli.catalog import list_command
+from harness.cli.exec import exec_command, render_world
+from harness.cli.explore import explore_command
+from harness.cli.pod import pod
+from harness.cli.run import replay_command, run_command
+from harness.cli.saved import diff_command, report_command
+from harness.vocabulary import ExitCode, HarnessError
+
+__all__ = ["cli", "main", "render_world"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="harness")
+@click.option("-v", "--verbose", count=True, help="More logging on stderr (-vv for debug).")
+def cli(verbose: int) -> None:
+    """Fault-injection test harness for distributed PyTorch/XLA bootstrap code."""
+    logging.basicConfig(level=logging.WARNING - 10 * verbose,
+                        format="%(levelname)s %(name)s: %(message)s")
+
+
+for _command in (exec_command, list_command, run_command, replay_command, report_command,
+                 diff_command, pod, explore_command):
+    cli.add_command(_command)
+
+
+def main() -> None:
+    """Console-script entry: every error is mapped to its exit status here, once; an
+    internal error exits 3 with a short message, never a bare traceback."""
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except (click.Abort, KeyboardInterrupt):
+        # A Ctrl-C outside a run's cells, or a second one while they end: at once. The
+        # worker threads are not waited for; the reaper ends what they started.
+        click.echo("interrupted", err=True)
+        sys.stderr.flush()
+        os._exit(ExitCode.INTERRUPTED)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(ExitCode.USAGE)
+    except HarnessError as exc:
+        click.echo(f"harness: {exc.label}: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except SystemExit:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the harness's own bug, reported as such
+        click.echo(f"harness: internal error: {type(exc).__name__}: {exc}", err=True)
+        if os.environ.get("HARNESS_DEBUG"):
+            traceback.print_exc()
+        else:
+            click.echo("(set HARNESS_DEBUG=1 for the traceback)", err=True)
+        sys.exit(ExitCode.INTERNAL)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""What the commands share once their options are read: inputs turned into typed values
+(or a usage error naming the option), and the matrix printed.
+
+Everything heavy is imported inside the function that needs it: a command pays for
+what it runs, and ``harness --help`` for nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from harness.vocabulary import CRASH, ERROR, FAIL, HANG, INFRA, MAX_SEED, NOT_EXERCISED, PASS, ExitCode
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.text import Text
+
+    from harness.runner.cells import Matrix
+
+#: How the terminal colours each outcome.
+COLOURS = {PASS: "green", FAIL: "red", ERROR: "red", HANG: "magenta", CRASH: "red",
+           NOT_EXERCISED: "yellow", INFRA: "blue"}
+
+
+def styled(outcome: str) -> Text:
+    from rich.text import Text
+
+    return Text(outcome, style=f"bold {COLOURS.get(outcome, 'white')}")
+
+
+def load_report(path: str) -> Any:
+    """A saved report, or a usage error naming the file (exit 2)."""
+    from harness.reports.json_report import load
+
+    try:
+        return load(path)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def scenarios_from(names: tuple[str, ...]) -> list[Any]:
+    """``--scenario`` values (names, globs, files), or the whole catalog; a name not in the
+    catalog is a usage error that says which names were probably meant."""
+    from harness.scenarios import UnknownScenario, catalog, select
+
+    try:
+        return select(names) if names else catalog()
+    except UnknownScenario as exc:
+        raise click.BadParameter(str(exc), param_hint="'--scenario'") from None
+
+
+def known_workload(workload: str) -> None:
+    from harness.workloads.registry import WORKLOADS
+
+    if workload not in WORKLOADS:
+        raise click.BadParameter(f"unknown workload {workload!r}: use one of "
+                                 f"{', '.join(WORKLOADS)}", param_hint="'--workload'")
+
+
+def target_from(spec: str, workload: str, checker: Any = None) -> Any:
+    """One ``--target``: a built-in name or a reference, checked to define its function."""
+    from harness.workloads.registry import target
+
+    try:
+        return target(spec, workload, checker)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--target'") from None
+
+
+def targets_from(specs: tuple[str, ...], workload: str, checker: str | None = None) -> list[Any]:
+    """``--target`` values (or the built-in targets), with ``--checker`` read once."""
+    from harness.workloads.registry import BUILTIN_TARGETS
+    from harness.world.validator import validator
+
+    known_workload(workload)
+    judge: Any = None
+    if checker is not None:
+        if not specs:
+            raise click.UsageError("--checker judges your own target: give it with --target")
+        try:  # read once, at the edge: every target shares it
+            judge = validator(checker)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--checker'") from None
+    if not specs:
+        return list(BUILTIN_TARGETS.values())
+    return [target_from(t, workload, judge) for t in specs]
+
+
+def new_run_dir(report_dir: str) -> Path:
+    """This run's own directory under ``--report-dir``, made before any world starts: a
+    report dir that cannot hold it is a usage error now, not an internal one after the run."""
+    from harness.reports.store import ReportDirError
+    from harness.reports.store import new_run_dir as make
+
+    try:
+        return make(report_dir)
+    except ReportDirError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--report-dir'") from None
+
+
+def known_from(baseline: str | None) -> frozenset:
+    """``--baseline``: the keys of the cells that already failed there."""
+    if not baseline:
+        return frozenset()
+    from harness.runner.run import known_from_baseline
+
+    return known_from_baseline(load_report(baseline))
+
+
+def print_matrix(matrix: Matrix, verbose: bool) -> None:
+    """The terminal report on stdout: in colour at the terminal's width on a terminal,
+    plain text at a fixed width in a pipe or a CI log."""
+    from rich.console import Console
+
+    from harness.reports import render_terminal_text
+    from harness.reports.terminal import render_matrix
+
+    console = Console()
+    if console.is_terminal:
+        render_matrix(matrix, console, verbose=verbose)
+    else:
+        click.echo(render_terminal_text(matrix, verbose=verbose), nl=False)
+
+
+def print_paths(paths: dict[str, Any]) -> None:
+    for fmt, path in paths.items():
+        click.echo(f"{'text' if fmt == 'terminal' else fmt:>9}: {path}")
+
+
+def exit_for(matrix: Matrix, require_exercised: bool = False) -> None:
+    """A run's exit status, the same for ``run`` and ``pod run``: Ctrl-C, then a pod that
+    failed, then an unexpected cell."""
+    if matrix.interrupted:
+        sys.exit(ExitCode.INTERRUPTED)
+    if any(c.outcome == INFRA for c in matrix.cells):
+        sys.exit(ExitCode.POD_FAILED)
+    sys.exit(ExitCode.FAILED if matrix.failing(require_exercised) else ExitCode.OK)
+
+
+def seed_list(spec: str) -> list[int]:
+    """``--seeds``: ``0-24`` or ``0,3,7-9``, each a world's seed; a usage error otherwise."""
+    seeds: list[int] = []
+    for part in spec.split(","):
+        first, dash, last = part.strip().partition("-")
+        try:
+            lo, hi = int(first), int(last if dash else first)
+        except ValueError:
+            raise click.BadParameter(f"{part.strip()!r} is not a seed or a range of seeds "
+                                     "(give 0-24 or 0,3,7-9)", param_hint="'--seeds'") from None
+        if lo > hi:
+            raise click.BadParameter(f"{part.strip()!r}: the range runs backwards",
+                                     param_hint="'--seeds'")
+        for n in (lo, hi):
+            if not 0 <= n <= MAX_SEED:
+                raise click.BadParameter(f"{n} is not a seed (0 to {MAX_SEED})",
+                                         param_hint="'--seeds'")
+        seeds += range(lo, hi + 1)
+    return list(dict.fromkeys(seeds))
+
+
+def connect(address: str) -> Any:
+    """A connected cluster, or a usage error saying what to install or that nobody answered."""
+    from harness.runner.cluster import Cluster, ClusterError
+
+    try:
+        return Cluster(address)
+    except ClusterError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--cluster'") from None
+
+
+def run_with_progress(plans: list[Any], jobs: int | None, seed: int, known: frozenset,
+                      console: Console, run: Any = None) -> Any:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from harness.runner.run import run_matrix
+
+    if run is None:
+        run = partial(run_matrix, jobs=jobs)
+    if not console.is_terminal:
+        return run(plans, seed=seed, known=known)
+    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=True) as progress:
+        task = progress.add_task("cells", total=len(plans))
+        return run(plans, seed=seed, known=known, on_cell=lambda cell: progress.advance(task))

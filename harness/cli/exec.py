@@ -1,0 +1,106 @@
+"""``harness exec``: a whole training script on every host of a world, with the shim."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING
+
+import click
+
+from harness.cli.common import styled
+from harness.cli.options import SEED_OPTION, TIMEOUT_HELP, Seconds, check_topology
+from harness.topology import PROFILES, TOPOLOGIES
+from harness.vocabulary import DEFAULT_TIMEOUT, PASS, ExitCode
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from harness.world.result import WorldResult
+
+_PYTHONS = ("python", "python3", os.path.basename(sys.executable))
+_SHOWN_TRACEBACKS = 3  # of a whole script's world; the rest are one line each in the table
+
+
+@click.command("exec", context_settings={"ignore_unknown_options": True,
+                                         "allow_interspersed_args": False})
+@click.option("--topology", "-t", default="v4-64", show_default=True, callback=check_topology,
+              help=f"One of {', '.join(TOPOLOGIES)}, or HxR (hosts x ranks per host).")
+@click.option("--timeout", default=DEFAULT_TIMEOUT, show_default=True, type=Seconds(),
+              help=f"The world's deadline: {TIMEOUT_HELP}.")
+@click.option("--profile", type=click.Choice(PROFILES), default="legacy", show_default=True,
+              help="torch_xla API: legacy (2.0: get_ordinal, xla_dist), 2.7, 2.8 or current (2.9).")
+@SEED_OPTION
+@click.option("--output/--no-output", default=False,
+              help="Print every rank's captured stdout/stderr, not only failing ranks'.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
+def exec_command(topology: str, timeout: float, profile: str, seed: int, output: bool,
+                 command: tuple[str, ...]) -> None:
+    """Run a whole training script on every host of a world, with the shim active.
+
+    \b
+    harness exec --topology v4-64 -- python train.py --config baseline
+    harness exec -t v4-64 -- python -m torch_xla.distributed.xla_dist --tpu=x -- python train.py
+
+    Each host runs the script once, as its launcher; the script's own
+    xmp.spawn (or the legacy xla_dist launcher) starts the ranks.
+    """
+    import contextlib
+
+    from rich.console import Console
+
+    from harness.world.world import run_world
+
+    argv = list(command)
+    if argv and os.path.basename(argv[0]) in _PYTHONS:
+        argv = argv[1:]
+    if not argv:
+        raise click.UsageError("nothing to run: give the command after --, e.g. -- python train.py")
+    if argv[0] != "-m" and not os.path.isfile(argv[0]):
+        raise click.UsageError(f"no such script: {argv[0]}")
+    # On a terminal, a status line on stderr says where the world is while it runs.
+    err = Console(stderr=True)
+    status = err.status("harness exec: starting the world") if err.is_terminal else None
+    with status if status is not None else contextlib.nullcontext():
+        result = run_world(
+            argv=tuple(argv), topology=topology, timeout=timeout, profile=profile, seed=seed,
+            progress=(lambda p: status.update(f"harness exec: {p.describe()}")) if status else None)
+    render_world(result, Console(), show_output=output)
+    sys.exit(ExitCode.OK if result.outcome == PASS else ExitCode.FAILED)
+
+
+def render_world(result: WorldResult, console: Console, show_output: bool = False) -> None:
+    """A world as a person reads it: its ranks grouped by how they ended, then what went wrong.
+
+    Run text goes in as ``Text``, never as markup: a ``[x]`` in an error stays itself.
+    """
+    from rich.table import Table
+    from rich.text import Text
+
+    from harness.history import ranks_phrase
+    from harness.reports._common import took
+    from harness.reports.diagnosis import diagnose, fault_line
+
+    d = diagnose(result)
+    table = Table(title=f"{d.title} · {d.topology} · seed {d.seed} · "
+                        f"{took(d.duration_s, d.world_time_s)}",
+                  title_justify="left")
+    for col in ("ranks", "hosts", "outcome", "exit", "what happened"):
+        table.add_column(col)
+    for g in d.groups:
+        table.add_row(ranks_phrase(g.ranks, g.noun), g.host_text, styled(g.outcome), Text(g.exit),
+                      Text(g.result))
+    console.print(table)
+    console.print(styled(d.outcome) + Text(f": {d.detail}"))
+    for note in d.mismatches:
+        console.print(Text(f"! {note}", style="yellow"))
+    for fault in d.faults:
+        console.print(Text(fault_line(fault), style="dim"))
+    blocks = [(f"traceback of {t.label}", t) for t in d.tracebacks[:_SHOWN_TRACEBACKS]]
+    blocks += [(f"stack of {t.label}, still blocked at the deadline", t) for t in d.stacks]
+    blocks += [(f"{stream} of {t.label}", t) for stream, found in (("stdout", d.stdout),
+                                                                    ("stderr", d.stderr))
+               for t in found if show_output or not t.passed]
+    for title, trace in blocks:
+        console.rule(Text(title))
+        console.print(Text(trace.text.rstrip()))

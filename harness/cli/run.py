@@ -1,0 +1,127 @@
+"""``harness run`` (scenarios x targets, the matrix and its reports) and ``harness replay``
+(one cell again)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from harness.cli import common
+from harness.cli.options import CLUSTER, REPORTS, SELECTION, VERDICT, WORLD, options
+from harness.vocabulary import UNEXERCISED, UNEXPECTED, ExitCode
+
+
+@click.command("run")
+@options(SELECTION, WORLD, VERDICT)
+@click.option("--jobs", "-j", default=None, type=click.IntRange(min=1),
+              help="Cells run in parallel. Default: the number of cores.")
+@options(REPORTS)
+@click.option("--verbose", "-v", is_flag=True, default=False,
+              help="Each failing cell's whole detail and how each group of its ranks ended, "
+                   "not one line (matrix.txt and the HTML report always have them).")
+@click.option("--seeds", "seed_spec", default=None, metavar="SEEDS",
+              help="A campaign over several seeds: every cell at each seed, as 0-24 or 0,3,7-9 "
+                   "(instead of --seed).")
+@CLUSTER
+@click.pass_context
+def run_command(ctx: click.Context, scenarios: tuple[str, ...], targets: tuple[str, ...],
+                workload: str, checker: str | None, topology: str | None, seed: int,
+                timeout: float | None, require_exercised: bool, jobs: int | None, report_dir: str,
+                formats: tuple[str, ...], baseline: str | None, verbose: bool,
+                seed_spec: str | None, cluster: str | None) -> None:
+    """Run scenarios x targets and write the matrix's reports.
+
+    With no arguments: the whole catalog against the built-in targets.
+
+    \b
+    harness run --seeds 0-24 --cluster local:2          # 2,025 cells on 2 local workers
+    harness run --seeds 0-24 --cluster tcp://sched:8786  # on an existing Dask cluster
+    """
+    from rich.console import Console
+
+    from harness.reports import write_run
+    from harness.runner.run import plan_cells
+    from harness.vocabulary import FORMATS
+
+    seeds = [seed]
+    if seed_spec is not None:
+        if ctx.get_parameter_source("seed") is not click.core.ParameterSource.DEFAULT:
+            raise click.UsageError("give either --seed or --seeds, not both")
+        seeds = common.seed_list(seed_spec)
+    if cluster is not None and jobs is not None:
+        raise click.UsageError("--jobs is the cluster's threads with --cluster: leave it out")
+    known = common.known_from(baseline)
+    scenario_list = common.scenarios_from(scenarios)
+    target_list = common.targets_from(targets, workload, checker)
+    plans = [p for s in seeds for p in plan_cells(scenario_list, target_list, s, topology, timeout)]
+    if not plans:
+        raise click.UsageError("no cell to run: no target belongs to these scenarios' workloads")
+    # The terminal report is always printed; it is also written (matrix.txt, every detail in
+    # full) beside the other files, but alone it makes no report directory.
+    files = list(dict.fromkeys(formats or FORMATS))
+    if files == ["terminal"]:
+        files = []
+    run_dir = common.new_run_dir(report_dir) if files else None
+    console = Console(stderr=True)
+    if cluster is None:
+        matrix = common.run_with_progress(plans, jobs, seeds[0], known, console)
+    else:
+        with common.connect(cluster) as engine:
+            click.echo(f"harness: {len(plans)} cells on {cluster} ({engine.threads} threads)",
+                       err=True)
+            matrix = common.run_with_progress(plans, jobs, seeds[0], known, console,
+                                              engine.run_matrix)
+    paths = write_run(matrix, run_dir, files) if run_dir else {}
+    common.print_matrix(matrix, verbose)
+    common.print_paths(paths)
+    common.exit_for(matrix, require_exercised)
+
+
+@click.command("replay")
+@options(SELECTION, WORLD, VERDICT)
+@click.argument("report", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.option("--cell", default=None, help="With REPORT: the cell to replay, as scenario[target].")
+def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: str,
+                   checker: str | None, topology: str | None, seed: int, timeout: float | None,
+                   require_exercised: bool, report: str | None, cell: str | None) -> None:
+    """Rerun exactly one cell, from its replay command or from a saved report.
+
+    \b
+    harness replay --scenario isolated-tmp --target naive-sync --seed 0
+    harness replay reports/latest/matrix.json --cell 'isolated-tmp[naive-sync]'
+    harness replay reports/latest/matrix.json --cell 'isolated-tmp[naive-sync] seed 7'
+    """
+    import shlex
+
+    from harness.reports.diagnosis import describe
+    from harness.runner.run import plan_cells, run_cell
+
+    if report:
+        if not cell:
+            raise click.UsageError("with a report, name the cell: --cell 'scenario[target]'")
+        matrix = common.load_report(report)
+        # a campaign over seeds names its cells 'scenario[target] seed N'; without the seed,
+        # the name must be one cell's
+        named = [c for c in matrix.cells if cell in (f"{c.scenario}[{c.target}]",
+                                                     f"{c.scenario}[{c.target}] seed {c.seed}")]
+        if not named:
+            raise click.UsageError(f"{report} has no cell {cell}")
+        if len(named) > 1:
+            seeds = ", ".join(str(c.seed) for c in named)
+            raise click.UsageError(f"{report} has {cell} at seeds {seeds}: name one, as "
+                                   f"--cell '{cell} seed {named[0].seed}'")
+        saved = named[0]
+        args = shlex.split(saved.replay)[2:]
+        return replay_command.main(args, standalone_mode=False)
+    chosen = common.scenarios_from(scenarios) if scenarios else []
+    if len(chosen) != 1 or len(targets) != 1:  # a glob may name several
+        raise click.UsageError("replay runs one cell: give one --scenario and one --target")
+    plans = plan_cells(chosen, common.targets_from(targets, workload, checker), seed, topology,
+                       timeout)
+    if not plans:
+        raise click.UsageError("this target does not belong to the scenario's workload")
+    result = run_cell(plans[0])
+    click.echo(describe(result))
+    failing = (UNEXPECTED, UNEXERCISED) if require_exercised else (UNEXPECTED,)
+    sys.exit(ExitCode.FAILED if result.verdict in failing else ExitCode.OK)

@@ -1,0 +1,130 @@
+"""The harness's words and limits, defined once: what a cell's outcome and verdict can be,
+what each exit status means, how long a world may wait, and the root of its errors.
+
+Everything else imports from here; this module imports nothing of the harness (and
+nothing heavy: the command line reads it before it knows which command runs). The
+enums are strings and ints, so a saved report and a shell see the same values as
+before: ``Outcome.PASS == "PASS"``, ``json.dumps(Outcome.PASS) == '"PASS"'``.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class Outcome(enum.StrEnum):
+    """How a world (and each of its ranks) ended; a cell adds two of its own."""
+
+    PASS = "PASS"
+    FAIL = "FAIL"  # every rank returned, but a checker refused what they returned
+    ERROR = "ERROR"  # a rank raised
+    HANG = "HANG"  # the deadline came first
+    CRASH = "CRASH"  # a rank died of a signal or an exit the target did not choose
+    #: A cell whose faults could not happen to this target: never a PASS.
+    NOT_EXERCISED = "NOT-EXERCISED"
+    #: A pod cell the pod itself failed (a host unreachable, a key refused): never the
+    #: target's outcome; its verdict is UNEXERCISED.
+    INFRA = "INFRA"
+
+
+PASS, FAIL, ERROR, HANG, CRASH = Outcome.PASS, Outcome.FAIL, Outcome.ERROR, Outcome.HANG, Outcome.CRASH
+NOT_EXERCISED, INFRA = Outcome.NOT_EXERCISED, Outcome.INFRA
+
+#: What a world can end as (a cell adds NOT_EXERCISED and INFRA).
+WORLD_OUTCOMES = (PASS, FAIL, ERROR, HANG, CRASH)
+#: What an expected-outcomes file may name: a world's outcomes and NOT-EXERCISED, never
+#: INFRA (a pod failure is not the target's to expect).
+EXPECTABLE_OUTCOMES = (*WORLD_OUTCOMES, NOT_EXERCISED)
+#: Which outcome names the world when ranks disagree: the one that says most.
+SEVERITY = {HANG: 4, CRASH: 3, FAIL: 2, ERROR: 1, PASS: 0}
+
+
+class Verdict(enum.StrEnum):
+    """What a cell's outcome means against what its scenario expects."""
+
+    OK = "ok"
+    KNOWN = "known"  # a failure the baseline already had
+    UNEXPECTED = "unexpected"
+    UNEXERCISED = "unexercised"  # the fault could not happen: proves nothing
+
+
+OK, KNOWN, UNEXPECTED, UNEXERCISED = Verdict.OK, Verdict.KNOWN, Verdict.UNEXPECTED, Verdict.UNEXERCISED
+VERDICTS = tuple(Verdict)
+#: The order a report lists cells in: what needs a look first.
+VERDICT_ORDER = {UNEXPECTED: 0, UNEXERCISED: 1, KNOWN: 2, OK: 3}
+
+
+class Expect(enum.StrEnum):
+    """What a scenario expects of correct code."""
+
+    PASS = "pass"
+    FAIL_LOUDLY = "fail-loudly"  # a clear error on every rank, never a hang or a silent success
+
+
+class ExitCode(enum.IntEnum):
+    """What ``harness`` and its commands exit with (the README's table)."""
+
+    OK = 0
+    FAILED = 1  # an unexpected cell; explore found something; an unlisted difference
+    USAGE = 2  # a bad option, scenario file or report
+    INTERNAL = 3  # the harness's own bug
+    POD_FAILED = 4  # the pod could not run a cell (INFRA), a cloud or local pod failure
+    INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT, as a shell reports it
+
+
+#: What a unit process (a rank, a launcher, a pod worker's host) exits with when the
+#: harness failed inside it, not the target (sysexits' EX_SOFTWARE).
+UNIT_FAILED = 70
+
+# -- limits ------------------------------------------------------------------------
+
+#: The longest deadline of a world, in seconds of its own clock (a scenario's timeout, the
+#: CLI's --timeout): a day. World time is cheap: it passes at once while every rank waits.
+MAX_TIMEOUT = 86_400
+#: The same, for a fault's delays and latencies, which are given in milliseconds.
+MAX_TIMEOUT_MS = MAX_TIMEOUT * 1000
+#: A scenario's deadline unless it says otherwise: what a real job's collectives wait before
+#: the job is called stuck (torch.distributed's default process-group timeout, 30 min).
+DEFAULT_TIMEOUT = 1800.0
+#: A world's seed seeds numpy, whose seeds are 32-bit.
+MAX_SEED = 2**32 - 1
+#: The most ranks a topology may have.
+MAX_RANKS = 4096
+#: The longest deadline of a pod's cell, in seconds of real time (a pod has no world clock).
+MAX_POD_TIMEOUT = 600.0
+#: A pod cell's deadline unless ``--timeout`` gives one: the scenario's, at most this many
+#: seconds. On a pod time is the machine's: a target that hangs costs real time, as the
+#: simulator's world clock does not (a scenario's deadline there is what a real job waits).
+#: Above the reference targets' own waits (robust-sync's ``sync_timeout_s``, 30 s), so that
+#: a pod and the simulator agree on them; a night's HANG cells run to it (15 of 36: 15 min).
+POD_DEADLINE = 60.0
+
+# -- defaults a user sees -----------------------------------------------------------
+
+#: The workload a target belongs to unless the user says otherwise.
+DEFAULT_WORKLOAD = "config-sync"
+#: What a run's reports can be written as (``harness run --format``, ``harness report``).
+FORMATS = ("terminal", "json", "junit", "markdown", "html")
+
+
+class HarnessError(Exception):
+    """The root of every error the harness reports to a user: each carries its exit
+    status and how the command line introduces it, so that ``harness.cli.main`` maps
+    every error in one place."""
+
+    exit_code: ExitCode = ExitCode.INTERNAL
+    label = "error"
+
+
+class UsageError(HarnessError):
+    """A bad input: an option, a scenario file, a report, a reference, a directory."""
+
+    exit_code = ExitCode.USAGE
+
+
+class PodError(HarnessError):
+    """The pod could not run the cells (a worker unreachable, a key refused, the cloud
+    said no): not the target's failure, so neither 0 nor 1."""
+
+    exit_code = ExitCode.POD_FAILED
+    label = "the pod failed"
