@@ -7,7 +7,24 @@ import os
 
 import pytest
 
-from support import REPO, Cli, run_cli
+from support import REPO, TESTS, Cli, local_shim, run_cli
+
+# Some test modules are also their ranks' targets (``f"{__file__}:name"``): a rank imports such a
+# file by path, in a fork server started as a fresh interpreter whose PYTHONPATH is the
+# repository's and this one, so their module-level ``from support import ...`` needs tests/ here.
+# Set at import, before any world starts a fork server.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (str(TESTS), os.environ.get("PYTHONPATH", "")) if p)
+
+#: The tiers, one directory each; a test is marked with its tier (``-m unit``, ``-m "not pod"``).
+TIERS = ("unit", "world", "catalog", "cli", "pod")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        tier = item.path.parent.name
+        if tier in TIERS:
+            item.add_marker(tier)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -31,6 +48,18 @@ def without_pytest(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(hidden), str(REPO), env.get("PYTHONPATH", "")])
     return env
+
+
+@pytest.fixture
+def shim(request: pytest.FixtureRequest):
+    """A fresh import of the shim with a LocalRuntime of the requested profile installed
+    (``@pytest.mark.parametrize("shim", [profile], indirect=True)`` chooses the profile)."""
+    with local_shim(getattr(request, "param", "current")) as local:
+        import torch_xla
+        import torch_xla.core.xla_model as xm
+        import torch_xla.runtime as xr
+
+        yield torch_xla, xm, xr, local
 
 
 @pytest.fixture

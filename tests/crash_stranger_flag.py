@@ -1,5 +1,5 @@
 """Two flag-file config handoffs as a stranger might write them (config-sync's contract:
-``sync(cfg)`` returns the config on every rank). Used by tests/test_crash_states.py.
+``sync(cfg)`` returns the config on every rank). Used by tests/world/test_crash_states.py.
 
 ``made_early`` is the pattern seed 001's "Fixed Version" aims at, with the flag as the only
 signal: the flag is fsynced, the config it vouches for is not. ``as_meant`` is seed 001's

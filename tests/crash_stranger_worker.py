@@ -2,7 +2,7 @@
 checkpoint goes to a temporary file and is ``os.replace``d over the old one, but nothing
 is fsynced. A killed process leaves the old or the new checkpoint (the rename is atomic),
 a host that loses power can leave the new name pointing at an empty file. Used by
-tests/test_crash_states.py (checkpoint-resume workload's contract)."""
+tests/world/test_crash_states.py (checkpoint-resume workload's contract)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def run(inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def record_me() -> None:
-    """What tests/test_crash_states.py checks the recording of: two writes around an
+    """What tests/world/test_crash_states.py checks the recording of: two writes around an
     fsync, then the directory's fsync (rank 0 only; every host has its own /tmp)."""
     if os.environ.get("TPU_WORKER_ID", "0") != "0":
         return

@@ -21,7 +21,12 @@ from typing import Any
 
 from harness.world.result import PASS, RankResult, WorldResult, world_outcome
 
-REPO = Path(__file__).resolve().parent.parent
+#: tests/, wherever a test file lives below it (in its tier: unit, world, catalog, cli, pod)
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+#: the targets the tests run in worlds, and the strangers' targets written as users write them
+TARGETS_DIR = TESTS / "targets"
+USER_TARGETS_DIR = TESTS / "user_targets"
 
 Cli = Callable[..., subprocess.CompletedProcess]
 
@@ -150,3 +155,21 @@ def local_shim(profile: str = "current") -> Iterator[Any]:
         sys.meta_path[:] = meta_path
         purge_shim()
         sys.path.remove(SHIMS)
+
+
+# -- collectives as a rank sends them, for the coordinator's tests -----------------------
+
+def all_reduce(value: int, **extra: Any) -> Any:
+    """An int32 sum of ``value``, as ``xm.all_reduce`` sends it."""
+    import struct
+
+    from harness.world.protocol import Collective
+
+    return Collective(op="all_reduce", kind="reduce", tensors=[["int32", [1], 4]], reduce="sum",
+                      payload=struct.pack("<i", value), **extra)
+
+
+def rendezvous(tag: str, payload: bytes) -> Any:
+    from harness.world.protocol import Collective
+
+    return Collective(op="rendezvous", kind="gather_bytes", tag=tag, payload=payload)

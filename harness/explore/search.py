@@ -259,7 +259,7 @@ def _find(strategy: st.SearchStrategy[Plan], condition: Callable[[Plan], bool],
     """``hypothesis.find`` with both a seed and the example database: ``find`` given a
     ``random`` runs under ``@seed``, which turns the database off. The two attributes set
     here are the ones ``@seed`` and ``find`` themselves set (Hypothesis is pinned in CI;
-    tests/test_explore.py checks that the database is written and replayed)."""
+    tests/world/test_explore.py checks that the database is written and replayed)."""
     last: list[Plan] = []
 
     @config

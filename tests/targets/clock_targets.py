@@ -1,4 +1,4 @@
-"""Rank-side targets for tests/test_clock.py: what a rank's code does with time."""
+"""Rank-side targets for tests/world/test_clock.py: what a rank's code does with time."""
 
 import datetime
 import os

@@ -1,4 +1,4 @@
-"""Rank-side targets of tests/test_shim_conformance.py.
+"""Rank-side targets of tests/catalog/test_shim_conformance.py.
 
 Every function here runs on every rank of a harness world, against the fake
 torch_xla, and returns a dict of plain observations (lists, numbers, bools,

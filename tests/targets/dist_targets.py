@@ -1,4 +1,4 @@
-"""Rank-side targets of tests/test_xla_backend.py and tests/test_parallel_loader.py.
+"""Rank-side targets of tests/world/test_xla_backend.py and tests/world/test_parallel_loader.py.
 
 Every function runs on every rank of a harness world against the fake
 torch_xla and returns plain observations (lists, numbers, strings) for the

@@ -1,4 +1,4 @@
-"""Rank-side targets for tests/test_faults.py: plain Python file code (open, os,
+"""Rank-side targets for tests/world/test_faults.py: plain Python file code (open, os,
 yaml, json) that reports exactly what it saw, so the tests can compare it with
 what a real system gives."""
 

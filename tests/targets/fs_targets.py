@@ -1,4 +1,4 @@
-"""Rank-side targets for tests/test_filesystem.py: plain Python file code, run
+"""Rank-side targets for tests/world/test_filesystem.py: plain Python file code, run
 inside a world's sandboxed view. Each target reports what it saw; the test
 checks the view from the inside and the machine from the outside."""
 

@@ -1,4 +1,4 @@
-"""Rank-side targets for tests/test_history.py: runs long enough to outgrow the history."""
+"""Rank-side targets for tests/world/test_history.py: runs long enough to outgrow the history."""
 
 import torch_xla.core.xla_model as xm
 

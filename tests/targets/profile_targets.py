@@ -1,4 +1,4 @@
-"""Rank-side targets of tests/test_shim_profiles.py: what a script sees of the ``xla``
+"""Rank-side targets of tests/world/test_shim_profiles.py: what a script sees of the ``xla``
 backend and the device helpers under each API profile. A target reports; it does not
 assert, so one world per profile checks every difference."""
 

@@ -1,4 +1,4 @@
-"""Run by tests/test_real_xla.py under the REAL torch_xla 2.9 (PJRT_DEVICE=CPU, one device).
+"""Run by tests/pod/test_real_xla.py under the REAL torch_xla 2.9 (PJRT_DEVICE=CPU, one device).
 
 ``python -I real_xla_target.py MODE [FAULT_JSON]``: installs the pod's recorder with the
 harness's own fault engine behind ``on_call`` (as a pod rank does), then makes the collectives

@@ -1,4 +1,4 @@
-"""Rank-side targets for tests/test_recording.py: a config handoff through a file
+"""Rank-side targets for tests/world/test_recording.py: a config handoff through a file
 (rank 0 writes it atomically, the others read it after a rendezvous) and a
 flag file other ranks poll for, as a user's own sync code would."""
 

@@ -1,4 +1,4 @@
-"""Rank-side targets for tests/test_world_speed.py: what a rank's start-up and end must
+"""Rank-side targets for tests/world/test_world_speed.py: what a rank's start-up and end must
 still do once they are cheap (seeded generators, tracebacks with their source, the shim
 whatever a preload imported)."""
 

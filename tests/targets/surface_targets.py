@@ -1,4 +1,4 @@
-"""Rank-side targets of tests/test_shim_metrics.py and tests/test_shim_surface.py.
+"""Rank-side targets of tests/world/test_shim_metrics.py and tests/unit/test_shim_surface.py.
 
 Each runs on every rank of a harness world against the shim and reports plain
 observations (a target never asserts), so one world checks many things.

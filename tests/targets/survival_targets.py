@@ -1,4 +1,4 @@
-"""Rank-side targets for tests/test_world_survives.py: each leaves the harness
+"""Rank-side targets for tests/world/test_world_survives.py: each leaves the harness
 something that used to stop it (a FIFO, a huge file, a child holding the socket)."""
 
 import os

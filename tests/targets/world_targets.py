@@ -1,4 +1,4 @@
-"""Rank-side targets for tests/test_world.py: each misbehaves in one way."""
+"""Rank-side targets for tests/world/test_world.py: each misbehaves in one way."""
 
 import json
 import os

@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 
-from support import REPO
+from support import REPO, TARGETS_DIR
 
 pytestmark = pytest.mark.real_xla
 
-TARGET = Path(__file__).resolve().parent / "targets" / "real_xla_target.py"
+TARGET = TARGETS_DIR / "real_xla_target.py"
 PYTHON = os.environ.get("HARNESS_REAL_XLA_PYTHON", sys.executable)
 ENV = {"PJRT_DEVICE": "CPU", "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
        "HOME": os.environ.get("HOME", "/root")}

@@ -4,12 +4,13 @@ world of the same target preloads it."""
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 from harness import PASS, run_world
 from harness.reports.diagnosis import describe
 
-TARGETS = Path(__file__).parent / "targets" / "recording_targets.py"
+from support import TARGETS_DIR
+
+TARGETS = TARGETS_DIR / "recording_targets.py"
 
 
 def test_an_installed_module_imported_inside_the_function_is_learned_the_users_own_is_not():
@@ -167,7 +168,7 @@ def test_a_harness_module_that_reaches_torch_xla_is_never_preloaded():
     every later world of every target)."""
     from harness.world.pool import preload_for
 
-    wrapper = Path(__file__).parent / "targets" / "wraps_naive.py"
+    wrapper = TARGETS_DIR / "wraps_naive.py"
     assert preload_for(f"{wrapper}:sync", None, str(wrapper.parent)) == ()
     assert preload_for("harness.workloads.config_sync.robust:run", None, ".") == \
         ("harness.workloads.config_sync.model",)

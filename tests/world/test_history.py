@@ -4,9 +4,6 @@ file events, every other event, and says what it dropped."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
-from test_coordinator import all_reduce, rendezvous
 
 from harness import PASS, run_world
 from harness.checkers import config_sync
@@ -17,7 +14,9 @@ from harness.runner.cells import Cell, FaultRow, Matrix, RankRow
 from harness.world.coordinator import Coordinator
 from harness.world.result import WorldResult
 
-TARGETS = str(Path(__file__).parent / "targets" / "history_targets.py")
+from support import TARGETS_DIR, all_reduce, rendezvous
+
+TARGETS = str(TARGETS_DIR / "history_targets.py")
 
 
 def test_a_history_under_its_bound_keeps_everything_in_order():

@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -18,7 +17,9 @@ from harness.reports.diagnosis import describe
 from harness.world import sweep
 from harness.world.environment import seed_torch
 
-TARGETS = Path(__file__).parent / "targets" / "speed_targets.py"
+from support import REPO, TARGETS_DIR
+
+TARGETS = TARGETS_DIR / "speed_targets.py"
 
 
 def test_seed_torch_draws_what_manual_seed_draws():
@@ -120,7 +121,7 @@ def test_wait_gone_says_so_when_a_process_still_runs_at_its_limit():
 
 
 def test_the_benchmark_runs_and_prints_the_ratio_to_the_floor():
-    bench = Path(__file__).parent.parent / "benchmarks" / "bench_throughput.py"
+    bench = REPO / "benchmarks" / "bench_throughput.py"
     # the machine's time: a bound, so a stuck run fails the test instead of hanging it
     done = subprocess.run([sys.executable, str(bench), "--worlds", "1", "--rounds", "1",
                            "--no-baseline"], capture_output=True, text=True, timeout=300)

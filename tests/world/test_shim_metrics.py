@@ -18,7 +18,9 @@ import pytest
 import harness
 from harness.reports.diagnosis import describe
 
-TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets", "surface_targets.py")
+from support import TARGETS_DIR
+
+TARGETS = os.path.join(TARGETS_DIR, "surface_targets.py")
 _worlds: dict[tuple[str, int], harness.WorldResult] = {}
 
 

@@ -3,7 +3,7 @@
 The checker is tried on synthetic results first (each invariant broken on its
 own), then on real cells: the reference loaders, and a few user-style loaders
 at the bottom of this file, which the ranks load as
-``tests/test_data_sharding.py:name``.
+``tests/world/test_data_sharding.py:name``.
 """
 
 from __future__ import annotations

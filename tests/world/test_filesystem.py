@@ -22,9 +22,9 @@ from harness import PASS, get_topology, run_world
 from harness.filesystem.mounts import Mount, default_table
 from harness.reports.diagnosis import describe
 
-from support import REPO
+from support import REPO, TESTS
 
-HERE = Path(__file__).parent
+HERE = TESTS
 TARGETS = HERE / "targets" / "fs_targets.py"
 
 

@@ -8,7 +8,6 @@ end, and a DataLoader that raises ends the epoch early without an exception.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +15,9 @@ import pytest
 from harness.reports.diagnosis import describe
 from harness.world.world import run_world
 
-TARGETS = Path(__file__).parent / "targets" / "dist_targets.py"
+from support import TARGETS_DIR
+
+TARGETS = TARGETS_DIR / "dist_targets.py"
 TIMEOUT = 20.0
 
 

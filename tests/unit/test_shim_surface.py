@@ -23,9 +23,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from support import SHIMS, local_shim, purge_shim  # noqa: E402
+from support import REPO, SHIMS, local_shim, purge_shim  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = str(REPO)
 
 
 def _load(name: str, path: str):

@@ -26,7 +26,9 @@ import harness
 from harness.filesystem.mounts import Mount
 from harness.reports.diagnosis import describe
 
-TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets", "conformance.py")
+from support import TARGETS_DIR
+
+TARGETS = os.path.join(TARGETS_DIR, "conformance.py")
 TIMEOUT = 20.0
 SIZES = {1: "1x1", 2: "2x1", 8: "8x1"}
 GROUPS = [[0, 1, 2, 3], [4, 5, 6, 7]]

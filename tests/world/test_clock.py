@@ -10,7 +10,6 @@ HANG, which the test would see.
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -19,8 +18,10 @@ from harness.reports.diagnosis import describe
 from harness.world.clock import NS, WorldClock
 from harness.world.rank_clock import BLOCKED, NOTIFIED, TIMED_OUT, RankClock, Waiter
 
-TARGETS = Path(__file__).parent / "targets" / "clock_targets.py"
-USER = Path(__file__).parent / "user_targets"
+from support import TARGETS_DIR, USER_TARGETS_DIR
+
+TARGETS = TARGETS_DIR / "clock_targets.py"
+USER = USER_TARGETS_DIR
 
 
 def target(name: str) -> str:
@@ -298,7 +299,7 @@ def test_a_target_whose_imports_take_seconds_has_no_cell_decided_by_them():
     from harness.scenarios import select
     from harness.workloads.registry import target as make_target
 
-    here = Path(__file__).parent / "targets"
+    here = TARGETS_DIR
     scenarios = select(("baseline", "slow-writer", "visibility-delay", "writer-killed",
                         "isolated-tmp", "partial-write"))
     heavy, light = (make_target(f"{here}/{name}.py:sync") for name in ("heavy_sync", "light_sync"))

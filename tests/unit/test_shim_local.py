@@ -17,18 +17,7 @@ import pytest
 torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402 - after the skip
 
-from support import SHIMS, local_shim  # noqa: E402
-
-
-@pytest.fixture
-def shim(request: pytest.FixtureRequest):
-    """A fresh import of the shim with a LocalRuntime of the requested profile installed."""
-    with local_shim(getattr(request, "param", "current")) as local:
-        import torch_xla
-        import torch_xla.core.xla_model as xm
-        import torch_xla.runtime as xr
-
-        yield torch_xla, xm, xr, local
+from support import SHIMS  # noqa: E402
 
 
 def test_the_shim_imports_and_refuses_use_without_the_harness(tmp_path):

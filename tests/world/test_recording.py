@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from harness import PASS, run_world
 from harness.reports.diagnosis import describe
 
-TARGETS = Path(__file__).parent / "targets" / "recording_targets.py"
+from support import TARGETS_DIR
+
+TARGETS = TARGETS_DIR / "recording_targets.py"
 HANDOFF = f"{TARGETS}:handoff"
 
 

@@ -14,9 +14,9 @@ from harness.filesystem.mounts import Mount
 from harness.pytest_plugin import WorldFailed, assert_world_passed
 from harness.reports.diagnosis import describe
 
-from support import alive, processes_of_world, run_cli
+from support import TESTS, alive, processes_of_world, run_cli
 
-HERE = Path(__file__).parent
+HERE = TESTS
 TARGETS = HERE / "targets" / "world_targets.py"
 
 

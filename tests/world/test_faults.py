@@ -11,7 +11,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from pathlib import Path
 
 import pytest
 import yaml
@@ -21,7 +20,9 @@ from harness.faults.plan import PlanError, make_plan
 from harness.filesystem.mounts import Mount
 from harness.reports.diagnosis import describe
 
-TARGETS = Path(__file__).parent / "targets" / "fault_targets.py"
+from support import TARGETS_DIR
+
+TARGETS = TARGETS_DIR / "fault_targets.py"
 CONFIG = "/tmp/c.yaml"
 # Quoted strings and a flow list: a cut in the middle of either is not YAML,
 # a cut at a line boundary is (a smaller mapping).

@@ -5,7 +5,7 @@ calls. The strongest check is that, installed in the ranks of a simulated world,
 sees exactly the calls the coordinator records (op, tag, site and detail, in order, per rank)
 for the reference targets and the xla backend's collectives: then a scenario's fault triggers
 fire at the same calls on a pod. The helpers at the bottom run on the ranks, loaded as
-``tests/test_pod_recorder.py:name``.
+``tests/pod/test_pod_recorder.py:name``.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from harness.workloads.data_sharding import PRELOAD as SHARDING
 from harness.workloads.data_sharding import TARGETS as SHARDING_TARGETS
 from harness.workloads.registry import WORKLOADS
 
-from support import REPO
+from support import REPO, TARGETS_DIR
 
 HERE = Path(__file__).resolve()
-DIST = str(HERE.parent / "targets" / "dist_targets.py")
+DIST = str(TARGETS_DIR / "dist_targets.py")
 
 
 def recorded_world(target: str, *args: Any, topology: str = "2x1", **kwargs: Any):
@@ -130,7 +130,7 @@ def test_on_call_raising_stops_the_collective_on_that_rank():
 
 @pytest.mark.parametrize("mode", ["plain", "spawn", "plain-late"])
 def test_the_shim_under_the_recorder_records_what_the_real_torch_xla_records(mode):
-    """tests/test_real_xla.py runs this script under the real torch_xla 2.9 and checks the
+    """tests/pod/test_real_xla.py runs this script under the real torch_xla 2.9 and checks the
     same calls, results and wrappers: what a pod of real ranks records, a pod of shim ranks
     (``harness pod run --local``) records too."""
     from test_real_xla import TARGET, assert_clean_run

@@ -10,14 +10,7 @@ from hypothesis import strategies as st
 from harness.world.coordinator import Coordinator
 from harness.world.protocol import Collective, Recv, Send
 
-
-def all_reduce(value: int, **extra) -> Collective:
-    return Collective(op="all_reduce", kind="reduce", tensors=[["int32", [1], 4]], reduce="sum",
-                      payload=struct.pack("<i", value), **extra)
-
-
-def rendezvous(tag: str, payload: bytes) -> Collective:
-    return Collective(op="rendezvous", kind="gather_bytes", tag=tag, payload=payload)
+from support import all_reduce, rendezvous
 
 
 def test_a_step_completes_when_the_last_rank_arrives_and_answers_every_rank():

@@ -10,7 +10,6 @@ import os
 import pickle
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,7 +23,9 @@ from harness.world.lifecycle import Unit
 from harness.world.protocol import Result
 from harness.world.values import UnreadableValue, decode, encode
 
-TARGETS = Path(__file__).parent / "targets" / "survival_targets.py"
+from support import TARGETS_DIR
+
+TARGETS = TARGETS_DIR / "survival_targets.py"
 
 
 class Command:

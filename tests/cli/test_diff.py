@@ -12,6 +12,8 @@ from harness.reports.diff import WIDTH
 from harness.reports.json_report import to_json
 from harness.runner.cells import INFRA, Cell, Matrix
 
+from support import REPO
+
 DETAIL = {
     "PASS": "every rank returned run-3f2a",
     "ERROR": "ranks 1-7: FileNotFoundError: [Errno 2] No such file or directory: "
@@ -391,7 +393,7 @@ def test_json_carries_the_groups_and_the_exit_code(cli, tmp_path: Path) -> None:
 def test_the_readme_example_of_an_expected_file_is_valid(tmp_path: Path) -> None:
     from harness.reports.expected import load_expected
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (REPO / "README.md").read_text()
     after = readme[readme.index("The expected-differences file is reviewed like code"):]
     start = after.index("```yaml\n") + len("```yaml\n")
     block = after[start:after.index("\n```", start)]

@@ -26,9 +26,9 @@ from harness.scenarios import base_scenario, load_scenario
 from harness.topology import get_topology
 from harness.workloads.registry import target
 
-from support import ctrl_c, start_cli, worlds_of
+from support import TESTS, ctrl_c, start_cli, worlds_of
 
-HERE = Path(__file__).parent
+HERE = TESTS
 STRANGER = '''\
 import json, os
 import torch_xla.core.xla_model as xm

@@ -1,7 +1,7 @@
 """The three config-sync reference targets do what the seeds (and our recipe) say.
 
 The targets run as real rank processes; the helper targets at the bottom of this
-file are loaded by the ranks as ``tests/test_reference_targets.py:name``.
+file are loaded by the ranks as ``tests/world/test_reference_targets.py:name``.
 """
 
 from __future__ import annotations

@@ -7,11 +7,9 @@ and ``torch_xla.__version__``. The in-process tests run the shim on a one-rank L
 the profile; the worlds run the backend on two ranks under each profile.
 """
 
-# ruff: noqa: F811
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,11 +21,10 @@ from harness.topology import PROFILES
 from harness.world.config import WorldConfig
 
 torch = pytest.importorskip("torch")
-# The fixture ``shim``: a fresh shim on a LocalRuntime of the profile it is parametrized with
-# (tests take it by name, which ruff reads as redefining the import: F811 off in this file).
-from test_shim_local import shim  # noqa: E402, F401
 
-TARGETS = Path(__file__).parent / "targets" / "profile_targets.py"
+from support import TARGETS_DIR  # noqa: E402 - after the skip
+
+TARGETS = TARGETS_DIR / "profile_targets.py"
 VERSIONS = {"legacy": "2.0.0+harness", "2.7": "2.7.0+harness", "2.8": "2.8.0+harness",
             "current": "2.9.0+harness"}
 every_profile = pytest.mark.parametrize("shim", list(VERSIONS), indirect=True)

@@ -24,9 +24,9 @@ from harness.filesystem.mounts import default_table, real_root
 from harness.filesystem.snapshot import SIZE_CAP, content_bytes, snapshot
 from harness.reports.diagnosis import describe
 
-from support import REPO, alive, processes_of_world, run_cli, start_cli
+from support import REPO, TESTS, alive, processes_of_world, run_cli, start_cli
 
-HERE = Path(__file__).parent
+HERE = TESTS
 TARGETS = HERE / "targets" / "survival_targets.py"
 WATCHED = "/tmp/out"
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import socket
 import struct
-from pathlib import Path
 
 import pytest
 
 from harness import ERROR, PASS, run_world
 from harness.world import protocol, wire
 
-TARGETS = Path(__file__).parent / "targets" / "protocol_targets.py"
+from support import TARGETS_DIR
+
+TARGETS = TARGETS_DIR / "protocol_targets.py"
 
 
 def decode(header: object, payload: bytes = b"") -> protocol.Message:
