@@ -205,12 +205,12 @@ def _children(pid: int) -> list[int]:
 
 
 def fork_servers() -> set[int]:
-    """The harness's fork servers (its children running harness.world.forkserver)."""
+    """The harness's fork servers (its children running harness.rank.forkserver)."""
     out = set()
     for pid in _children(os.getpid()):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if b"harness.world.forkserver" in f.read():
+                if b"harness.rank.forkserver" in f.read():
                     out.add(pid)
         except OSError:
             pass

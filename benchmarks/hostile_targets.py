@@ -91,7 +91,7 @@ def reduce_runs_a_command(inputs: dict) -> dict:
 
 
 def forges_a_frame(inputs: dict) -> dict:
-    from harness.world import runtime
+    from harness.rank import runtime
 
     sock = runtime.active().channel.call  # type: ignore[union-attr]
     sock.sendall((2 ** 31).to_bytes(4, "big") + (2 ** 62).to_bytes(8, "big") + b"[1]")

@@ -38,7 +38,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness.world.sweep import marked, running
+from harness.rank.sweep import marked, running
 
 HERE = Path(__file__).resolve().parent
 #: The hostile targets, read from their source (they import torch_xla: only a rank can).

@@ -19,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from harness.faults.kinds import FaultSpec, explain
 from harness.faults.plan import PlanError, make_plan
 from harness.filesystem.mounts import KERNEL_TREES, MAX_DELAY_MS, MAX_MOUNT_PATH, Mount, is_under
+from harness.rank.validator import Validator
+from harness.rank.validator import validator as read_checker
 from harness.roles import MEANING, Roles
 from harness.scenario_yaml import ScenarioError, read_yaml
 from harness.scenario_yaml import node_at as _node_at
@@ -26,8 +28,6 @@ from harness.topology import PROFILES, get_topology
 from harness.vocabulary import DEFAULT_TIMEOUT, MAX_TIMEOUT, Expect  # noqa: F401 - re-exported
 from harness.workloads import registry
 from harness.workloads.base import WorkloadInputs
-from harness.world.validator import Validator
-from harness.world.validator import validator as read_checker
 
 #: Catalog order, as each workload declares it; files not named here follow by name.
 CATALOG_ORDER = registry.catalog_order()
@@ -102,7 +102,7 @@ class Scenario(BaseModel):
     inputs: dict[str, Any] = Field(default_factory=dict)
     #: host -> inputs merged over ``inputs`` for that host's ranks (mappings merged key by key)
     host_inputs: dict[int, dict[str, Any]] = Field(default_factory=dict)
-    #: judges each rank's value of a user's target (``harness.world.validator``): a
+    #: judges each rank's value of a user's target (``harness.rank.validator``): a
     #: ``file.py:Model`` (relative to this file), ``module:check`` or ``schema.json``
     checker: str | None = Field(default=None, min_length=1, max_length=4096)
 

@@ -102,15 +102,15 @@ def world(ranks: list[RankResult], outcome: str | None = None, **fields: Any) ->
 
 def alive(pid: int) -> bool:
     """True if ``pid`` is a live process (a zombie counts as dead)."""
-    from harness.world.sweep import running
+    from harness.rank.sweep import running
 
     return running(pid)
 
 
 def processes_of_world(world_id: str) -> list[int]:
     """The live processes of a world, by the mark in their environment as /proc shows it
-    (``harness.world.sweep``): none may outlive it."""
-    from harness.world.sweep import of_world
+    (``harness.rank.sweep``): none may outlive it."""
+    from harness.rank.sweep import of_world
 
     return [pid for pid in of_world(world_id) if alive(pid)]
 

@@ -1,7 +1,7 @@
 """What every workload's checker decides first: did the world end, and how.
 
 A rank the fault plan killed is not judged; its survivors are. Only when every
-judged rank returned a value its checker (if any: ``harness.world.validator``)
+judged rank returned a value its checker (if any: ``harness.rank.validator``)
 accepts does a workload's own oracle look at the values.
 """
 

@@ -74,8 +74,8 @@ def target_from(spec: str, workload: str, checker: Any = None) -> Any:
 
 def targets_from(specs: tuple[str, ...], workload: str, checker: str | None = None) -> list[Any]:
     """``--target`` values (or the built-in targets), with ``--checker`` read once."""
+    from harness.rank.validator import validator
     from harness.workloads.registry import BUILTIN_TARGETS
-    from harness.world.validator import validator
 
     known_workload(workload)
     judge: Any = None

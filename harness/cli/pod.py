@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -128,7 +127,8 @@ def run_command(tpu: str | None, zone: str | None, project: str | None, hosts_fi
             ssh = SshOptions(key=str(local_pod.client_key), known_hosts=str(local_pod.known_hosts),
                              connect_timeout=connect_timeout, keepalive_interval=keepalive)
             python = python or sys.executable
-            replay = f"harness pod run --local {local}" + (f" --chips {chips}" if chips else "")
+            replay = ("harness", "pod", "run", "--local", str(local),
+                      *(("--chips", str(chips)) if chips else ()))
         else:
             workers, info, replay = _real_workers(tpu, zone, project, hosts_file, user, chips,
                                                   external_ip)
@@ -188,7 +188,7 @@ def _real_workers(tpu: str | None, zone: str | None, project: str | None,
         if user is not None:
             workers = [dataclasses.replace(w, user=w.user or user) for w in workers]
         info = PodInfo(Path(hosts_file).name, "unknown (a hosts file)", len(workers), chips or 4)
-        return workers, info, f"harness pod run --hosts {shlex.quote(hosts_file)}"
+        return workers, info, ("harness", "pod", "run", "--hosts", hosts_file)
     if zone is None:
         raise click.UsageError("--tpu needs --zone")
     from harness.pod import cloud
@@ -200,8 +200,8 @@ def _real_workers(tpu: str | None, zone: str | None, project: str | None,
         sys.exit(ExitCode.POD_FAILED)
     workers = [dataclasses.replace(w, user=w.user or user) for w in node.workers]
     info = PodInfo(node.name, node.accelerator_type, len(workers), chips or 4)
-    replay = f"harness pod run --tpu {shlex.quote(str(tpu))} --zone {shlex.quote(zone)}" + (
-        f" --project {shlex.quote(project)}" if project else "")
+    replay = ("harness", "pod", "run", "--tpu", str(tpu), "--zone", zone,
+              *(("--project", project) if project else ()))
     return workers, info, replay
 
 

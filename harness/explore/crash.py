@@ -34,10 +34,10 @@ report says so, and lists what the crash model reads from its operations alone
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import re
-import shlex
 import tempfile
 import threading
 import time
@@ -64,12 +64,13 @@ from harness.filesystem.mounts import default_table
 from harness.filesystem.snapshot import content_bytes
 from harness.history import dropped_line
 from harness.runner.cells import Cell
+from harness.runner.replay import RUN, Replay
 from harness.runner.run import CellPlan, run_cell
 from harness.scenarios import Scenario, base_scenario, load_scenario
 from harness.topology import get_topology
 from harness.vocabulary import NOT_EXERCISED, PASS, Expect, UsageError
 from harness.workloads.base import Target
-from harness.workloads.registry import DEFAULT_WORKLOAD, WORKLOADS
+from harness.workloads.registry import WORKLOADS
 from harness.world.result import one_line
 from harness.world.world import ABORT, run_world
 
@@ -113,7 +114,8 @@ class Vulnerability:
     states: list[StateResult]
     scenario_name: str = ""
     scenario_yaml: str = ""
-    replay: str = ""
+    replay: str = ""  # what the report shows: ``replay_of`` rendered
+    replay_of: Replay | None = None
     protocol: str = ""  # what the operations show of the file's protocol (``Pattern``), if any
     #: the creations the failure also needs (an earlier state with the same damage passed
     #: without those files): ALICE's ordering dependency, e.g. a flag file made too early
@@ -452,11 +454,9 @@ def _group(results: list[StateResult], worlds: _Worlds, stem: str,
             v.scenario_name, worlds.base, v.first.faults,
             f"{v.first.state.why} ({model}, {v.consistency} mount); found by harness explore "
             f"--crash-states; the recovery saw: {v.first.detail}")
-        parts = ["harness", "run", "--scenario", f"{v.scenario_name}.yaml", "--target",
-                 worlds.target.name]
-        if not worlds.target.builtin and worlds.workload != DEFAULT_WORKLOAD:
-            parts += ["--workload", worlds.workload]
-        v.replay = shlex.join(parts)
+        v.replay_of = Replay(f"{v.scenario_name}.yaml", worlds.target.name, command=RUN,
+                             workload=None if worlds.target.builtin else worlds.workload)
+        v.replay = str(v.replay_of)
     return out
 
 
@@ -527,7 +527,8 @@ def write_scenarios(report: CrashReport, directory: str) -> list[str]:
             f.write(v.scenario_yaml)
         paths.append(path)
         v.path = path
-        v.replay = v.replay.replace(shlex.quote(f"{v.scenario_name}.yaml"), shlex.quote(path), 1)
+        if v.replay_of is not None:
+            v.replay = str(dataclasses.replace(v.replay_of, scenario=path))
     return paths
 
 

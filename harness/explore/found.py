@@ -5,13 +5,13 @@ to their catalog, the command that replays it, and the report of the search.
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.explore.search import Exploration, Finding, Search
 from harness.runner.cells import Cell
+from harness.runner.replay import RUN, Replay
 from harness.runner.run import CellPlan, run_cell
 from harness.world.result import one_line
 
@@ -42,14 +42,11 @@ def name_of(search: Search, finding: Finding) -> str:
 
 
 def replay_of(search: Search, path: Path) -> str:
+    """``harness run`` of the scenario file written for a finding."""
     target = search.target
-    parts = ["harness", "run", "--scenario", str(path), "--target", target.name,
-             "--seed", str(search.seed)]
-    if not target.builtin and target.workload and target.workload != "config-sync":
-        parts += ["--workload", target.workload]
-    if search.timeout is not None:
-        parts += ["--timeout", f"{search.timeout:g}"]
-    return shlex.join(parts)
+    return str(Replay(str(path), target.name, seed=search.seed, command=RUN,
+                      workload=None if target.builtin else target.workload,
+                      timeout=search.timeout))
 
 
 def write(search: Search, finding: Finding, out_dir: Path) -> Written:

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
+from harness import refs
 from harness.filesystem import machine
 from harness.filesystem.files import ViewFile
 from harness.filesystem.resolution import Resolved
@@ -239,8 +240,8 @@ class LineFinder:
         paths = sysconfig.get_paths()
         self._library = tuple(os.path.realpath(paths[k]) + os.sep
                               for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths)
-        module = (target or "").rpartition(":")[0]
-        self._own_file = os.path.realpath(module) if module.endswith(".py") else None
+        module = refs.module_of(target) or ""
+        self._own_file = os.path.realpath(module) if refs.is_file(module) else None
         self._own_package = None if self._own_file or not module else module.split(".")[0]
         self._verdicts: dict[str, bool] = {}
 

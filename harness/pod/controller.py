@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness import refs
 from harness.history import Event
 from harness.pod import sync
 from harness.pod.fabric import FabricAddress, free_port
@@ -236,9 +237,10 @@ class Pod:
     def _remote_target(self, target: str) -> str:
         """``path/file.py:fn`` as the workers find it: relative to the synced code's working
         directory (a path of this machine means nothing on a worker)."""
-        module, sep, attr = target.rpartition(":")
-        if not sep or not (module.endswith(".py") or os.sep in module):
+        ref = refs.parse(target)
+        if not ref.is_file:
             return target
+        module, attr = ref.module, ref.attr
         path = Path(module).resolve()
         code = self.code
         if code is None or not path.is_relative_to(code.root):

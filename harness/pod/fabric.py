@@ -25,8 +25,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from harness.world import protocol, wire
-from harness.world.channel import CollectiveError
+from harness.rank import wire
+from harness.rank.channel import CollectiveError
+from harness.world import protocol
 from harness.world.coordinator import Coordinator
 
 #: Longer than any deadline: the launcher's deadline ends a world, never gloo.
@@ -211,7 +212,7 @@ def _peer_loss_blocks() -> Iterator[None]:
 
 
 def _tag(box: Any) -> int:
-    from harness.world.runtime import box_name
+    from harness.rank.runtime import box_name
 
     return zlib.crc32(box_name(box).encode()) & 0x7FFFFFFF
 

@@ -78,7 +78,7 @@ def _warm(spec: PodCellSpec) -> None:
     import torch_xla.distributed.xla_multiprocessing  # noqa: F401
     import torch_xla.runtime  # noqa: F401
 
-    from harness.world.bootstrap import resolve_target
+    from harness.rank.bootstrap import resolve_target
 
     home = os.path.expanduser("~")
     cwd = os.getcwd()
@@ -137,7 +137,7 @@ def _install_fabric(spec: PodCellSpec, host: int) -> None:
     """The local pod: the shim stands in for torch_xla, its collectives over gloo."""
     from harness.imports import when_imported
     from harness.pod.fabric import GlooRuntime
-    from harness.world.world import shim_root
+    from harness.rank.environment import shim_root
 
     sys.path.insert(0, shim_root())
     os.environ["HARNESS_PROFILE"] = spec.profile
@@ -150,7 +150,7 @@ def _install_fabric(spec: PodCellSpec, host: int) -> None:
 def _fork_ranks(spec: PodCellSpec, host: int, runtime: Any, fn: Any, args: tuple) -> None:
     """The shim's ``xmp.spawn`` on a local pod: one child per chip, waited for, a hard
     death turned into BrokenProcessPool as PJRT's process pool does."""
-    from harness.world.process import die_with_parent
+    from harness.rank.process import die_with_parent
 
     children = {}
     for r in spec.ranks_of_host(host):

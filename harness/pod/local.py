@@ -214,7 +214,7 @@ def _closed_port() -> int:
 
 
 def _die_with_parent() -> None:
-    from harness.world.process import die_with_parent
+    from harness.rank.process import die_with_parent
 
     die_with_parent()
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 import os
-import shlex
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
@@ -22,7 +21,7 @@ from harness import __version__
 from harness.filesystem.mounts import is_under
 from harness.runner.cells import Cell, Matrix, RankRow
 from harness.runner.discovery import Discovery, discover
-from harness.runner.run import CellPlan, plan_cells, replay_command, run_cell, run_matrix
+from harness.runner.run import CellPlan, plan_cells, replay_of, run_cell, run_matrix
 from harness.scenarios import Scenario
 from harness.topology import TOPOLOGIES
 from harness.vocabulary import INFRA, POD_DEADLINE, UNEXERCISED
@@ -69,7 +68,8 @@ def plan_pod(scenarios: list[Scenario], targets: list[Target], seed: int, topolo
 
 
 def run_on_pod(pod: Pod, plans: list[CellPlan], seed: int, not_run: dict[str, str],
-               known: frozenset[tuple[str, str]] = frozenset(), replay: str = "harness pod run",
+               known: frozenset[tuple[str, str]] = frozenset(),
+               replay: tuple[str, ...] = ("harness", "pod", "run"),
                on_cell: Callable[[Cell], None] | None = None) -> Matrix:
     """Every planned cell on ``pod``, one at a time (a pod runs one world at a time)."""
     learned: dict[str, Discovery] = {}
@@ -86,7 +86,7 @@ def run_on_pod(pod: Pod, plans: list[CellPlan], seed: int, not_run: dict[str, st
             cell = run_cell(plan, known, discovery, execute=partial(pod.run_world, clean=clean))
         except PodFailure as failure:
             cell = infra_cell(plan, failure)
-        cell.replay = pod_replay(replay, plan)
+        cell.replay = str(replay_of(plan).on_pod(replay))
         return cell
 
     matrix = run_matrix(plans, jobs=1, seed=seed, known=known, on_cell=on_cell, cell_runner=one)
@@ -129,11 +129,4 @@ def infra_matrix(plans: list[CellPlan], failure: PodFailure, seed: int, pod: Pod
                   mode="pod", pod={**pod.info.to_dict(), "not_run": dict(not_run)})
 
 
-def pod_replay(prefix: str, plan: CellPlan) -> str:
-    """The command that reruns exactly this cell on the same pod: the simulator's replay
-    arguments after the pod's own (how to reach it)."""
-    args = shlex.split(replay_command(plan))[2:]
-    if "--topology" in args:  # the pod's own: implied by the pod
-        i = args.index("--topology")
-        del args[i:i + 2]
-    return f"{prefix} {shlex.join(args)}"
+

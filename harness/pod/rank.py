@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import faulthandler
+import functools
 import itertools
 import json
 import os
@@ -22,7 +23,7 @@ from typing import Any
 from harness.faults.plan import FaultPlan
 from harness.faults.trigger import Trigger
 from harness.pod.spec import PodCellSpec, rank_file
-from harness.world import bootstrap, wire
+from harness.rank import bootstrap, wire
 
 
 class RankLog:
@@ -49,9 +50,7 @@ def run(spec: PodCellSpec, rank: int, home: str) -> int:
     """Be ``rank`` of ``spec``'s world: run the target and write what became of it.
 
     Returns the exit code a program would end with (the result file says why)."""
-    from harness.faults.engine import FaultEngine
     from harness.pod import recorder
-    from harness.world.environment import seed_generators, seed_temp_names
 
     workdir = os.path.join(home, spec.workdir)
     path = lambda what: rank_file(workdir, rank, what)  # noqa: E731
@@ -64,12 +63,12 @@ def run(spec: PodCellSpec, rank: int, home: str) -> int:
     log = RankLog(path("events"), rank, spec.start)
     plan = rehomed(spec, home)
     host = rank // spec.ranks_per_host
-    engine = FaultEngine(plan, rank, host, log.notify, 0)
-    seed_generators(engine.start(spec.seed))
-    seed_temp_names(rank, 0, 0)
     code_dir = os.path.join(home, spec.code_dir)
-    if any(f.spec.at_files() for f in plan.faults):
-        _install_view(engine, workdir, rank, host, code_dir, home, log)
+    on_disk = functools.partial(_view, workdir=workdir, rank=rank, host=host, cwd=code_dir,
+                                home=home, log=log)
+    engine, _ = bootstrap.enter_world(
+        plan, spec.seed, rank, host, log.notify,
+        view=on_disk if any(f.spec.at_files() for f in plan.faults) else None)
     steps = itertools.count()
 
     def on_call(op: str, tag: str | None, site: str | None, detail: dict[str, Any]) -> None:
@@ -110,11 +109,10 @@ def rehomed(spec: PodCellSpec, home: str) -> FaultPlan:
     return dataclasses.replace(spec.faults, faults=faults)
 
 
-def _install_view(engine: Any, workdir: str, rank: int, host: int, cwd: str, home: str,
-                  log: RankLog) -> None:
+def _view(engine: Any, workdir: str, rank: int, host: int, cwd: str, home: str,
+          log: RankLog) -> Any:
     """The simulator's filesystem view over the pod's own files: every file operation meets
     the fault engine's hooks, and lands where the target meant it (the pod's disks)."""
-    from harness.filesystem import patch
     from harness.filesystem.mounts import KERNEL_TREES, Mount, MountTable
     from harness.filesystem.view import View
 
@@ -122,9 +120,8 @@ def _install_view(engine: Any, workdir: str, rank: int, host: int, cwd: str, hom
                         *(Mount(p, scope="shared", base="passthrough") for p in KERNEL_TREES)))
     sandbox = os.path.join(workdir, f"rank-{rank}.fs")
     os.makedirs(sandbox, exist_ok=True)
-    view = View(table, sandbox, rank, host, cwd, home, hooks=engine,
+    return View(table, sandbox, rank, host, cwd, home, hooks=engine,
                 private=(workdir,), notify=log.notify)
-    patch.install(view)
 
 
 def write_result(path: str, result: dict[str, Any]) -> None:

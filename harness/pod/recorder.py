@@ -211,7 +211,7 @@ def _site(frame: Any, package: str) -> str | None:
 def _load_sites() -> ModuleType:
     """The shim's ``_internal/sites.py``, loaded from its file: on a pod the shim is not
     ``torch_xla`` (the real one is), but its code for naming a call site is the same."""
-    from harness.world.world import shim_root
+    from harness.rank.environment import shim_root
 
     path = os.path.join(shim_root(), "torch_xla", "_internal", "sites.py")
     spec = importlib.util.spec_from_file_location("harness._call_sites", path)

@@ -14,7 +14,7 @@ from typing import Any
 from harness.faults.plan import FaultPlan
 from harness.filesystem.sandbox import Leftover
 from harness.pod.fabric import FabricAddress
-from harness.world.validator import Validator
+from harness.rank.validator import Validator
 
 #: Everything the harness keeps on a worker, under its home directory.
 REMOTE_ROOT = ".harness-pod"

@@ -34,8 +34,8 @@ class SyncError(UsageError, RuntimeError):
 
 def harness_archive() -> tuple[str, bytes]:
     """(key, tar.gz) of the running harness: the package, its shim and its catalog."""
+    from harness.rank.environment import shim_root
     from harness.scenarios import catalog_dir
-    from harness.world.world import shim_root
 
     package = Path(__file__).resolve().parents[1]
     members = [(package, "harness"), (Path(shim_root()), "harness/_shims"),

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import __version__
+from harness import __version__, refs
 from harness.checkers.common import Baseline, as_json
 from harness.filesystem.mounts import Mount
 from harness.filesystem.snapshot import content_bytes
@@ -76,13 +76,13 @@ def cache_dir() -> Path:
 
 def _source_of(target: Target) -> bytes:
     """The target's own code, for the cache key (its file, or its module's file)."""
-    module = target.ref.rpartition(":")[0]
-    path = module if module.endswith(".py") else None
+    ref = refs.parse(target.ref)
+    path = ref.module if ref.is_file else None
     if path is None:
         import importlib.util
 
         try:
-            spec = importlib.util.find_spec(module)
+            spec = importlib.util.find_spec(ref.module)
         except (ImportError, ValueError):
             spec = None
         path = spec.origin if spec is not None else None

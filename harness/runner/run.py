@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 import os
-import shlex
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -21,16 +20,17 @@ from harness import __version__
 from harness.checkers.common import Baseline, Judgement
 from harness.faults.plan import FaultPlan, PlanError, make_plan
 from harness.history import Event
+from harness.rank.validator import Validator
 from harness.runner.cells import Cell, FaultRow, Matrix, RankRow
 from harness.runner.discovery import Discovery, discover
+from harness.runner.replay import Replay
 from harness.scenarios import Scenario, ScenarioError, catalog_dir, validate_host_inputs, validate_inputs
 from harness.topology import get_topology
 from harness.vocabulary import ERROR, KNOWN, NOT_EXERCISED, OK, PASS, UNEXERCISED, UNEXPECTED, Expect
 from harness.workloads.base import Target
-from harness.workloads.registry import DEFAULT_WORKLOAD, WORKLOADS
+from harness.workloads.registry import WORKLOADS
 from harness.world import pool
 from harness.world.result import WorldResult, one_line
-from harness.world.validator import Validator
 from harness.world.world import ABORT, run_world
 
 log = logging.getLogger(__name__)
@@ -90,21 +90,17 @@ def _check_against(scenario: Scenario, topology: str, seed: int) -> None:
                             field=exc.field) from None
 
 
-def replay_command(plan: CellPlan) -> str:
+def replay_of(plan: CellPlan) -> Replay:
+    """The command that reruns exactly this cell (``harness replay``)."""
     scenario = plan.scenario
     from_catalog = scenario.source is not None and os.path.dirname(
         os.path.abspath(scenario.source)) == str(catalog_dir())
-    parts = ["harness", "replay", "--scenario", scenario.name if from_catalog else
-             str(scenario.source), "--target", plan.target.name, "--seed", str(plan.seed)]
-    if not plan.target.builtin and plan.target.workload != DEFAULT_WORKLOAD:
-        parts += ["--workload", str(plan.target.workload)]
-    if plan.target.checker is not None:
-        parts += ["--checker", plan.target.checker.ref]
-    if plan.topology_overridden:
-        parts += ["--topology", plan.topology]
-    if plan.timeout_overridden:
-        parts += ["--timeout", f"{plan.timeout:g}"]
-    return shlex.join(parts)
+    target = plan.target
+    return Replay(scenario.name if from_catalog else str(scenario.source), target.name,
+                  seed=plan.seed, workload=None if target.builtin else target.workload,
+                  checker=target.checker.ref if target.checker is not None else None,
+                  topology=plan.topology if plan.topology_overridden else None,
+                  timeout=plan.timeout if plan.timeout_overridden else None)
 
 
 def discover_targets(plans: Iterable[CellPlan], use_cache: bool = True,
@@ -224,7 +220,7 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
     return Cell(
         scenario=scenario.name, target=target.name, topology=plan.topology, seed=plan.seed,
         outcome=outcome, expected=scenario.expect, verdict=verdict,
-        duration_s=result.duration_s, detail=detail, replay=replay_command(plan),
+        duration_s=result.duration_s, detail=detail, replay=str(replay_of(plan)),
         ranks=[RankRow.of(r, output_limit=4000) for r in result.ranks],
         faults_fired=FaultRow.fired(result.history),
         history=[e.to_dict() for e in result.history], mismatches=list(result.mismatches),
@@ -244,7 +240,7 @@ def broken_cell(plan: CellPlan, exc: BaseException) -> Cell:
     """A cell the harness could not run or judge: its ERROR, so the run goes on."""
     return Cell(scenario=plan.scenario.name, target=plan.target.name, topology=plan.topology,
                 seed=plan.seed, outcome=ERROR, expected=plan.scenario.expect, verdict=UNEXPECTED,
-                duration_s=0.0, replay=replay_command(plan), workload=plan.scenario.workload,
+                duration_s=0.0, replay=str(replay_of(plan)), workload=plan.scenario.workload,
                 detail=f"the harness could not run this cell: {_why(exc)} (the run went on)")
 
 

@@ -17,9 +17,9 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from harness.checkers.common import Baseline, Judgement
 from harness.filesystem.sandbox import Leftover
+from harness.rank.validator import Validator, validator
 from harness.topology import Topology
 from harness.world.result import WorldResult
-from harness.world.validator import Validator, validator
 
 
 class WorkloadInputs(BaseModel):

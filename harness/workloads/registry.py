@@ -23,10 +23,10 @@ import os
 from importlib import metadata
 from typing import Any
 
-from harness import source
+from harness import refs, source
+from harness.rank.validator import validator
 from harness.vocabulary import DEFAULT_WORKLOAD  # noqa: F401 - re-exported
 from harness.workloads.base import Target, Workload
-from harness.world.validator import validator
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +41,9 @@ BUILTIN_ENTRY_POINTS = {
 
 
 def _resolve(ref: str) -> object:
-    module, _, attr = ref.partition(":")
-    obj: object = importlib.import_module(module)
-    for part in attr.split("."):
+    entry = refs.parse(ref, "workload")
+    obj: object = importlib.import_module(entry.module)
+    for part in entry.attr.split("."):
         obj = getattr(obj, part)
     return obj
 
@@ -102,7 +102,7 @@ def catalog_order() -> tuple[str, ...]:
 def target(spec: str, workload: str = DEFAULT_WORKLOAD, checker: Any = None) -> Target:
     """A built-in name, or a user's ``module:function`` / ``file.py:function``, which
     runs only the scenarios of ``workload`` (a built-in keeps its own); ``checker``
-    (anything ``harness.world.validator.validator`` reads) judges each rank's value."""
+    (anything ``harness.rank.validator.validator`` reads) judges each rank's value."""
     if spec in BUILTIN_TARGETS:
         if checker is not None:
             raise ValueError(f"{spec} is a built-in target, judged by its workload's checker: "
@@ -114,12 +114,9 @@ def target(spec: str, workload: str = DEFAULT_WORKLOAD, checker: Any = None) -> 
         names = ", ".join(BUILTIN_TARGETS)
         raise ValueError(f"unknown target {spec!r}: use a built-in ({names}), "
                          "module.path:function or path/to/file.py:function")
-    module, _, function = spec.rpartition(":")
-    if not module or not function:
-        raise ValueError(f"target {spec!r}: expected module.path:function or "
-                         "path/to/file.py:function")
-    if module.endswith(".py") or os.sep in module:
-        source.check_defines(f"target {spec!r}", module, function.split(".")[0])
+    ref = refs.parse(spec)
+    if ref.is_file:
+        source.check_defines(f"target {spec!r}", ref.module, ref.attr.split(".")[0])
     adapt = WORKLOADS[workload].user_ref
     ref, preload = spec, None
     if adapt:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import os
 
+from harness.rank.values import UnreadableValue
 from harness.vocabulary import CRASH, ERROR, FAIL, HANG, PASS
 from harness.world.coordinator import Coordinator
 from harness.world.lifecycle import Lifecycle, Unit
 from harness.world.result import NEVER_STARTED, RankResult, WorldResult, decode_status, world_outcome
-from harness.world.values import UnreadableValue
 
 _OUTPUT_LIMIT = 1 << 20
 _NO_ERROR = {"type": "Error", "message": "the rank reported a failure without saying which",

@@ -17,7 +17,7 @@ waking (``idle``). The clock then moves in one of three ways:
   so what they do takes the time it takes;
 - **held**: a unit computes (an import, a loop, a C call): no world time
   passes, however long the machine takes. A rank advances its own reading by a
-  fixed tick per time call (``harness.world.rank_clock``), so a busy-wait ends.
+  fixed tick per time call (``harness.rank.clock``), so a busy-wait ends.
 
 Times are integer nanoseconds from the world's start (no float drift: the same
 seed gives the same times on every machine). Pure state: sockets and the wall

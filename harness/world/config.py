@@ -17,8 +17,8 @@ from typing import Any
 from harness.faults.plan import FaultPlan, make_plan
 from harness.filesystem.mounts import Mount, MountTable, default_table
 from harness.filesystem.sandbox import Leftover
+from harness.rank.validator import validator
 from harness.topology import PROFILES, Topology, get_topology
-from harness.world.validator import validator
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class WorldConfig:
     teardown_on_failure: bool = False
     keep_output_dir: bool = False
     record_files: bool = False
-    #: a ``Validator`` or anything ``harness.world.validator.validator`` reads
+    #: a ``Validator`` or anything ``harness.rank.validator.validator`` reads
     checker: Any = None
     #: told where the world is (a ``harness.world.lifecycle.Progress``) about four times a
     #: second while the harness waits for it; in the harness process, never in a rank

@@ -17,13 +17,14 @@ from harness.filesystem.consistency import rank_restarted
 from harness.filesystem.publisher import Publisher
 from harness.filesystem.snapshot import snapshot
 from harness.history import format_ranks
-from harness.world import sweep, watchdog
+from harness.rank import sweep
+from harness.rank.spec import WorldSpec
+from harness.world import watchdog
 from harness.world.clock import Key, WorldClock, ns, seconds
 from harness.world.coordinator import Coordinator
 from harness.world.loop import EventLoop
 from harness.world.protocol import Fault, Result, Spawning
 from harness.world.result import decode_status, one_line
-from harness.world.spec import WorldSpec
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from harness.world import wire
+from harness.rank import wire
 
 
 @dataclass

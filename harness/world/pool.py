@@ -17,9 +17,9 @@ import sys
 import sysconfig
 import threading
 
-from harness import source
-from harness.world import sweep, wire
-from harness.world.spec import WorldSpec
+from harness import refs, source
+from harness.rank import sweep, wire
+from harness.rank.spec import WorldSpec
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ class ForkServer:
         # Huge pages for the heap make each fork() copy far fewer page-table entries.
         env.setdefault("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1")
         self.process = subprocess.Popen(
-            [sys.executable, "-c", "from harness.world.forkserver import main; main()",
+            [sys.executable, "-c", "from harness.rank.forkserver import main; main()",
              str(theirs.fileno()), *preload],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env, close_fds=True)
         theirs.close()
@@ -170,11 +170,9 @@ def preload_for(target: str | None, argv: tuple[str, ...] | None, cwd: str) -> t
     """
     path = None
     if target:
-        module_part = target.rpartition(":")[0]
-        if module_part.endswith(".py") or os.sep in module_part:
-            path = os.path.join(cwd, module_part)
-        else:
-            path = module_file(module_part, [cwd, *sys.path])
+        ref = refs.parse(target)
+        path = os.path.join(cwd, ref.module) if ref.is_file else \
+            module_file(ref.module, [cwd, *sys.path])
     elif argv:
         if argv[0] == "-m" and len(argv) > 1:
             path = module_file(argv[1], [cwd, *sys.path])

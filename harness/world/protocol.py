@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
-from harness.world import wire
+from harness.rank import wire
 
 
 class ProtocolError(ValueError):

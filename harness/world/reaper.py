@@ -23,7 +23,7 @@ import sys
 import tempfile
 import threading
 
-from harness.world import sweep
+from harness.rank import sweep
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ def remove_orphaned_dirs(tmp: str | None = None) -> int:
 def main() -> None:
     """The reaper itself: wait for the harness to go, then end what it left."""
     token, harness_pid, tmp = sys.argv[1], sys.argv[2], sys.argv[3]
-    from harness.world.process import name_process
+    from harness.rank.process import name_process
 
     name_process("harness-reaper")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is for the harness

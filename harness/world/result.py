@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.history import Dropped, Event, ranks_phrase
+from harness.rank.values import decode
 from harness.vocabulary import CRASH, ERROR, FAIL, HANG, PASS, SEVERITY  # noqa: F401 - the words a world ends with
-from harness.world.values import decode
 
 #: The error type of a rank whose process never started (its outcome is still the world's
 #: word for it: CRASH, or HANG when the deadline came first).
@@ -41,7 +41,7 @@ class RankResult:
 
     @property
     def value(self) -> Any:
-        """The target's return value, read as plain data on first use (``harness.world.values``:
+        """The target's return value, read as plain data on first use (``harness.rank.values``:
         never by running the target's code); raises ``UnreadableValue`` for a forged one."""
         if self._value is _UNSET:
             self._value = decode(self.value_pickle) if self.value_pickle is not None else None

@@ -11,15 +11,16 @@ import time
 from collections.abc import Callable
 
 from harness.filesystem.publisher import Publisher
-from harness.world import protocol, wire
+from harness.rank import wire
+from harness.rank.spec import WorldSpec
+from harness.rank.sweep import asleep, live_children
+from harness.world import protocol
 from harness.world.assemble import world_result
 from harness.world.clock import Key, WorldClock, ns, seconds
 from harness.world.coordinator import Coordinator
 from harness.world.lifecycle import Lifecycle, Progress
 from harness.world.loop import Conn, EventLoop
 from harness.world.result import WorldResult
-from harness.world.spec import WorldSpec
-from harness.world.sweep import asleep, live_children
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import socket
 import time
 
 from harness.history import ranks_phrase
-from harness.world import wire
+from harness.rank import wire
 
 
 def collect_stacks(control: dict[int, socket.socket],

@@ -14,52 +14,25 @@ import itertools
 import logging
 import os
 import shutil
-import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
+from harness import refs
 from harness.filesystem import sandbox as sandbox_layout
+from harness.rank import sweep, wire
+from harness.rank.environment import shim_root
+from harness.rank.spec import WorldSpec
 from harness.topology import clean_environment
-from harness.world import pool, reaper, sweep, wire
+from harness.world import pool, reaper
 from harness.world.config import WorldConfig
 from harness.world.result import WorldResult
 from harness.world.server import ABORTED, DEADLINE, GUARD, LEADER_LOST, WorldServer
-from harness.world.spec import WorldSpec
 
-_SHIM_CANDIDATES = (
-    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "_shims"),
-    os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "shims"),
-)
 _counter = itertools.count()
 log = logging.getLogger(__name__)
-
-
-def shim_root() -> str:
-    """The directory that holds the fake ``torch_xla`` package."""
-    for path in _SHIM_CANDIDATES:
-        if os.path.isfile(os.path.join(path, "torch_xla", "__init__.py")):
-            return path
-    raise RuntimeError(f"the torch_xla shim is missing: looked in {', '.join(_SHIM_CANDIDATES)}")
-
-
-def target_name(target: str | Callable[..., Any]) -> str:
-    """A target as the string every process can resolve on its own."""
-    if isinstance(target, str):
-        return target
-    module, qualname = getattr(target, "__module__", None), getattr(target, "__qualname__", "")
-    if not module or "<" in qualname:
-        raise ValueError(
-            f"target {target!r} cannot be found by name in a rank process; define it at module "
-            "level, or pass 'module.path:function' / 'path/to/file.py:function'")
-    if module == "__main__":
-        path = getattr(sys.modules["__main__"], "__file__", None)
-        if not path:
-            raise ValueError("a target defined in an interactive __main__ has no file to load from")
-        return f"{os.path.abspath(path)}:{qualname}"
-    return f"{module}:{qualname}"
 
 
 #: Set by the runner on the user's Ctrl-C: every world in flight ends at once.
@@ -104,7 +77,7 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
     detail={"path", "ok", "errno"?, "dst"?, "size"?, "count"?})`` (see
     ``harness/filesystem/recording.py``); nothing is sent without it.
     ``checker`` (a pydantic model, a function ``check(value) -> None | str``, a
-    JSON schema, or a reference to one: see ``harness.world.validator``)
+    JSON schema, or a reference to one: see ``harness.rank.validator``)
     judges every rank's value inside the rank: a value it refuses makes that
     rank FAIL, with what it said in ``RankResult.invalid``. ``progress`` is
     called in this process about four times a second with where the world is
@@ -118,7 +91,7 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
         raise ValueError("run_world needs exactly one of target= or argv=")
     topo, timeout, seed, cwd = config.topo, config.timeout, config.seed, config.cwd
     assert cwd is not None
-    name = target_name(target) if target is not None else None
+    name = refs.name_of(target) if target is not None else None
     world_id = f"{os.getpid()}-{next(_counter)}-{os.urandom(2).hex()}"
     reaper.ensure()  # whatever happens to this process, what it starts is ended
     base_env = clean_environment(dict(os.environ))

@@ -119,13 +119,13 @@ def test_a_real_traceback_starts_at_the_target_and_the_report_keeps_it_whole(tmp
     assert done.returncode == 0, done.stderr
     shown = done.stdout.split("--- traceback of ranks 1-7 ---\n", 1)[1]
     assert shown.splitlines()[1].startswith('  File "') and "config_sync/naive.py" in shown.splitlines()[1]
-    assert "world/bootstrap.py" not in done.stdout and "filesystem/" not in done.stdout
+    assert "rank/bootstrap.py" not in done.stdout and "filesystem/" not in done.stdout
     assert "  rank 0 (host 0): returned, exit 0: {" in done.stdout
     ran = run_cli("run", "-s", "isolated-tmp", "-T", "naive-sync", "--format", "json",
                   "--report-dir", str(tmp_path))
     assert ran.returncode == 0, ran.stderr
     cell = json.loads((tmp_path / "latest" / "matrix.json").read_text())["cells"][0]
-    assert "world/bootstrap.py" in cell["ranks"][1]["traceback"]
+    assert "rank/bootstrap.py" in cell["ranks"][1]["traceback"]
 
 
 def test_catalog_cases_take_globs_as_the_cli_does() -> None:

@@ -298,7 +298,7 @@ def test_a_rank_traceback_from_a_worker_starts_at_the_users_code() -> None:
 
     lib = "/home/u/.harness-pod/lib/35ab4ad8c288064a/harness"
     text = ("Traceback (most recent call last):\n"
-            f'  File "{lib}/world/bootstrap.py", line 162, in run_reporting\n    value = fn()\n'
+            f'  File "{lib}/rank/bootstrap.py", line 162, in run_reporting\n    value = fn()\n'
             f'  File "{lib}/pod/rank.py", line 80, in <lambda>\n    lambda: target()\n'
             '  File "/home/u/.harness-pod/code/team/sync.py", line 9, in sync\n    f.fileno()\n'
             "ValueError: I/O operation on closed file\n")

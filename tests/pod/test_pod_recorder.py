@@ -190,7 +190,7 @@ def test_functions_that_are_not_collectives_are_left_alone():
 def recorded(target: str, *args: Any) -> dict[str, Any]:
     """Install the recorder, then run ``target``; return its calls as the recorder saw them."""
     from harness.pod import recorder
-    from harness.world.bootstrap import resolve_target
+    from harness.rank.bootstrap import resolve_target
 
     calls: list[list[Any]] = []
     recorder.install(lambda op, tag, site, detail: calls.append(["call", op, tag, site, detail]),

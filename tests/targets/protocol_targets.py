@@ -5,7 +5,7 @@ import struct
 import torch_xla.core.xla_model as xm
 import torch_xla.runtime as xr
 
-from harness.world import runtime
+from harness.rank import runtime
 
 
 def forged_frame(kind: str) -> int:

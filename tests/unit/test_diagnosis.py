@@ -206,9 +206,9 @@ def test_every_report_renders_the_same_groups_and_replay() -> None:
 # -- what a person reads starts at the user's code --------------------------------------------
 
 HARNESS = os.path.dirname(os.path.realpath(harness.__file__))
-OWN_HEAD = (f'  File "{HARNESS}/world/bootstrap.py", line 154, in report_and_exit\n'
+OWN_HEAD = (f'  File "{HARNESS}/rank/bootstrap.py", line 154, in report_and_exit\n'
             "    value = fn()\n            ^^^^\n"
-            f'  File "{HARNESS}/world/bootstrap.py", line 258, in <lambda>\n'
+            f'  File "{HARNESS}/rank/bootstrap.py", line 258, in <lambda>\n'
             "    report_and_exit(ctx, lambda: resolve_target(target)(*args, **spec.kwargs))\n")
 USER = ('  File "/home/me/proj/sync.py", line 12, in load\n'
         '    with open("/tmp/cfg.yaml") as f:\n'

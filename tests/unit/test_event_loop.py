@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 
-from harness.world import wire
+from harness.rank import wire
 from harness.world.loop import EventLoop
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.rank.environment import shim_root
 from harness.scenarios import catalog_dir
-from harness.world.world import shim_root
 
 from support import REPO
 

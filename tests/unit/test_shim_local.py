@@ -154,7 +154,7 @@ def test_torch_distributed_with_the_xla_backend(shim):
 def test_both_runtimes_answer_the_whole_protocol(shim):
     from torch_xla._internal import runtime
 
-    from harness.world.runtime import HarnessRuntime
+    from harness.rank.runtime import HarnessRuntime
 
     protocol = runtime.Runtime
     members = {n for n in vars(protocol) if not n.startswith("_")} | set(protocol.__annotations__)

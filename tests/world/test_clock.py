@@ -14,9 +14,9 @@ import threading
 import pytest
 
 from harness import ERROR, HANG, PASS, run_world
+from harness.rank.clock import BLOCKED, NOTIFIED, TIMED_OUT, RankClock, Waiter
 from harness.reports.diagnosis import describe
 from harness.world.clock import NS, WorldClock
-from harness.world.rank_clock import BLOCKED, NOTIFIED, TIMED_OUT, RankClock, Waiter
 
 from support import TARGETS_DIR, USER_TARGETS_DIR
 

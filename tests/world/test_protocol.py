@@ -8,7 +8,8 @@ import struct
 import pytest
 
 from harness import ERROR, PASS, run_world
-from harness.world import protocol, wire
+from harness.rank import wire
+from harness.world import protocol
 
 from support import TARGETS_DIR
 

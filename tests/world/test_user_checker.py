@@ -17,11 +17,11 @@ import pytest
 from pydantic import BaseModel
 
 from harness.pytest_plugin import catalog_cases
+from harness.rank.validator import Validator, problem, validator
 from harness.reports.diagnosis import describe
 from harness.scenario_yaml import ScenarioError
 from harness.scenarios import load_scenario
 from harness.world.result import FAIL, PASS
-from harness.world.validator import Validator, problem, validator
 from harness.world.world import run_world
 
 from support import SCENARIO_HEAD, run_cli

@@ -17,11 +17,11 @@ import torch
 from pydantic import BaseModel
 
 from harness import ERROR, HANG, PASS, run_world
+from harness.rank.values import UnreadableValue, decode, encode
 from harness.reports.diagnosis import describe
 from harness.world.assemble import unit_result
 from harness.world.lifecycle import Unit
 from harness.world.protocol import Result
-from harness.world.values import UnreadableValue, decode, encode
 
 from support import TARGETS_DIR
 

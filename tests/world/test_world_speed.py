@@ -13,9 +13,9 @@ import textwrap
 import pytest
 
 from harness import PASS, run_world
+from harness.rank import sweep
+from harness.rank.environment import seed_torch
 from harness.reports.diagnosis import describe
-from harness.world import sweep
-from harness.world.environment import seed_torch
 
 from support import REPO, TARGETS_DIR
 
@@ -147,7 +147,7 @@ def test_a_rank_imports_the_shim_from_the_code_the_fork_server_holds():
 @pytest.fixture
 def held_tree(tmp_path, monkeypatch):
     """A package held by ``warm.hold``, on ``sys.path``; forgotten afterwards."""
-    from harness.world import warm
+    from harness.rank import warm
 
     pkg = tmp_path / "heldpkg"
     (pkg / "sub").mkdir(parents=True)
@@ -169,7 +169,7 @@ def held_tree(tmp_path, monkeypatch):
 def test_held_code_is_what_an_unchanged_module_runs(held_tree):
     import heldpkg.sub.mod as mod
 
-    from harness.world import warm
+    from harness.rank import warm
 
     assert mod.VALUE == 1
     assert type(mod.__loader__) is warm.HeldCodeLoader

@@ -318,7 +318,7 @@ def test_a_second_ctrl_c_exits_at_once_and_leaves_nothing(tmp_path):
 
 
 def _marked(key, value):
-    from harness.world.sweep import marked
+    from harness.rank.sweep import marked
 
     return [p for p in marked((key, value)) if alive(p)]
 

@@ -220,7 +220,7 @@ def run_loader(factory: Callable[..., Any], inputs: dict[str, Any]) -> dict[str,
 
 def run_user(spec: str, inputs: dict[str, Any]) -> Any:
     """Run the user's target ``spec`` in its shape; a contract violation is returned, not raised."""
-    from harness.world.bootstrap import resolve_target
+    from harness.rank.bootstrap import resolve_target
 
     target = resolve_target(spec)
     try:

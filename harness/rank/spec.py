@@ -8,8 +8,8 @@ from typing import Any
 
 from harness.faults.plan import FaultPlan
 from harness.filesystem.mounts import MountTable
+from harness.rank.validator import Validator
 from harness.topology import Topology
-from harness.world.validator import Validator
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from harness import refs
+from harness.source import check_defines
+
 
 @dataclass(frozen=True)
 class Validator:
@@ -43,10 +46,8 @@ def validator(spec: Any, base: str | None = None) -> Validator:
         if not callable(spec):
             raise ValueError(f"checker {spec!r}: expected a pydantic model, a function "
                              "check(value) -> None | str, a JSON schema or a reference to one")
-        from harness.world.world import target_name
-
         try:
-            ref = target_name(spec)
+            ref = refs.name_of(spec)
         except ValueError as exc:
             raise ValueError(str(exc).replace("target", "checker", 1)) from None
         return Validator(ref, target=ref)
@@ -58,15 +59,11 @@ def validator(spec: Any, base: str | None = None) -> Validator:
     if ":" not in spec:
         raise ValueError(f"checker {spec!r}: expected module.path:Name, path/to/file.py:Name "
                          "or path/to/schema.json")
-    module, _, name = spec.rpartition(":")
-    if not module or not name:
-        raise ValueError(f"checker {spec!r}: expected module.path:Name or path/to/file.py:Name")
-    if module.endswith(".py") or os.sep in module:
-        from harness.source import check_defines
-
-        file = os.path.abspath(os.path.join(base or os.getcwd(), os.path.expanduser(module)))
-        check_defines(f"checker {spec!r}", file, name.split(".")[0])
-        return Validator(spec, target=f"{file}:{name}")
+    ref = refs.parse(spec, "checker")
+    if ref.is_file:
+        file = os.path.abspath(os.path.join(base or os.getcwd(), os.path.expanduser(ref.module)))
+        check_defines(f"checker {spec!r}", file, ref.attr.split(".")[0])
+        return Validator(spec, target=f"{file}:{ref.attr}")
     return Validator(spec, target=spec)
 
 
@@ -106,7 +103,7 @@ def problem(check: Validator, value: Any) -> str | None:
         if check.schema is not None:
             return _schema_problem(check.schema, value)
         assert check.target is not None
-        from harness.world.bootstrap import resolve_target
+        from harness.rank.bootstrap import resolve_target
 
         judge = resolve_target(check.target, kind="checker")
         if isinstance(judge, type):

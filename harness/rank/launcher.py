@@ -15,8 +15,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from harness.world import bootstrap, process, rank_clock
-from harness.world.runtime import RankContext
+from harness.rank import bootstrap, process
+from harness.rank import clock as rank_clock
+from harness.rank.runtime import RankContext
 
 
 def spawn_local_ranks(ctx: RankContext, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:

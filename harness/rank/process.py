@@ -9,11 +9,11 @@ import os
 import signal
 import sys
 
-from harness.world.rank_clock import real_time
-from harness.world.spec import WorldSpec
+from harness.rank.clock import real_time
+from harness.rank.spec import WorldSpec
 
 _libc = None
-_fork = os.fork  # before the world clock counts the target's own forks (rank_clock)
+_fork = os.fork  # before the world clock counts the target's own forks (harness.rank.clock)
 
 
 def _prctl(option: int, arg: int) -> None:

@@ -6,7 +6,22 @@ import os
 import sys
 from typing import Any
 
-from harness.world.spec import WorldSpec
+from harness.rank.spec import WorldSpec
+
+_HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: where the fake torch_xla is: installed beside the package, or in a checkout
+_SHIM_CANDIDATES = (
+    os.path.join(_HARNESS_DIR, "_shims"),
+    os.path.join(os.path.dirname(_HARNESS_DIR), "shims"),
+)
+
+
+def shim_root() -> str:
+    """The directory that holds the fake ``torch_xla`` package."""
+    for path in _SHIM_CANDIDATES:
+        if os.path.isfile(os.path.join(path, "torch_xla", "__init__.py")):
+            return path
+    raise RuntimeError(f"the torch_xla shim is missing: looked in {', '.join(_SHIM_CANDIDATES)}")
 
 
 def enter_environment(spec: WorldSpec, env: dict[str, str]) -> None:

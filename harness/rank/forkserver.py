@@ -26,10 +26,10 @@ import socket
 import sys
 import time
 
-from harness.world import sweep, wire
-from harness.world.bootstrap import run_unit
-from harness.world.process import after_fork, become_subreaper, die_with_parent, name_process
-from harness.world.spec import WorldSpec
+from harness.rank import sweep, wire
+from harness.rank.bootstrap import run_unit
+from harness.rank.process import after_fork, become_subreaper, die_with_parent, name_process
+from harness.rank.spec import WorldSpec
 
 log = logging.getLogger(__name__)
 
@@ -109,9 +109,8 @@ def warm_up(again: bool = False) -> None:
     import harness.filesystem.view  # noqa: F401
     if "numpy" in sys.modules:
         import numpy.random  # noqa: F401
-    from harness.world import warm
-    from harness.world.environment import forget_foreign_torch_xla
-    from harness.world.world import shim_root
+    from harness.rank import warm
+    from harness.rank.environment import forget_foreign_torch_xla, shim_root
     if not again:
         try:
             import compileall
@@ -122,7 +121,7 @@ def warm_up(again: bool = False) -> None:
         warm.hold(shim_root())  # its code, compiled once: every rank still runs it in its world
     forget_foreign_torch_xla(shim_root())  # a preload's real torch_xla: gone for every rank
     from harness.filesystem.patch import find_early_bindings
-    from harness.world import rank_clock
+    from harness.rank import clock as rank_clock
     find_early_bindings()  # after every preload: what they hold of the real os, once
     rank_clock.find_early_bindings()  # ... and of the machine's clock, locks and queues
     gc.collect()

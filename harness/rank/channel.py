@@ -8,7 +8,8 @@ import sys
 import threading
 import traceback
 
-from harness.world import rank_clock, wire
+from harness.rank import clock as rank_clock
+from harness.rank import wire
 
 _HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -144,7 +145,7 @@ TARGET_MODULES: set[str] = set()
 # The machinery whose frames a user never needs to see. The reference targets
 # (harness/workloads) are code under test: their frames stay.
 _MACHINERY = tuple(os.path.join(_HARNESS_DIR, d) + os.sep
-                   for d in ("world", "filesystem", "faults", "_shims")) + (
+                   for d in ("world", "rank", "filesystem", "faults", "_shims")) + (
     os.path.join(os.path.dirname(_HARNESS_DIR), "shims") + os.sep,)
 
 

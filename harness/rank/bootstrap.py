@@ -17,14 +17,21 @@ import pickle
 import sys
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness.world import imported, rank_clock, runtime, values
-from harness.world.channel import Channel
-from harness.world.environment import enter_environment, seed_generators, seed_temp_names
-from harness.world.process import arm_fallback_stacks, die_with_parent, redirect_output
-from harness.world.runtime import RankContext
-from harness.world.spec import WorldSpec
+from harness import refs
+from harness.rank import clock as rank_clock
+from harness.rank import imported, runtime, values
+from harness.rank.channel import Channel
+from harness.rank.environment import enter_environment, seed_generators, seed_temp_names
+from harness.rank.process import arm_fallback_stacks, die_with_parent, redirect_output
+from harness.rank.runtime import RankContext
+from harness.rank.spec import WorldSpec
+
+if TYPE_CHECKING:
+    from harness.faults.engine import FaultEngine
+    from harness.faults.plan import FaultPlan
+    from harness.filesystem.view import View
 
 
 def become_rank(spec: WorldSpec, rank: int, life: int = 0, round_: int = 0,
@@ -69,34 +76,52 @@ def become_host(spec: WorldSpec, host: int) -> RankContext:
 
 def _start_clock(channel: Channel, start_ns: int) -> None:
     """The world's clock, this unit's time from now on (before the fault plan's timers and
-    the target's import): see ``rank_clock``."""
+    the target's import): see ``harness.rank.clock``."""
     rank_clock.install(rank_clock.RankClock(channel.notify, start_ns))
     channel.use_world_lock()
 
 
-def _enter_world(ctx: RankContext, rank: int, life: int = 0, round_: int = 0) -> None:
-    """The sandboxed filesystem, the fault engine and the seeded generators."""
+def enter_world(faults: FaultPlan, seed: int, rank: int, host: int,
+                notify: Callable[[dict[str, Any]], None], life: int = 0, round_: int = 0,
+                view: Callable[[FaultEngine], View] | None = None) -> tuple[FaultEngine, View | None]:
+    """What a rank's target meets, in the simulator and on a pod alike: the fault engine
+    (its environment, timers and the generators' seed), the filesystem view ``view`` builds
+    around the engine's hooks (the simulator's over its sandbox, a pod's over its own
+    disks; None: no view), and the generators seeded as a launcher leaves them."""
     from harness.faults.engine import FaultEngine
 
-    spec = ctx.spec
-    assert ctx.channel is not None
-    engine = FaultEngine(spec.faults, rank, ctx.host, ctx.channel.notify, life)
-    ctx.engine = engine
-    seed = engine.start(spec.seed)  # the faults' environment, timers and generators' seed
-    if spec.mounts is not None:
+    engine = FaultEngine(faults, rank, host, notify, life)
+    seed = engine.start(seed)
+    made = None
+    if view is not None:
         from harness.filesystem import patch
+
+        made = view(engine)
+        patch.install(made)
+    seed_generators(seed)
+    seed_temp_names(rank, life, round_)
+    return engine, made
+
+
+def _enter_world(ctx: RankContext, rank: int, life: int = 0, round_: int = 0) -> None:
+    """The simulator's world: its sandboxed filesystem over the world's mounts (every
+    operation told to the coordinator with ``record_files``)."""
+    spec, channel = ctx.spec, ctx.channel
+    assert channel is not None
+
+    def sandboxed(engine: FaultEngine) -> View:
         from harness.filesystem.recording import RecordingView
         from harness.filesystem.view import View
 
+        assert spec.mounts is not None
         told = {"target": spec.target} if spec.record_files else {}
-        view = (RecordingView if spec.record_files else View)(
+        return (RecordingView if spec.record_files else View)(
             spec.mounts, spec.sandbox, rank, ctx.host, spec.cwd, spec.home, hooks=engine,
-            private=(spec.outdir,), notify=ctx.channel.notify,
+            private=(spec.outdir,), notify=channel.notify,
             world_ns=rank_clock.world_time_ns if rank_clock.current() else None, **told)
-        patch.install(view)
-        ctx.view = view
-    seed_generators(seed)
-    seed_temp_names(rank, life, round_)
+
+    ctx.engine, ctx.view = enter_world(spec.faults, spec.seed, rank, ctx.host, channel.notify,
+                                       life, round_, sandboxed if spec.mounts is not None else None)
 
 
 # -- running a target ---------------------------------------------------------
@@ -107,14 +132,13 @@ def resolve_target(target: str, kind: str = "target") -> Callable[..., Any]:
     A file already loaded (a checker living beside the target) is not run twice:
     its classes must be the ones the target used.
     """
-    module_part, sep, attr = target.rpartition(":")
-    if not sep or not module_part or not attr:
-        raise ValueError(f"{kind} {target!r}: expected 'module.path:function' or 'file.py:function'")
-    from harness.world.channel import TARGET_MODULES
+    ref = refs.parse(target, kind)
+    module_part, attr = ref.module, ref.attr
+    from harness.rank.channel import TARGET_MODULES
 
-    if module_part.endswith(".py") or os.sep in module_part:
+    if ref.is_file:
         path = os.path.abspath(module_part)
-        mod_name = os.path.splitext(os.path.basename(path))[0]
+        mod_name = ref.module_name
         TARGET_MODULES.add(mod_name)
         module = sys.modules.get(mod_name)
         if module is None or os.path.abspath(getattr(module, "__file__", None) or "") != path:
@@ -178,10 +202,10 @@ def run_reporting(fn: Callable[[], Any], checker: Any = None) -> tuple[dict[str,
         value = fn()
         result: dict[str, Any] = {"type": "result", "ok": True, "value_repr": _short_repr(value)}
         if checker is not None:  # the user's checker runs here, never in the harness
-            from harness.world.validator import problem
+            from harness.rank.validator import problem
 
             result["invalid"] = problem(checker, value)
-        try:  # as the harness can read it without the target's code (harness.world.values)
+        try:  # as the harness can read it without the target's code (harness.rank.values)
             result["value"], result["value_note"] = values.encode(value)
         except Exception as exc:  # noqa: BLE001
             result["pickle_error"] = f"{type(exc).__name__}: {exc}"
@@ -255,10 +279,7 @@ def _recorded(ctx: RankContext, result: dict[str, Any]) -> None:
 
 
 def _target_module(target: str | None) -> str | None:
-    module_part = (target or "").rpartition(":")[0]
-    if module_part.endswith(".py") or os.sep in module_part:
-        return os.path.splitext(os.path.basename(module_part))[0]
-    return module_part or None
+    return refs.parse(target).module_name if refs.module_of(target) else None
 
 
 def result_frame(result: dict[str, Any]) -> tuple[dict[str, Any], bytes]:

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.imports import when_imported
-from harness.world.channel import Channel
-from harness.world.spec import WorldSpec
+from harness.rank.channel import Channel
+from harness.rank.spec import WorldSpec
 
 #: The module of the shim that defines the protocol and holds the installed runtime.
 SHIM_RUNTIME_MODULE = "torch_xla._internal.runtime"
@@ -201,7 +201,7 @@ class HarnessRuntime:
         return data
 
     def spawn(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
-        from harness.world.launcher import spawn_local_ranks
+        from harness.rank.launcher import spawn_local_ranks
 
         spawn_local_ranks(current(), fn, args)
 
@@ -209,6 +209,6 @@ class HarnessRuntime:
         become_single()
 
     def run_script(self, argv: tuple[str, ...]) -> None:
-        from harness.world.bootstrap import run_script
+        from harness.rank.bootstrap import run_script
 
         run_script(argv)

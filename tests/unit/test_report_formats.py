@@ -1,0 +1,46 @@
+"""Every report format renders a saved matrix exactly as before.
+
+``golden/matrix.json.gz`` holds 14 cells of a real catalog run (one per outcome, verdict and
+workload); ``golden/report.FORMAT.gz`` is what ``harness report --format FORMAT`` printed for
+it before the command line and the vocabulary were restructured (issue 23), so a change of
+wording or layout in any renderer shows here. After a change made on purpose, write them again:
+
+    python -m harness report <(zcat tests/unit/golden/matrix.json.gz) --format FMT
+"""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+
+from harness.reports import render
+from harness.reports.json_report import load
+from harness.vocabulary import FORMATS
+
+from support import TESTS
+
+GOLDEN = TESTS / "unit" / "golden"
+
+
+@pytest.fixture(scope="module")
+def matrix(tmp_path_factory: pytest.TempPathFactory):
+    path = tmp_path_factory.mktemp("golden") / "matrix.json"
+    path.write_bytes(gzip.decompress((GOLDEN / "matrix.json.gz").read_bytes()))
+    return load(str(path))
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_saved_matrix_renders_as_it_always_did(matrix, fmt):
+    expected = gzip.decompress((GOLDEN / f"report.{fmt}.gz").read_bytes()).decode()
+    rendered = render(matrix, fmt) + "\n"  # as `harness report` prints it
+    if rendered != expected:
+        first = next(i for i, (a, b) in enumerate(zip(rendered, expected)) if a != b)
+        raise AssertionError(f"{fmt} differs from golden/report.{fmt}.gz at character {first}:\n"
+                             f"now:    {rendered[max(0, first - 80):first + 80]!r}\n"
+                             f"before: {expected[max(0, first - 80):first + 80]!r}")
+
+
+def test_the_golden_matrix_has_every_outcome_a_world_can_end_with(matrix):
+    outcomes = {c.outcome for c in matrix.cells}
+    assert {"PASS", "ERROR", "HANG", "FAIL", "NOT-EXERCISED"} <= outcomes
