@@ -49,6 +49,28 @@ def run_cli(*args: str, cwd: Path | str = REPO, env: dict[str, str] | None = Non
                           capture_output=True, text=True, timeout=timeout)
 
 
+def run_cli_here(*args: str, cwd: Path | str | None = None) -> subprocess.CompletedProcess:
+    """``harness ARGS`` run in this process (click's runner), from ``cwd``: for what the
+    command line refuses before it starts anything, and for commands that only read and
+    print (``diff``, ``report``), where a new interpreter per case is not the point. The same
+    exit status and words as ``run_cli``; never for a command that starts a world."""
+    from click.testing import CliRunner
+
+    from harness.cli import cli
+
+    before = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        done = CliRunner().invoke(cli, list(args), prog_name="harness")
+    finally:
+        os.chdir(before)
+    if done.exception is not None and not isinstance(done.exception, SystemExit):
+        raise done.exception  # a usage error is an exit, never an exception
+    return subprocess.CompletedProcess(["harness", *args], done.exit_code, done.stdout,
+                                       done.stderr)
+
+
 def start_cli(*args: str, cwd: Path | str, env: dict[str, str] | None = None) -> subprocess.Popen:
     """``harness ARGS`` started as at a terminal, to be interrupted: a shell's background job
     (a CI step, say) starts with SIGINT ignored, and Python then installs no KeyboardInterrupt."""

@@ -8,6 +8,8 @@ import os
 
 import pytest
 
+from support import run_cli_here
+
 #: Each command with the arguments that make it otherwise valid.
 COMMANDS = {
     "exec": ("exec", "{option}", "{value}", "python", "-c", "pass"),
@@ -29,10 +31,9 @@ BAD = [("--seed", "-1", "not in the range 0<=x<=4294967295"),
 
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize("option,value,words", BAD, ids=[f"{o}={v}" for o, v, _ in BAD])
-def test_a_seed_or_timeout_a_world_cannot_use_is_a_usage_error(cli, command, option, value,
-                                                                words):
+def test_a_seed_or_timeout_a_world_cannot_use_is_a_usage_error(command, option, value, words):
     args = [a.format(option=option, value=value) for a in COMMANDS[command]]
-    done = cli(*args)
+    done = run_cli_here(*args)
     assert done.returncode == 2, done.stderr
     assert "Usage:" in done.stderr and f"Invalid value for '{option}'" in done.stderr
     assert words in done.stderr, done.stderr
@@ -46,19 +47,26 @@ POD_BAD = [("--seed", "-1", "not in the range 0<=x<=4294967295"),
 
 
 @pytest.mark.parametrize("option,value,words", POD_BAD, ids=[f"{o}={v}" for o, v, _ in POD_BAD])
-def test_pod_run_refuses_what_run_refuses_in_the_same_words(cli, option, value, words):
+def test_pod_run_refuses_what_run_refuses_in_the_same_words(option, value, words):
     """A pod's deadline is real time, at most 600 s; otherwise its options are run's."""
-    done = cli("pod", "run", "--local", "1", "-T", "naive-sync", option, value)
+    done = run_cli_here("pod", "run", "--local", "1", "-T", "naive-sync", option, value)
     assert done.returncode == 2, done.stderr
     assert f"Invalid value for '{option}'" in done.stderr and words in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
 
 
-def test_pod_run_takes_the_short_options_run_takes(cli):
+def test_pod_run_takes_the_short_options_run_takes():
     """-T, -s, -w, -c as run's: here the command gets as far as asking which pod."""
-    done = cli("pod", "run", "-T", "naive-sync", "-s", "baseline", "-w", "config-sync")
+    done = run_cli_here("pod", "run", "-T", "naive-sync", "-s", "baseline", "-w", "config-sync")
     assert done.returncode == 2, done.stderr
     assert "say which pod" in done.stderr, done.stderr
+
+
+def test_the_installed_command_refuses_in_the_same_words(cli):
+    """The refusals above are parsed in-process; the command a user types says the same."""
+    done = cli("run", "--scenario", "baseline", "--seed", "-1")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "Invalid value for '--seed': -1 is not in the range 0<=x<=4294967295" in done.stderr
 
 
 SEEDED = """
@@ -99,13 +107,13 @@ if True:
     ("{dir}/sync.py:", "expected module.path:function"),
     ("{dir}/fifo.py:sync_config", "{dir}/fifo.py is not a regular file"),  # reading it would block
 ])
-def test_a_target_file_without_its_function_is_a_usage_error(cli, tmp_path, command, ref, words):
+def test_a_target_file_without_its_function_is_a_usage_error(tmp_path, command, ref, words):
     (tmp_path / "sync.py").write_text(SYNC)
     (tmp_path / "broken.py").write_text("def sync_config(:\n")
     os.mkfifo(tmp_path / "fifo.py")
     ref = ref.format(dir=tmp_path)
     out = ("--report-dir", str(tmp_path / "out")) if command == "run" else ()
-    done = cli(command, "--scenario", "baseline", "--target", ref, *out)
+    done = run_cli_here(command, "--scenario", "baseline", "--target", ref, *out)
     assert done.returncode == 2, done.stderr
     assert "Invalid value for '--target'" in done.stderr
     assert words.format(dir=tmp_path) in done.stderr, done.stderr

@@ -12,7 +12,7 @@ from harness.reports.diff import WIDTH
 from harness.reports.json_report import to_json
 from harness.runner.cells import INFRA, Cell, Matrix
 
-from support import REPO
+from support import REPO, run_cli_here
 
 DETAIL = {
     "PASS": "every rank returned run-3f2a",
@@ -24,6 +24,12 @@ NOT_RUN = "topology v6e-256: the pod is a v4-64"
 POD = {"name": "nightly-v4", "accelerator": "v4-64", "workers": [f"w{i}" for i in range(8)],
        "not_run": {"v6e-mounts": NOT_RUN}}
 
+
+
+@pytest.fixture
+def cli():
+    """``harness diff`` reads two files and prints: run in this process (see run_cli_here)."""
+    return run_cli_here
 
 def cell(scenario: str, target: str = "naive-sync", outcome: str = "PASS", verdict: str = "ok",
          detail: str | None = None) -> Cell:
