@@ -198,12 +198,8 @@ def _crash_states(chosen: Any, workload: str, seed: int, jobs: int, out: Path, m
                   fmt: str) -> None:
     from rich.console import Console
 
-    from harness.explore.crash import (
-        CrashError,
-        explore_crash_states,
-        render_crash_report,
-        write_scenarios,
-    )
+    from harness.explore.crash import CrashError, explore_crash_states
+    from harness.explore.crash_report import render_crash_report, write_scenarios
 
     err = Console(stderr=True)
     status = err.status(f"crash states of {chosen.name}: recording its fault-free run") \

@@ -1,4 +1,4 @@
-"""Pod mode: the catalog's scenarios on real TPU VMs, reached over SSH (seed 002).
+"""Pod mode: the catalog's scenarios on real TPU VMs, reached over SSH (seed 002, docs/seeds.md).
 
 The controller (this machine) connects to every worker, syncs the user's code
 to one commit, pushes each cell, starts one launcher per host and collects what

@@ -3,7 +3,7 @@
 The harness goes as an archive of the package this controller runs (shim and
 catalog included), unpacked once per version under ``~/.harness-pod/lib/KEY``:
 a worker runs exactly the harness that judges it. The user's code goes as
-seed 002 syncs it: every worker fetches the commit from the repository's
+seed 002 (docs/seeds.md) syncs it: every worker fetches the commit from the repository's
 remote and checks out the detached ``FETCH_HEAD``; a working tree that is
 not committed and pushed goes as an archive of its files instead (``archive``).
 """

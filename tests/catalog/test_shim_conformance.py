@@ -1,6 +1,6 @@
 """Conformance of the torch_xla shim with real torch_xla 2.9.
 
-Ports the expectations of the upstream tests that shared/reference/torch_xla.md
+Ports the expectations of the upstream tests that docs/torch_xla.md
 names (test/pjrt/test_mesh_service.py, test/pjrt/test_collective_ops_tpu.py,
 test/test_mp_replication.py, test/test_mp_mesh_reduce.py, test/test_mp_save.py,
 test/pjrt/test_runtime_multi_cpu.py) plus the semantics the reference lists for

@@ -46,7 +46,8 @@ def test_replay_of_a_passing_cell_exits_0_without_pytest(bare_cli: Cli) -> None:
 
 
 def test_replay_of_a_known_failure_prints_its_diagnosis_and_exits_0(bare_cli: Cli) -> None:
-    """Exit 1 means "something failed that was not expected to" (DESIGN.md): a known failure is not."""
+    """Exit 1 means "something failed that was not expected to" (``ExitCode.FAILED``): a known
+    failure is not."""
     done = bare_cli("replay", "--scenario", "isolated-tmp", "--target", "naive-sync")
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout

@@ -3,7 +3,7 @@
 Every function here runs on every rank of a harness world, against the fake
 torch_xla, and returns a dict of plain observations (lists, numbers, bools,
 strings) that the test then compares with what real torch_xla 2.9 does
-(shared/reference/torch_xla.md and the upstream tests it names). A target
+(docs/torch_xla.md and the upstream tests it names). A target
 never asserts: it reports, so one world can check many things and a failing
 expectation names exactly what differs.
 """

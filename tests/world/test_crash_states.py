@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness import PASS, run_world
-from harness.explore.crash import CrashError, explore_crash_states, render_crash_report
+from harness.explore.crash import CrashError, explore_crash_states
 from harness.explore.crash_model import (
     HOST,
     PROCESS,
@@ -24,6 +24,7 @@ from harness.explore.crash_model import (
     patterns,
     writers,
 )
+from harness.explore.crash_report import render_crash_report
 from harness.faults.kinds import ValidationError, parse_fault
 from harness.reports.diagnosis import describe
 from harness.runner.run import CellPlan, run_cell

@@ -1,4 +1,4 @@
-"""Checkpoint/resume: independent pre-emptible workers (seed 003).
+"""Checkpoint/resume: independent pre-emptible workers (seed 003, docs/seeds.md).
 
 Every worker (one per TPU VM) reads its own input stream, processes it in
 shards, "uploads" each shard to a bucket and keeps a checkpoint so that, when

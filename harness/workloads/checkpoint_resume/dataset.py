@@ -1,6 +1,6 @@
 """The files a checkpoint/resume world starts with, and the files it watches.
 
-``setup`` plays seed 003's ``create_dataset_streams.py``: the dataset split into
+``setup`` plays seed 003's ``create_dataset_streams.py`` (docs/seeds.md): the dataset split into
 one JSONL stream per worker ("Handles remainder distribution"), present on
 every VM's disk under the workdir. Pure: it returns ``Leftover`` files, the
 world places them.

@@ -3,8 +3,8 @@ implementation summary describes it, flaws included.
 
 The summary is all the seed shows (no code), so where it leaves a gap the most
 literal reading is taken; every line below that matters says which line of
-``003_*.txt`` it comes from ("003:NN"). No flaw is added on purpose; these are
-the ones the description implies:
+``003_*.txt`` it comes from ("003:NN"; mapped in docs/seeds.md). No flaw is added
+on purpose; these are the ones the description implies:
 
 1. The checkpoint is written in place (``open('w')`` + ``json.dump``, 003:20
    ``save_checkpoint()``, 003:108 ``./checkpoints/checkpoint_worker_N.json``):

@@ -1,4 +1,4 @@
-"""robust-worker: the pre-emptible worker we recommend instead of seed 003's.
+"""robust-worker: the pre-emptible worker we recommend instead of seed 003's (docs/seeds.md).
 
 Exactly-once comes from the bucket, not from the checkpoint:
 

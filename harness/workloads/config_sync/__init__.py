@@ -3,7 +3,7 @@
 Three reference targets, each a module with a ``run`` function:
 
 - ``naive-sync`` (``naive.py``): the seed's current ``load_synced_config``
-  (seeds 000/001, train_tpu.py lines 592-628): /tmp/temp_config.yaml + a rendezvous.
+  (seeds 000/001, docs/seeds.md; train_tpu.py lines 592-628): /tmp/temp_config.yaml + a rendezvous.
 - ``seed-fix-sync`` (``seed_fix.py``): the "Fixed Version" seed 001 proposes,
   written as the seed writes it, bugs included.
 - ``robust-sync`` (``robust.py``): the recipe we recommend: the config travels

@@ -1,6 +1,6 @@
 """The config model and the composition every rank does, shared by the three targets.
 
-``PretrainConfig`` mirrors the seed's training script (seed 000/001: a TPU fork of
+``PretrainConfig`` mirrors the seed's training script (seed 000/001, docs/seeds.md: a TPU fork of
 TinyRecursiveModels' ``pretrain.py``): a pydantic model with a nested ``arch``
 model, the data paths, the hyperparameters and the names that rank 0 fills in
 (``project_name``, ``run_name``, ``checkpoint_path``). The fields without a default

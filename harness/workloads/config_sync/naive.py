@@ -7,8 +7,8 @@ meets at ``xm.rendezvous("config_save")`` (a process barrier, not a filesystem
 one) and the other ranks read the file back. It assumes every rank sees rank 0's
 ``/tmp``: true on one host, false on a real v4-64 (8 hosts, 8 ``/tmp``).
 
-Where the seeds leave a gap, the most literal reading is taken; each line says
-which seed line it comes from ("000:" / "001:" are the seed files).
+Where the seeds leave a gap, the most literal reading is taken; each line says which seed
+line it comes from ("000:"/"001:": seed files, mapped in docs/seeds.md; "line NNN": train_tpu.py).
 """
 
 from __future__ import annotations

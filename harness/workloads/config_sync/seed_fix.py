@@ -1,6 +1,6 @@
 """seed-fix-sync: the "Fixed Version" that seed 001 proposes, written as the seed writes it.
 
-Seed 001 proposes one fix per issue of ``load_synced_config``; here they are
+Seed 001 (docs/seeds.md) proposes one fix per issue of ``load_synced_config``; here they are
 combined into the one function they all patch, and NOT repaired, so that the
 harness finds what is still wrong with them:
 

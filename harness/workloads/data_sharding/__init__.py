@@ -2,7 +2,7 @@
 
 Two reference targets, each a module with a ``run`` function:
 
-- ``seed-loader`` (``seed_loader.py``): the loader seed 000 calls "done right"
+- ``seed-loader`` (``seed_loader.py``): the loader seed 000 (docs/seeds.md) calls "done right"
   (Finding 3: ``PuzzleDataset(dataset_paths, rank, num_replicas)``, NumPy
   memory-maps, each worker its own indices, no synchronization), written as the
   seed's ``puzzle_dataset.py`` does it, assumptions included.

@@ -5,7 +5,7 @@ files (``Leftover``) placed in the world's sandbox before any rank starts.
 Everything is deterministic from the cell's seed and the inputs.
 
 The dataset, in ``inputs["data_dir"]`` (default ``/mnt/data/puzzles``), is laid
-out like the seed's puzzle datasets (seed 000: "data/sudoku-*.npy", read with
+out like the seed's puzzle datasets (seed 000, docs/seeds.md: "data/sudoku-*.npy", read with
 NumPy memory-maps), reduced to what sharding needs:
 
 - ``inputs.npy``: int32 ``(N, 1 + seq_len)``; column 0 is the **sample id**,

@@ -5,7 +5,7 @@ The recipe, and why each step is there:
 
 1. Open the data read-only: ``np.load(..., mmap_mode="r")``, never ``r+``, and
    nothing is written next to the data (no index or cache file): seed 004's
-   data disk is mounted read-only on every host.
+   (docs/seeds.md) data disk is mounted read-only on every host.
 2. Before the first step, every rank checks its own copy (a read that fails with
    an error a flaky disk or network filesystem gives once, EIO and the like, is
    tried again, up to ``ATTEMPTS`` times: a read of read-only data is safe to

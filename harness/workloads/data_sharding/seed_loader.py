@@ -1,6 +1,6 @@
 """seed-loader: data sharding as the seed's code does it, assumptions included.
 
-Seed 000, Finding 3 ("Data Distribution is Done Right")::
+Seed 000 (docs/seeds.md), Finding 3 ("Data Distribution is Done Right")::
 
     dataset = PuzzleDataset(
         dataset_paths=config.data_paths,    # All workers read SAME files

@@ -1,6 +1,6 @@
 """``torch_xla.core.xla_model`` (xm), backed by the harness coordinator.
 
-Semantics follow torch_xla 2.9 (see shared/reference/torch_xla.md): a world of
+Semantics follow torch_xla 2.9 (see docs/torch_xla.md): a world of
 one rank short-circuits all_reduce; a tensor all_reduce is out of place and a
 list one in place; rendezvous has no timeout and pairs calls by position, not
 by tag. Under the ``current`` profile get_ordinal and xrt_world_size do not
