@@ -63,10 +63,11 @@ def catalog_cases(target: str, scenarios: Iterable[str] | None = None,
     schema (a dict or a ``.json`` path), or a ``file.py:Name`` / ``module:Name``."""
     from harness.runner.run import plan_cells
     from harness.scenarios import catalog, select
-    from harness.workloads.registry import DEFAULT_WORKLOAD
+    from harness.workloads.registry import DEFAULT_WORKLOAD, check_workload
     from harness.workloads.registry import target as named_target
 
     workload = workload or DEFAULT_WORKLOAD
+    check_workload(workload)  # a typo is an error, never an empty parametrization
 
     chosen = select(scenarios) if scenarios else \
         [s for s in catalog() if s.workload == workload]

@@ -109,9 +109,7 @@ class Scenario(BaseModel):
     @field_validator("workload")
     @classmethod
     def _workload(cls, value: str) -> str:
-        if value not in registry.WORKLOADS:
-            raise ValueError(f"unknown workload {value!r}; known workloads: "
-                             f"{', '.join(registry.WORKLOADS)}")
+        registry.check_workload(value)  # raises ValueError naming the workloads there are
         return value
 
     @field_validator("topology")

@@ -55,11 +55,12 @@ def scenarios_from(names: tuple[str, ...]) -> list[Any]:
 
 
 def known_workload(workload: str) -> None:
-    from harness.workloads.registry import WORKLOADS
+    from harness.workloads.registry import check_workload
 
-    if workload not in WORKLOADS:
-        raise click.BadParameter(f"unknown workload {workload!r}: use one of "
-                                 f"{', '.join(WORKLOADS)}", param_hint="'--workload'")
+    try:
+        check_workload(workload)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--workload'") from None
 
 
 def target_from(spec: str, workload: str, checker: Any = None) -> Any:

@@ -69,7 +69,7 @@ from harness.scenarios import Scenario, base_scenario, load_scenario
 from harness.topology import get_topology
 from harness.vocabulary import PASS, Expect, UsageError
 from harness.workloads.base import Target
-from harness.workloads.registry import WORKLOADS
+from harness.workloads.registry import WORKLOADS, check_workload
 from harness.world.world import ABORT, run_world
 
 log = logging.getLogger(__name__)
@@ -139,8 +139,10 @@ def explore_crash_states(target: Target, workload: str, *, seed: int = 0, jobs: 
     world (``jobs`` at a time), and report the vulnerabilities (see the module docstring).
     ``on_state`` is called with each state once its world is judged (from a worker thread).
     Raises ``CrashError`` for a workload that is unknown or not the target's."""
-    if workload not in WORKLOADS:
-        raise CrashError(f"unknown workload {workload!r}: use one of {', '.join(WORKLOADS)}")
+    try:
+        check_workload(workload)
+    except ValueError as exc:
+        raise CrashError(str(exc)) from None
     if target.workload not in (None, workload):
         raise CrashError(f"target {target.name} belongs to workload {target.workload}, "
                          f"not {workload}")

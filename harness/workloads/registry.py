@@ -99,6 +99,15 @@ def catalog_order() -> tuple[str, ...]:
 #: The workload a user's target belongs to unless told otherwise (CLI and pytest alike).
 
 
+def check_workload(name: str) -> Workload:
+    """The workload called ``name``, or a ValueError naming the ones there are: the one check
+    of a workload's name (the command line, scenario files, explore)."""
+    workload = WORKLOADS.get(name)
+    if workload is None:
+        raise ValueError(f"unknown workload {name!r}: use one of {', '.join(WORKLOADS)}")
+    return workload
+
+
 def target(spec: str, workload: str = DEFAULT_WORKLOAD, checker: Any = None) -> Target:
     """A built-in name, or a user's ``module:function`` / ``file.py:function``, which
     runs only the scenarios of ``workload`` (a built-in keeps its own); ``checker``
@@ -108,8 +117,7 @@ def target(spec: str, workload: str = DEFAULT_WORKLOAD, checker: Any = None) -> 
             raise ValueError(f"{spec} is a built-in target, judged by its workload's checker: "
                              "a checker of your own judges your own target")
         return BUILTIN_TARGETS[spec]
-    if workload not in WORKLOADS:
-        raise ValueError(f"unknown workload {workload!r}: use one of {', '.join(WORKLOADS)}")
+    check_workload(workload)
     if ":" not in spec:
         names = ", ".join(BUILTIN_TARGETS)
         raise ValueError(f"unknown target {spec!r}: use a built-in ({names}), "

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
 from harness.scenarios import catalog
 from harness.workloads.registry import BUILTIN_TARGETS
 
@@ -133,3 +135,11 @@ def test_catalog_cases_take_globs_as_the_cli_does() -> None:
 
     cases = catalog_cases("harness.workloads.config_sync.naive:run", ["divergent-*"])
     assert [c.id for c in cases] == ["divergent-slugs", "divergent-input"]
+
+
+def test_catalog_cases_refuse_a_workload_that_does_not_exist() -> None:
+    """A typo would parametrize nothing, and a test module that collects no case passes."""
+    from harness.pytest_plugin import catalog_cases
+
+    with pytest.raises(ValueError, match="unknown workload 'config-synk': use one of config-sync"):
+        catalog_cases("naive-sync", workload="config-synk")

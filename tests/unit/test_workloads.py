@@ -178,7 +178,7 @@ def test_an_unknown_workload_names_the_registered_ones(tmp_path):
     with pytest.raises(ScenarioError) as refused:
         load_scenario(path)
     assert str(refused.value) == (
-        f"{path}:2: unknown workload 'echo'; known workloads: config-sync, data-sharding, "
+        f"{path}:2: unknown workload 'echo': use one of config-sync, data-sharding, "
         "checkpoint-resume (field 'workload')")
 
 
