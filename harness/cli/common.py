@@ -14,7 +14,18 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from harness.vocabulary import CRASH, ERROR, FAIL, HANG, INFRA, MAX_SEED, NOT_EXERCISED, PASS, ExitCode
+from harness.vocabulary import (
+    CRASH,
+    ERROR,
+    FAIL,
+    FORMATS,
+    HANG,
+    INFRA,
+    MAX_SEED,
+    NOT_EXERCISED,
+    PASS,
+    ExitCode,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -126,6 +137,11 @@ def print_matrix(matrix: Matrix, verbose: bool) -> None:
         render_matrix(matrix, console, verbose=verbose)
     else:
         click.echo(render_terminal_text(matrix, verbose=verbose), nl=False)
+
+
+def report_formats(formats: tuple[str, ...]) -> list[str]:
+    """``--format`` values (each once, in the order given), or every format."""
+    return list(dict.fromkeys(formats or FORMATS))
 
 
 def print_paths(paths: dict[str, Any]) -> None:

@@ -88,7 +88,6 @@ def run_command(tpu: str | None, zone: str | None, project: str | None, hosts_fi
     from harness.pod.session import SshOptions
     from harness.pod.sync import SyncError, code_source
     from harness.reports import write_run
-    from harness.vocabulary import FORMATS
 
     chosen = [n for n, v in (("--tpu", tpu), ("--hosts", hosts_file), ("--local", local))
               if v is not None]
@@ -99,7 +98,7 @@ def run_command(tpu: str | None, zone: str | None, project: str | None, hosts_fi
     known = common.known_from(baseline)
     scenario_list = common.scenarios_from(scenarios)
     target_list = common.targets_from(targets, workload, checker)
-    files = list(dict.fromkeys(formats or FORMATS))
+    files = common.report_formats(formats)
     run_dir = common.new_run_dir(report_dir)
     echo = (lambda line: click.echo(line, err=True)) if verbose else None
 

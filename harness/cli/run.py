@@ -42,7 +42,6 @@ def run_command(ctx: click.Context, scenarios: tuple[str, ...], targets: tuple[s
 
     from harness.reports import write_run
     from harness.runner.run import plan_cells
-    from harness.vocabulary import FORMATS
 
     seeds = [seed]
     if seed_spec is not None:
@@ -59,7 +58,7 @@ def run_command(ctx: click.Context, scenarios: tuple[str, ...], targets: tuple[s
         raise click.UsageError("no cell to run: no target belongs to these scenarios' workloads")
     # The terminal report is always printed; it is also written (matrix.txt, every detail in
     # full) beside the other files, but alone it makes no report directory.
-    files = list(dict.fromkeys(formats or FORMATS))
+    files = common.report_formats(formats)
     if files == ["terminal"]:
         files = []
     run_dir = common.new_run_dir(report_dir) if files else None
