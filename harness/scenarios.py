@@ -17,7 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.faults.kinds import FaultSpec, explain
-from harness.faults.plan import PlanError, make_plan
+from harness.faults.plan import PlanError, check_fits
 from harness.filesystem.mounts import KERNEL_TREES, MAX_DELAY_MS, MAX_MOUNT_PATH, Mount, is_under
 from harness.rank.validator import Validator
 from harness.rank.validator import validator as read_checker
@@ -320,8 +320,7 @@ def _check_faults(path: str, root: yaml.Node, scenario: Scenario) -> None:
     reported with its line."""
     topo = get_topology(scenario.topology)
     try:
-        make_plan(scenario.faults, seed=0, world_size=topo.world_size, hosts=topo.hosts,
-                  home="/root")
+        check_fits(scenario.faults, world_size=topo.world_size, hosts=topo.hosts, home="/root")
     except PlanError as exc:
         node = _node_at(root, exc.loc)
         raise ScenarioError(path, str(exc), line=node.start_mark.line + 1 if node else None,

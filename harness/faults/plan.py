@@ -73,6 +73,20 @@ def check_fault(value: FaultKind | Mapping[str, Any], index: int = 0) -> FaultKi
                         str(loc[0]) if loc else None, index) from None
 
 
+def check_fits(faults: Sequence[FaultKind | Mapping[str, Any]], *, world_size: int, hosts: int,
+               home: str) -> None:
+    """Raise ``PlanError`` (with the fault's index and field) for a fault whose trigger a
+    world of ``world_size`` ranks on ``hosts`` hosts cannot meet: the check a scenario gets
+    at load and against an overriding topology. The plan itself is made once, by the cell
+    (``make_plan``), when the target's roles are known."""
+    for index, value in enumerate(faults):
+        spec = check_fault(value, index)
+        try:
+            spec.trigger(world_size, hosts, home, None)
+        except PlanError as exc:
+            raise PlanError(str(exc), exc.field, index) from None
+
+
 def make_plan(faults: Sequence[FaultKind | Mapping[str, Any]], *, seed: int, world_size: int,
               hosts: int, home: str, roles: Roles | None = None) -> FaultPlan:
     """Plan the faults for a world; every random choice comes from ``seed``; a fault

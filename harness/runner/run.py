@@ -18,7 +18,7 @@ from typing import Any
 
 from harness import __version__
 from harness.checkers.common import Baseline, Judgement
-from harness.faults.plan import FaultPlan, PlanError, make_plan
+from harness.faults.plan import FaultPlan, PlanError, check_fits, make_plan
 from harness.history import Event
 from harness.rank.validator import Validator
 from harness.runner.cells import Cell, FaultRow, Matrix, RankRow
@@ -77,8 +77,8 @@ def _check_against(scenario: Scenario, topology: str, seed: int) -> None:
     topo = get_topology(topology)
     where = scenario.source or scenario.name
     try:  # the faults were typed at load: only their ranks and hosts can fall outside
-        make_plan(scenario.faults, seed=seed, world_size=topo.world_size,
-                  hosts=topo.hosts, home=os.path.expanduser("~"))
+        check_fits(scenario.faults, world_size=topo.world_size, hosts=topo.hosts,
+                   home=os.path.expanduser("~"))
     except PlanError as exc:
         raise ScenarioError(where, f"does not fit topology {topology}: {exc}",
                             field=".".join(str(p) for p in exc.loc)) from None
