@@ -40,7 +40,7 @@ from io import BytesIO
 from pathlib import Path
 
 from harness.topology import Topology, get_topology
-from harness.world.result import CAUGHT
+from harness.world.fates import CAUGHT
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"

@@ -13,7 +13,8 @@ from typing import Any
 
 from harness.history import ranks_phrase
 from harness.vocabulary import CRASH, ERROR, FAIL, HANG, PASS
-from harness.world.result import RankResult, WorldResult, fates_phrase
+from harness.world.fates import fates_phrase
+from harness.world.result import RankResult, WorldResult
 
 
 @dataclass(frozen=True)

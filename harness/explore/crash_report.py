@@ -18,7 +18,7 @@ import yaml
 from harness.explore.crash_model import CrashState, FileOp, Pattern
 from harness.runner.replay import Replay
 from harness.vocabulary import NOT_EXERCISED, PASS
-from harness.world.result import one_line
+from harness.world.fates import one_line
 
 
 @dataclass

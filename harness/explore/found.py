@@ -13,7 +13,7 @@ from harness.explore.search import Exploration, Finding, Search
 from harness.runner.cells import Cell
 from harness.runner.replay import RUN, Replay
 from harness.runner.run import CellPlan, run_cell
-from harness.world.result import one_line
+from harness.world.fates import one_line
 
 SCHEMA = "harness.explore/1"
 _SLUG = re.compile(r"[^a-z0-9]+")

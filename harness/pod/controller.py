@@ -70,7 +70,7 @@ class PodFailure(PodError):
         """What the ranks had done when the pod failed: those that ended say how; the
         others were on a lost worker, or were stopped by the harness."""
         from harness.history import ranks_phrase
-        from harness.world.result import fates_phrase
+        from harness.world.fates import fates_phrase
 
         if self.partial is None:
             return ""

@@ -12,7 +12,6 @@ and one-line detail are copied from what the world, the checker and the runner s
 from __future__ import annotations
 
 import re
-import signal
 from dataclasses import dataclass, field
 
 from harness.frames import own_frame
@@ -20,7 +19,8 @@ from harness.history import dropped_line, format_ranks, ranks_phrase
 from harness.reports._common import took
 from harness.runner.cells import Cell, FaultRow, RankRow
 from harness.vocabulary import PASS
-from harness.world.result import NEVER_STARTED, WorldResult, one_line
+from harness.world.fates import exit_text, one_line, result_text
+from harness.world.result import WorldResult
 
 #: How many distinct tracebacks the plain-text diagnosis prints (the reports keep them all).
 TEXT_TRACEBACKS = 1
@@ -72,40 +72,6 @@ def hide_own_frames(text: str) -> str:
             run.append((path, lines))
     flush()
     return "".join(out)
-
-
-def signal_name(signum: int) -> str:
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
-
-
-def exit_text(row: RankRow) -> str:
-    """How a rank ended, in words: ``exit 1``, ``SIGKILL``, ``running`` (a hung rank), ``-``
-    (a rank that never started)."""
-    if row.signal is not None:
-        text = signal_name(row.signal)
-    elif row.exit_code is not None:
-        text = f"exit {row.exit_code}"
-    elif (row.error or "").startswith(NEVER_STARTED + ":"):
-        text = "-"  # no process of it ever ran, so none is still running
-    else:
-        text = "running" if row.outcome == "HANG" else "-"
-    if row.killed_by_fault:
-        text += " (killed by the fault plan)"
-    return text
-
-
-def result_text(row: RankRow) -> str:
-    """The rank's error, or what it returned, or nothing."""
-    if row.error:
-        return row.error
-    if row.value is not None and row.invalid:
-        return f"returned {row.value}, which the checker refuses: {row.invalid}"
-    if row.value is not None:
-        return f"returned {row.value}"
-    return ""
 
 
 @dataclass

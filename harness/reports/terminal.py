@@ -30,7 +30,7 @@ from harness.reports._common import (
 from harness.reports.diagnosis import diagnose, group_line
 from harness.runner.cells import Cell, Matrix
 from harness.vocabulary import KNOWN, OK, UNEXERCISED, UNEXPECTED
-from harness.world.result import one_line
+from harness.world.fates import one_line
 
 VERDICT_STYLES = {OK: "green", KNOWN: "yellow dim", UNEXPECTED: "bold red", UNEXERCISED: "bold yellow"}
 

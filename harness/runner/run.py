@@ -30,7 +30,8 @@ from harness.vocabulary import ERROR, KNOWN, NOT_EXERCISED, OK, PASS, UNEXERCISE
 from harness.workloads.base import Target
 from harness.workloads.registry import WORKLOADS
 from harness.world import pool
-from harness.world.result import WorldResult, one_line
+from harness.world.fates import one_line
+from harness.world.result import WorldResult
 from harness.world.world import ABORT, run_world
 
 log = logging.getLogger(__name__)

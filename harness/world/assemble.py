@@ -8,8 +8,9 @@ import os
 from harness.rank.values import UnreadableValue
 from harness.vocabulary import CRASH, ERROR, FAIL, HANG, PASS
 from harness.world.coordinator import Coordinator
+from harness.world.fates import NEVER_STARTED
 from harness.world.lifecycle import Lifecycle, Unit
-from harness.world.result import NEVER_STARTED, RankResult, WorldResult, decode_status, world_outcome
+from harness.world.result import RankResult, WorldResult, decode_status, world_outcome
 
 _OUTPUT_LIMIT = 1 << 20
 _NO_ERROR = {"type": "Error", "message": "the rank reported a failure without saying which",

@@ -19,12 +19,12 @@ from harness.filesystem.snapshot import snapshot
 from harness.history import format_ranks
 from harness.rank import sweep
 from harness.rank.spec import WorldSpec
-from harness.world import watchdog
+from harness.world import fates, watchdog
 from harness.world.clock import Key, WorldClock, ns, seconds
 from harness.world.coordinator import Coordinator
 from harness.world.loop import EventLoop
 from harness.world.protocol import Fault, Result, Spawning
-from harness.world.result import decode_status, one_line
+from harness.world.result import decode_status
 
 log = logging.getLogger(__name__)
 
@@ -273,8 +273,7 @@ class Lifecycle:
         if result is not None and result.ok:
             return "returned"
         if result is not None and result.error is not None:
-            err = result.error
-            return f"raised {err['type']}: {one_line(err['message'])}"
+            return fates.raised(result.error)
         return f"exited with code {code} without a Python exception"
 
     # -- the world clock's units ------------------------------------------------------

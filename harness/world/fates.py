@@ -1,0 +1,171 @@
+"""How a rank ended, in words: said here once, for every face.
+
+Two forms of the same facts. A sentence, for a world's one-line detail and the checkers'
+judgements (``ranks 1-7 raised FileNotFoundError: ...; rank 0 killed by SIGKILL without a
+Python exception``); and the cells of the diagnosis's table, read from a saved report's rows
+(``SIGKILL``, ``exit 1``, ``returned 'x'``). A change of wording is made here, and every
+report, the command line, pytest and the checkers say the new words.
+
+The words live beside the world's results (not in ``reports``) because the checkers, which
+sit below the reports, word their judgements with them.
+"""
+
+from __future__ import annotations
+
+import signal
+from typing import TYPE_CHECKING, Any
+
+from harness.history import ranks_phrase
+from harness.vocabulary import CRASH, ERROR, HANG, PASS
+
+if TYPE_CHECKING:
+    from harness.world.result import RankResult, WorldResult
+
+#: The error type of a rank whose process never started (its outcome is still the world's
+#: word for it: CRASH, or HANG when the deadline came first).
+NEVER_STARTED = "NeverStarted"
+#: what a launcher that exits 0 after its ranks failed did: ``xmp.spawn`` re-raises the first
+#: failure, so the script caught it (a test that expects a rank to raise, for one)
+CAUGHT = "the script caught what its xmp.spawn raised"
+
+
+def one_line(text: str, limit: int = 240) -> str:
+    """A message as one line a report can show (multi-line errors are common)."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
+
+
+def signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def raised(error: dict[str, Any]) -> str:
+    """``raised FileNotFoundError: [Errno 2] ...``."""
+    return f"raised {error['type']}: {one_line(error['message'])}"
+
+
+# -- as a sentence ----------------------------------------------------------------------
+
+def exit_description(signum: int | None, exit_code: int | None) -> str:
+    if signum is not None:
+        return f"killed by {signal_name(signum)}"
+    if exit_code is not None:
+        return f"exited with code {exit_code}"
+    return "still running"
+
+
+def summary(r: RankResult) -> str:
+    """How one rank ended."""
+    if r.never_started:
+        assert r.error is not None
+        message = r.error["message"]
+        return "never started" + ("" if message == "the process never started" else
+                                  f": {one_line(message)}")
+    if r.outcome == PASS:
+        return "returned " + (r.value_repr or "None")
+    if r.invalid:
+        return "returned an invalid value: " + one_line(r.invalid)
+    if r.outcome == ERROR and r.error:
+        return raised(r.error)
+    if r.outcome == CRASH:
+        return exit_description(r.signal, r.exit_code) + " without a Python exception"
+    if r.outcome == HANG:
+        return "still blocked at the deadline"
+    return r.outcome
+
+
+def fates_phrase(ranks: list[RankResult]) -> str:
+    """``ranks 1-7 raised FileNotFoundError: ...; rank 0 killed by SIGKILL ...``: the ranks
+    grouped by how they ended, in order of their lowest rank."""
+    groups: dict[str, list[int]] = {}
+    for r in ranks:
+        groups.setdefault(summary(r), []).append(r.rank)
+    return "; ".join(f"{ranks_phrase(rs)} {what}"
+                     for what, rs in sorted(groups.items(), key=lambda kv: min(kv[1])))
+
+
+def world_detail(result: WorldResult) -> str:
+    """A world's one line a person can act on (``WorldResult.detail``)."""
+    if result.outcome == HANG and result.hang_report:
+        return result.hang_report
+    if result.hosts and not result.ranks and result.outcome == PASS:
+        launchers = ranks_phrase([h.rank for h in result.hosts], "launcher")
+        if result.single_hosts:
+            which = ("" if len(result.hosts) == 1 else "each " if len(result.single_hosts)
+                     == len(result.hosts) else ranks_phrase(result.single_hosts, "launcher") + " ")
+            return (f"no rank started: {launchers} ran the script to its end (exit 0), "
+                    f"{which}running the function itself as a world of one "
+                    "(xmp.spawn with nprocs=1)")
+        return (f"no rank started: {launchers} ran the script to its end (exit 0) "
+                "without xmp.spawn or the XLA runtime")
+    launchers, accounted = _launchers_phrase(result)
+    if launchers:
+        others = [r for r in result.ranks if r.outcome != PASS and r.rank not in accounted]
+        return "; ".join([launchers] + ([fates_phrase(others)] if others else []))
+    if all(r.outcome == PASS for r in result.ranks):
+        return f"all {len(result.ranks)} ranks returned"
+    fates = fates_phrase([r for r in result.ranks if r.outcome != PASS])
+    if result.hosts and all(h.outcome == PASS for h in result.hosts):
+        fates += (f"; {ranks_phrase([h.rank for h in result.hosts], 'launcher')} exited 0 "
+                  f"all the same ({CAUGHT})")
+    return fates
+
+
+def _launchers_phrase(result: WorldResult) -> tuple[str, set[int]]:
+    """Exec mode: the launchers that failed the run, and what became of their ranks
+    (``launcher 0 raised ValueError: x before starting its ranks (ranks 0-7 never
+    started)``), with the ranks that says all there is about. A launcher whose ranks
+    failed is left to their fates (its spawn raised theirs), and one that is its host's
+    rank (no ``xmp.spawn``) is judged as that rank."""
+    as_rank = {r.pid for r in result.ranks if r.pid is not None}
+    groups: dict[str, tuple[list[int], list[int]]] = {}
+    for host in result.hosts:
+        if host.outcome == PASS or (host.pid is not None and host.pid in as_rank):
+            continue
+        mine = [r for r in result.ranks if r.host == host.rank]
+        if mine and all(r.never_started for r in mine):
+            how = " before starting {its} {noun} ({ranks} never started)"
+        elif mine and all(r.outcome == PASS for r in mine):
+            how = " after {its} {ranks} returned"
+        else:  # its ranks failed: it failed with them, and their fates say why
+            continue
+        launchers, ranks = groups.setdefault(summary(host) + how, ([], []))
+        launchers.append(host.rank)
+        ranks += [r.rank for r in mine]
+    phrases = [f"{ranks_phrase(launchers, 'launcher')} " + what.format(
+                   its="its" if len(launchers) == 1 else "their",
+                   noun="rank" if len(ranks) == 1 else "ranks", ranks=ranks_phrase(ranks))
+               for what, (launchers, ranks) in groups.items()]
+    return "; ".join(phrases), {r for _, ranks in groups.values() for r in ranks}
+
+
+# -- as the cells of a table (a saved report's rows) -------------------------------------
+
+def exit_text(row: Any) -> str:
+    """How a rank ended, in words: ``exit 1``, ``SIGKILL``, ``running`` (a hung rank), ``-``
+    (a rank that never started)."""
+    if row.signal is not None:
+        text = signal_name(row.signal)
+    elif row.exit_code is not None:
+        text = f"exit {row.exit_code}"
+    elif (row.error or "").startswith(NEVER_STARTED + ":"):
+        text = "-"  # no process of it ever ran, so none is still running
+    else:
+        text = "running" if row.outcome == HANG else "-"
+    if row.killed_by_fault:
+        text += " (killed by the fault plan)"
+    return text
+
+
+def result_text(row: Any) -> str:
+    """The rank's error, or what it returned, or nothing."""
+    if row.error:
+        return row.error
+    if row.value is not None and row.invalid:
+        return f"returned {row.value}, which the checker refuses: {row.invalid}"
+    if row.value is not None:
+        return f"returned {row.value}"
+    return ""
