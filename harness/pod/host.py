@@ -26,6 +26,7 @@ import time
 from typing import Any
 
 from harness.pod.spec import PodCellSpec, host_file, rank_file
+from harness.vocabulary import UNIT_FAILED
 
 #: What a launcher prints when it is ready to start its ranks (``PodSession.run_all``'s gate).
 READY = "harness-pod: ready"
@@ -158,7 +159,7 @@ def _fork_ranks(spec: PodCellSpec, host: int, runtime: Any, fn: Any, args: tuple
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            code = 70
+            code = UNIT_FAILED
             try:
                 die_with_parent()
                 runtime.become_rank(r)

@@ -27,6 +27,7 @@ from harness.rank.environment import enter_environment, seed_generators, seed_te
 from harness.rank.process import arm_fallback_stacks, die_with_parent, redirect_output
 from harness.rank.runtime import RankContext
 from harness.rank.spec import WorldSpec
+from harness.vocabulary import UNIT_FAILED
 
 if TYPE_CHECKING:
     from harness.faults.engine import FaultEngine
@@ -308,7 +309,7 @@ def run_unit(spec: WorldSpec, role: str, ident: int, life: int = 0, start_ns: in
             report_and_exit(ctx, lambda: run_script(spec.argv or ()))
     except BaseException:  # noqa: BLE001 - the harness's own failure inside a unit
         traceback.print_exc()
-        os._exit(70)
+        os._exit(UNIT_FAILED)
 
 
 def run_script(argv: tuple[str, ...]) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 from harness.rank import bootstrap, process
 from harness.rank import clock as rank_clock
 from harness.rank.runtime import RankContext
+from harness.vocabulary import UNIT_FAILED
 
 
 def spawn_local_ranks(ctx: RankContext, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
@@ -50,7 +51,7 @@ def spawn_local_ranks(ctx: RankContext, fn: Callable[..., Any], args: tuple[Any,
                 child.result_fd = write_fd
                 bootstrap.report_and_exit(child, lambda r=rank: fn(r, *args))
             finally:
-                os._exit(70)
+                os._exit(UNIT_FAILED)
         os.close(write_fd)
         children[pid] = (rank, read_fd)
     assert ctx.channel is not None
