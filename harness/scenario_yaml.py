@@ -9,13 +9,12 @@ are not strings or are written twice, integers no machine word holds -- is a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import yaml
 from yaml.composer import ComposerError
 
-from harness.vocabulary import UsageError
+from harness.inputs import InputError, read_text
 
 MAX_BYTES = 1 << 20
 MAX_DEPTH = 32
@@ -28,21 +27,11 @@ _INT = "tag:yaml.org,2002:int"
 _INTS = yaml.constructor.SafeConstructor()
 
 
-@dataclass
-class ScenarioError(UsageError):
-    """A scenario file that cannot be used: where, and what is wrong."""
+class ScenarioError(InputError):
+    """A scenario file (or an expected-differences file) that cannot be used: where, and
+    what is wrong."""
 
     label = "scenario error"
-
-    file: str
-    message: str
-    line: int | None = None
-    field: str | None = None
-
-    def __str__(self) -> str:
-        where = self.file + (f":{self.line}" if self.line else "")
-        what = f" (field '{self.field}')" if self.field else ""
-        return f"{where}: {self.message}{what}"
 
 
 class _Loader(yaml.SafeLoader):
@@ -63,9 +52,10 @@ class _Loader(yaml.SafeLoader):
             self._depth -= 1
 
 
-def read_yaml(path: str) -> tuple[yaml.Node | None, Any]:
-    """The file's YAML node tree (for line numbers) and its plain data."""
-    text = _read_text(path)
+def read_yaml(path: str, what: str = "a scenario file") -> tuple[yaml.Node | None, Any]:
+    """The file's YAML node tree (for line numbers) and its plain data; ``what`` names
+    the file in a refusal."""
+    text = _read_text(path, what)
     try:
         loader = _Loader(text)
         try:
@@ -106,21 +96,13 @@ def node_at(node: yaml.Node | None, loc: tuple[Any, ...]) -> yaml.Node | None:
     return node
 
 
-def _read_text(path: str) -> str:
+def _read_text(path: str, what: str) -> str:
+    """The file's text: a regular file of at most ``MAX_BYTES`` (small, hand-written
+    YAML), in UTF-8."""
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise ScenarioError(path, f"cannot read: {exc.strerror or exc}") from None
-    if len(raw) > MAX_BYTES:
-        raise ScenarioError(path, f"larger than {MAX_BYTES // 1024} KiB; a scenario file is "
-                            "small hand-written YAML")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[:exc.start].count(b"\n") + 1
-        raise ScenarioError(path, f"not UTF-8 text: byte 0x{raw[exc.start]:02x} cannot be "
-                            "decoded", line=line) from None
+        return read_text(path, MAX_BYTES, what)
+    except InputError as exc:
+        raise ScenarioError(exc.file, exc.message, exc.line) from None
 
 
 def _check_tree(path: str, root: yaml.Node) -> None:

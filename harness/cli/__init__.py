@@ -28,12 +28,25 @@ from harness.cli.explore import explore_command
 from harness.cli.pod import pod
 from harness.cli.run import replay_command, run_command
 from harness.cli.saved import diff_command, report_command
+from harness.printable import printable
 from harness.vocabulary import ExitCode, HarnessError
 
 __all__ = ["cli", "main", "render_world"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Harness(click.Group):
+    """The group that maps the harness's own errors to their exit status, once: for
+    ``main`` and for click's test runner alike."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except HarnessError as exc:
+            click.echo(printable(f"harness: {exc.label}: {exc}"), err=True)
+            sys.exit(exc.exit_code)  # not ctx.exit: click's main would return its code
+
+
+@click.group(cls=_Harness, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="harness")
 @click.option("-v", "--verbose", count=True, help="More logging on stderr (-vv for debug).")
 def cli(verbose: int) -> None:
@@ -48,8 +61,9 @@ for _command in (exec_command, list_command, run_command, replay_command, report
 
 
 def main() -> None:
-    """Console-script entry: every error is mapped to its exit status here, once; an
-    internal error exits 3 with a short message, never a bare traceback."""
+    """Console-script entry: click's errors, Ctrl-C and the harness's own bugs mapped to
+    their exit status (the group maps a ``HarnessError``); an internal error exits 3 with
+    a short message, never a bare traceback."""
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -61,15 +75,13 @@ def main() -> None:
         sys.stderr.flush()
         os._exit(ExitCode.INTERRUPTED)
     except click.ClickException as exc:
+        exc.message = printable(exc.message)  # a file name may be a target's: any bytes
         exc.show()
         sys.exit(ExitCode.USAGE)
-    except HarnessError as exc:
-        click.echo(f"harness: {exc.label}: {exc}", err=True)
-        sys.exit(exc.exit_code)
     except SystemExit:
         raise
     except Exception as exc:  # noqa: BLE001 - the harness's own bug, reported as such
-        click.echo(f"harness: internal error: {type(exc).__name__}: {exc}", err=True)
+        click.echo(printable(f"harness: internal error: {type(exc).__name__}: {exc}"), err=True)
         if os.environ.get("HARNESS_DEBUG"):
             traceback.print_exc()
         else:

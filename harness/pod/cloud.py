@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.durations import parse_duration
+from harness.inputs import InputError, read_text
 from harness.pod.workers import Worker
 from harness.vocabulary import PodError
 
@@ -244,11 +245,10 @@ def ssh_keys_entry(user: str, public_key_file: str | Path) -> str:
     the file or the user when either cannot be one."""
     if not _USER.match(user):
         raise ValueError(f"{user!r} is not a Linux user name for the workers")
-    try:
-        text = Path(public_key_file).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{public_key_file}: cannot read the public key: "
-                         f"{getattr(exc, 'strerror', None) or exc}") from None
+    try:  # a public key is one line; 64 KiB bounds a FIFO or /dev/zero given by mistake
+        text = read_text(public_key_file, 1 << 16, "a public key").strip()
+    except InputError as exc:
+        raise ValueError(str(exc)) from None
     if "\n" in text or not text.startswith(_KEY_TYPES):
         raise ValueError(f"{public_key_file}: not one OpenSSH public key line (ssh-ed25519 AAAA...); "
                          "a private key? derive the public one with ssh-keygen -y -f KEY")

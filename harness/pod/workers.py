@@ -10,10 +10,15 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.inputs import InputError, read_text
 from harness.vocabulary import UsageError
 
 _LINE = re.compile(r"^(?:(?P<user>[^@\s:]+)@)?(?P<host>\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+)"
                    r"(?::(?P<port>\d{1,5}))?$")
+
+
+#: A hosts file lists workers, one line each: a 256-host pod is a few KiB.
+MAX_HOSTS_BYTES = 1 << 20
 
 
 class HostsFileError(UsageError, ValueError):
@@ -70,8 +75,7 @@ def parse_hosts(text: str, source: str = "<hosts>") -> list[Worker]:
 def read_hosts(path: str | Path) -> list[Worker]:
     """``parse_hosts`` of a file, with an error naming it if it cannot be read."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HostsFileError(f"{path}: cannot read the hosts file: "
-                             f"{getattr(exc, 'strerror', None) or exc}") from None
+        text = read_text(path, MAX_HOSTS_BYTES, "a hosts file")
+    except InputError as exc:
+        raise HostsFileError(str(exc)) from None
     return parse_hosts(text, str(path))

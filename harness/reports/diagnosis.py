@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from harness.frames import own_frame
 from harness.history import dropped_line, format_ranks, ranks_phrase
+from harness.printable import printable_fields
 from harness.reports._common import took
 from harness.runner.cells import Cell, FaultRow, RankRow
 from harness.vocabulary import PASS
@@ -138,6 +139,9 @@ class Diagnosis:
     stdout: list[Trace] = field(default_factory=list)
     stderr: list[Trace] = field(default_factory=list)
     dropped: str = ""  # what a long run's bounded history left out
+
+    #: a bare world's text comes straight from its ranks: made printable here, as a cell's is
+    __post_init__ = printable_fields
 
     @property
     def headline(self) -> str:

@@ -111,7 +111,7 @@ def load_expected(path: str | os.PathLike[str]) -> Expected:
     """Read and check an expected-differences file; ``ScenarioError`` (file, line, field)
     for a file that is not one, so ``harness diff`` refuses it with exit 2."""
     path = os.fspath(path)
-    root, data = read_yaml(path)
+    root, data = read_yaml(path, "an expected-differences file")
     if not isinstance(data, dict):
         what = "empty" if data is None else f"a {type(data).__name__}"
         raise ScenarioError(path, "an expected-differences file is a mapping with one key, "

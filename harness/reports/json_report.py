@@ -8,18 +8,25 @@ rather than failing with a KeyError deep in a renderer.
 from __future__ import annotations
 
 import json
+import math
+import re
+from json.decoder import scanstring
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from harness.runner.cells import MODES, SCHEMA, Matrix
+from pydantic import TypeAdapter, ValidationError
+from typing_extensions import NotRequired, TypedDict
+
+from harness.inputs import InputError, read_text
+from harness.runner.cells import SCHEMA, Cell, Matrix
 from harness.vocabulary import VERDICTS
+
+#: The largest report read back: a campaign of 100 seeds over the catalog is about
+#: 200 MB; a file larger than this is a mistake (or ``/dev/zero``), refused unread.
+MAX_BYTES = 256 << 20
 
 #: The order of an event's keys in the file (the rest follow, sorted).
 _EVENT_KEYS = ("t", "kind", "rank", "op", "tag", "step", "site", "detail")
-_TOP_KEYS = ("schema", "harness_version", "seed", "created", "cells")
-_CELL_KEYS = ("scenario", "target", "topology", "seed", "outcome", "expected", "verdict",
-              "duration_s", "detail", "ranks", "faults_fired", "replay")
-_RANK_KEYS = ("rank", "host", "outcome", "exit_code", "error")
 
 
 def _stable(value: Any) -> Any:
@@ -28,6 +35,8 @@ def _stable(value: Any) -> Any:
         return {str(k): _stable(value[k]) for k in sorted(value, key=str)}
     if isinstance(value, (list, tuple)):
         return [_stable(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)  # JSON has no NaN: ``NaN`` in the file would make it unreadable
     return value
 
 
@@ -50,57 +59,181 @@ def to_json(matrix: Matrix) -> str:
     return json.dumps(to_dict(matrix), indent=2, ensure_ascii=False, default=repr) + "\n"
 
 
-def _check(data: Any) -> str | None:
-    """What makes ``data`` not a ``harness.matrix/1`` report, or None."""
-    if not isinstance(data, dict):
-        return f"the top level is a JSON {type(data).__name__}, not an object"
-    if data.get("schema") != SCHEMA:
-        return f"not a {SCHEMA} report (schema: {data.get('schema')!r})"
-    missing = [k for k in _TOP_KEYS if k not in data]
-    if missing:
-        return f"missing top-level field {missing[0]!r}"
-    if not isinstance(data["cells"], list):
-        return "'cells' is not a list"
-    if data.get("mode", "sim") not in MODES:
-        return f"mode {data['mode']!r} is not one of {', '.join(MODES)}"
-    for i, cell in enumerate(data["cells"]):
-        if not isinstance(cell, dict):
-            return f"cell {i} is not an object"
-        name = f"cell {i} ({cell.get('scenario')}[{cell.get('target')}])"
-        missing = [k for k in _CELL_KEYS if k not in cell]
-        if missing:
-            return f"{name}: missing field {missing[0]!r}"
-        if cell["verdict"] not in VERDICTS:
-            return f"{name}: verdict {cell['verdict']!r} is not one of {', '.join(VERDICTS)}"
-        if not isinstance(cell["ranks"], list) or not isinstance(cell["faults_fired"], list):
-            return f"{name}: 'ranks' and 'faults_fired' must be lists"
-        for j, rank in enumerate(cell["ranks"]):
-            if not isinstance(rank, dict):
-                return f"{name}: rank entry {j} is not an object"
-            missing = [k for k in _RANK_KEYS if k not in rank]
-            if missing:
-                return f"{name}: rank entry {j}: missing field {missing[0]!r}"
-    return None
+class ReportError(InputError, ValueError):
+    """A file that is not a report this version can read: which file, the line, the field."""
+
+    label = "bad report"
+
+
+class _Summary(TypedDict, total=False):
+    duration_s: float
+    interrupted: bool
+    planned: int | None
+
+
+class _File(TypedDict):
+    """The file as saved; its cells are read into ``Cell`` (their fields, their types)."""
+
+    schema: Literal["harness.matrix/1"]  # SCHEMA, spelled out for pydantic
+    harness_version: str
+    seed: int
+    created: str
+    cells: list[Cell]
+    summary: NotRequired[_Summary]
+    mode: NotRequired[Literal["sim", "pod"]]  # MODES
+    pod: NotRequired[dict[str, Any] | None]
+    campaign: NotRequired[dict[str, Any] | None]
+
+
+_FILE = TypeAdapter(_File)
+_AT_LINE = re.compile(r" at line (\d+) column (\d+)$")
 
 
 def load(path: str | Path) -> Matrix:
-    """Read a saved report; ValueError naming the file if it is not one."""
-    path = Path(path)
+    """Read a saved report: a regular file of at most ``MAX_BYTES``, UTF-8 JSON nested at
+    most 200 deep, every field of the type it has when the harness writes it (strictly:
+    a duration is a number, never the string of one). Raises ``ReportError``."""
+    name = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read the report: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not a JSON report (not UTF-8 text: {exc.reason})") from exc
+        text = read_text(path, MAX_BYTES, "a report")
+    except InputError as exc:
+        raise ReportError(exc.file, exc.message, exc.line) from None
+    try:
+        data = _FILE.validate_json(text, strict=True)
+    except ValidationError as exc:
+        raise _refusal(name, text, exc.errors(include_url=False)[0]) from None
+    for i, cell in enumerate(data["cells"]):
+        field, problem = _cell_problem(cell)
+        if problem:
+            loc = ("cells", i, *field)
+            raise ReportError(name, f"cell {i} ({cell.scenario}[{cell.target}]): {problem}",
+                              line=line_of(text, loc), field=_dotted(loc))
+    summary = data.get("summary", {})
+    duration = summary.get("duration_s", 0.0)
+    if not math.isfinite(duration):
+        loc = ("summary", "duration_s")
+        raise ReportError(name, f"a duration of {duration} seconds", line=line_of(text, loc),
+                          field=_dotted(loc))
+    return Matrix(cells=data["cells"], seed=data["seed"], created=data["created"],
+                  harness_version=data["harness_version"], duration_s=duration,
+                  interrupted=summary.get("interrupted", False), planned=summary.get("planned"),
+                  mode=data.get("mode", "sim"), pod=data.get("pod"),
+                  campaign=data.get("campaign"))
+
+
+def _cell_problem(cell: Cell) -> tuple[tuple[Any, ...], str | None]:
+    """What the types let through but a cell cannot be: a verdict this version does not
+    know (its counts would be wrong), a time that is not a number of seconds."""
+    if cell.verdict not in VERDICTS:
+        return ("verdict",), f"verdict {cell.verdict!r} is not one of {', '.join(VERDICTS)}"
+    for field, value in (("duration_s", cell.duration_s), ("world_time_s", cell.world_time_s)):
+        if value is not None and not math.isfinite(value):
+            return (field,), f"a duration of {value} seconds"
+    for j, fault in enumerate(cell.faults_fired):
+        if not math.isfinite(fault.t):
+            return ("faults_fired", j, "t"), f"a fault fired at t={fault.t}"
+    return (), None
+
+
+def _refusal(name: str, text: str, err: Any) -> ReportError:
+    """The first thing pydantic refused, in the words of the file: what, the line, the field."""
+    loc = tuple(err["loc"])
+    kind, message = err["type"], err["msg"]
+    if kind == "json_invalid":
+        at = _AT_LINE.search(message)
+        what = message.removeprefix("Invalid JSON: ")
+        what = _AT_LINE.sub("", what).replace("recursion limit exceeded",
+                                              "nested deeper than 200 levels")
+        return ReportError(name, f"not valid JSON: {what}" + (f" (column {at[2]})" if at else ""),
+                           line=int(at[1]) if at else None)
+    if loc == ("schema",) or (not loc and kind in ("dict_type", "model_type")):
+        shown = _top_level(text)
+        return ReportError(name, f"not a {SCHEMA} report ({shown})", line=line_of(text, loc))
+    if kind == "missing":
+        message = f"missing field {loc[-1]!r}"
+    else:
+        got = err.get("input")
+        message = message[0].lower() + message[1:]
+        if isinstance(got, (str, int, float, bool)) or got is None:
+            message += f", not {json.dumps(got)[:60]}"
+        elif isinstance(got, (dict, list)):
+            message += f", not a JSON {'object' if isinstance(got, dict) else 'array'}"
+    where = loc[:-1] if kind == "missing" else loc
+    if len(loc) > 1 and loc[0] == "cells" and isinstance(loc[1], int):
+        message = f"cell {loc[1]}{_cell_name(text, loc[1])}: {message}"
+    return ReportError(name, message, line=line_of(text, where), field=_dotted(loc))
+
+
+def _cell_name(text: str, index: int) -> str:
+    """`` (scenario[target])`` of the cell at ``index``, as far as the file says it."""
+    try:
+        cell = json.loads(text)["cells"][index]
+        return f" ({cell.get('scenario')}[{cell.get('target')}])"
+    except (ValueError, LookupError, TypeError, AttributeError, RecursionError):
+        return ""
+
+
+def _top_level(text: str) -> str:
     try:
         data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: "
-                         f"{exc.msg})") from exc
-    problem = _check(data)
-    if problem:
-        raise ValueError(f"{path}: {problem}")
+    except (ValueError, RecursionError):
+        return "unreadable"
+    if not isinstance(data, dict):
+        return f"the top level is a JSON {_JSON_TYPES.get(type(data), type(data).__name__)}, " \
+               "not an object"
+    return f"schema: {json.dumps(data.get('schema'))[:60]}"
+
+
+_JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean",
+               type(None): "null"}
+
+
+def _dotted(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(p) for p in loc)
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+
+
+def line_of(text: str, loc: tuple[Any, ...]) -> int:
+    """The line of ``text`` (JSON) where the value at ``loc`` (keys and indexes) starts, or
+    of the nearest enclosing value that is there: how a field's error gets its line."""
+    decoder = json.JSONDecoder()
+    pos = _WS.match(text).end()
     try:
-        return Matrix.from_dict(data)
-    except (TypeError, KeyError, ValueError, AttributeError) as exc:
-        raise ValueError(f"{path}: not a valid {SCHEMA} report ({exc})") from exc
+        for key in loc:
+            start = pos
+            if text.startswith("{", pos) and isinstance(key, str):
+                pos = _WS.match(text, pos + 1).end()
+                while text.startswith('"', pos):
+                    name, pos = scanstring(text, pos + 1)
+                    pos = _WS.match(text, _WS.match(text, pos).end() + 1).end()  # past ':'
+                    if name == key:
+                        break
+                    pos = _next(decoder, text, pos)
+                else:
+                    pos = start
+                    break
+            elif text.startswith("[", pos) and isinstance(key, int):
+                pos = _WS.match(text, pos + 1).end()
+                for _ in range(key):
+                    if text.startswith("]", pos):
+                        break
+                    pos = _next(decoder, text, pos)
+                if text.startswith("]", pos):
+                    pos = start
+                    break
+            else:
+                break
+    except (ValueError, IndexError, RecursionError):
+        pass
+    return text.count("\n", 0, pos) + 1
+
+
+def _next(decoder: json.JSONDecoder, text: str, pos: int) -> int:
+    """Past the value at ``pos`` and the comma after it, to the next value or key."""
+    _, pos = decoder.raw_decode(text, pos)
+    pos = _WS.match(text, pos).end()
+    if text.startswith(",", pos):
+        pos = _WS.match(text, pos + 1).end()
+    return pos

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from harness.printable import printable_fields
+
 if TYPE_CHECKING:
     from harness.history import Event
     from harness.world.result import RankResult
@@ -46,6 +48,8 @@ class RankRow:
     stdout: str = ""
     stderr: str = ""
 
+    __post_init__ = printable_fields  # what a target wrote, safe in every report
+
     @classmethod
     def of(cls, r: RankResult, output_limit: int | None = None) -> RankRow:
         """A live rank's fate in the report's shape (its output's tail, if limited)."""
@@ -66,6 +70,8 @@ class FaultRow:
     op: str | None
     path: str | None
     message: str
+
+    __post_init__ = printable_fields  # what a target wrote, safe in every report
 
     @classmethod
     def fired(cls, history: list[Event]) -> list[FaultRow]:
@@ -102,6 +108,8 @@ class Cell:
     #: None: a report written before the world clock, or a pod's cell (real time)
     world_time_s: float | None = None
 
+    __post_init__ = printable_fields  # what a target wrote, safe in every report
+
     @property
     def key(self) -> tuple[str, str]:
         return (self.scenario, self.target)
@@ -135,6 +143,8 @@ class Matrix:
     #: a campaign sent to a cluster: its address, workers, and the cells a dead worker held
     #: that ran again (``retried``: [{"scenario", "target", "seed", "worker", "attempt"}])
     campaign: dict[str, Any] | None = None
+
+    __post_init__ = printable_fields  # what a target wrote, safe in every report
 
     @property
     def seeds(self) -> list[int]:

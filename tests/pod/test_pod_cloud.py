@@ -383,7 +383,7 @@ def test_cli_provision_prints_the_workers(gcloud: FakeGcloud) -> None:
     (["--ttl", "30m", "--wait", "1h"], "Invalid value for '--ttl': 1800s must be longer than --wait"),
     (["--ssh-user", "tpu"], "--ssh-public-key and --ssh-user go together"),
     (["--ssh-user", "tpu", "--ssh-public-key", "/nonexistent/id.pub"],
-     "Invalid value for '--ssh-public-key' / '--ssh-user': /nonexistent/id.pub: cannot read the public key"),
+     "Invalid value for '--ssh-public-key' / '--ssh-user': /nonexistent/id.pub: cannot read a public key"),
 ])
 def test_cli_bad_durations_are_usage_errors(gcloud: FakeGcloud, args: list[str], message: str) -> None:
     proc = run_cli("pod", "provision", "--name", "harness-n", "--zone", "z", "--type", "v4-64",

@@ -35,7 +35,7 @@ def write_bytes(tmp_path: Path, data: bytes, name: str = "mine") -> Path:
 # -- reading -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("data,line,words", [
-    (GOOD.encode() + b"description: caf\xe9\n", 8, ("not UTF-8", "0xe9")),
+    (GOOD.encode() + b"description: caf\xe9\n", 8, ("must be UTF-8", "0xe9")),
     (b"\x7fELF\x02\x01\x01\x00\x00\x00", 1, ("unacceptable character", "binary")),
     (GOOD.encode() + b"x: \x00\x01\n", 8, ("unacceptable character",)),
     (b"", None, ("must be a mapping of fields, not empty",)),
@@ -57,13 +57,13 @@ def test_a_file_that_is_not_a_small_yaml_mapping_is_refused_with_its_line(
 
 def test_a_directory_or_a_missing_file_is_refused_naming_it(tmp_path):
     (tmp_path / "dir.yaml").mkdir()
-    refused(tmp_path / "dir.yaml", None, "cannot read", "directory")
+    refused(tmp_path / "dir.yaml", None, "must be a regular file", "a directory")
     refused(tmp_path / "absent.yaml", None, "cannot read", "No such file")
 
 
 def test_a_huge_file_is_refused_without_parsing_it(tmp_path):
     path = write_bytes(tmp_path, GOOD.encode() + b"#" * (2 << 20))
-    refused(path, None, "larger than 1024 KiB")
+    refused(path, None, "larger than the 1 MiB")
 
 
 def test_billion_laughs_is_refused_quickly(tmp_path):
