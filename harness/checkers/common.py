@@ -7,6 +7,7 @@ accepts does a workload's own oracle look at the values.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,41 @@ def as_json(value: Any) -> Any:
         return json.loads(json.dumps(value, allow_nan=False))
     except (TypeError, ValueError, RecursionError):
         return None
+
+
+def canonical(value: Any) -> str:
+    """A text two values share only when they are the same value of the same type: ``1``
+    and ``True``, ``0.0`` and ``-0.0``, ``(1, 2)`` and ``[1, 2]`` differ (on a pod, code
+    downstream sees the difference), key order does not. Raises ``RecursionError`` for a
+    value that holds itself or is nested too deep."""
+    kind = type(value)
+    name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    if isinstance(value, dict):
+        items = sorted(f"{canonical(k)}:{canonical(v)}" for k, v in value.items())
+        return f"{name}{{{','.join(items)}}}"
+    if isinstance(value, (list, tuple)):
+        return f"{name}[{','.join(canonical(v) for v in value)}]"
+    if isinstance(value, (set, frozenset)):
+        return f"{name}{{{','.join(sorted(canonical(v) for v in value))}}}"
+    array = array_of(value)
+    if array is not None:  # every element, not the shortened repr of a large array
+        return f"{name}({array.dtype},{array.shape}):" \
+               f"{hashlib.sha256(array.tobytes()).hexdigest()}"
+    return f"{name}:{value!r}"  # a float's repr keeps its sign and its NaN
+
+
+def array_of(value: Any) -> Any:
+    """A numpy array or a torch tensor as a contiguous numpy array; None for anything else."""
+    if hasattr(value, "detach") and hasattr(value, "cpu"):
+        try:
+            value = value.detach().cpu().contiguous().numpy()
+        except (TypeError, RuntimeError):  # bfloat16 has no numpy type: its repr then
+            return None
+    if hasattr(value, "tobytes") and hasattr(value, "dtype") and hasattr(value, "shape"):
+        import numpy as np
+
+        return np.ascontiguousarray(value)
+    return None
 
 
 def judged(result: WorldResult) -> list[RankResult]:

@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import hashlib
-import json
+import sys
 from typing import Any
 
-from harness.checkers.common import Baseline, Judgement, as_json, end_of_world, judged, ranks_phrase
+from harness.checkers.common import (
+    Baseline,
+    Judgement,
+    array_of,
+    as_json,
+    canonical,
+    end_of_world,
+    judged,
+    ranks_phrase,
+)
 from harness.vocabulary import FAIL, PASS
 from harness.world.result import WorldResult
 
 
 def digest(config: Any) -> str:
-    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()
+    """What ranks compare: the same only for the same config, types and signs included."""
+    return hashlib.sha256(canonical(config).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def check(result: WorldResult, baseline: Baseline | None = None) -> Judgement:
@@ -34,8 +44,11 @@ def check(result: WorldResult, baseline: Baseline | None = None) -> Judgement:
     for rank, config in values.items():
         try:
             digests[rank] = digest(config)
-        except (TypeError, ValueError, RecursionError) as exc:  # mixed keys, 10**5000, a cycle
+        except ValueError as exc:  # 10**5000
             uncomparable.setdefault(f"{type(exc).__name__}: {exc}", []).append(rank)
+        except RecursionError:
+            uncomparable.setdefault("RecursionError: it holds itself, or is nested deeper than "
+                                    f"{sys.getrecursionlimit()} levels", []).append(rank)
     if uncomparable:
         return Judgement(FAIL, "; ".join(
             f"{ranks_phrase(rs)} returned a config that cannot be compared ({why})"
@@ -74,7 +87,7 @@ def diff_line(ref_rank: int, reference: dict, others: dict[int, dict]) -> str:
     by_diff: dict[str, list[int]] = {}
     for rank, config in others.items():
         keys = key_diff(reference, config)
-        shown = ", ".join(f"{k} {a!r} != {b!r}" for k, a, b in keys[:3])
+        shown = ", ".join(_difference(k, a, b) for k, a, b in keys[:3])
         more = f" (+{len(keys) - 3} more)" if len(keys) > 3 else ""
         by_diff.setdefault(shown + more, []).append(rank)
     parts = [f"{ranks_phrase(rs)} {'differs' if len(rs) == 1 else 'differ'} from rank {ref_rank}: "
@@ -83,12 +96,37 @@ def diff_line(ref_rank: int, reference: dict, others: dict[int, dict]) -> str:
     return "; ".join(parts)
 
 
+def _difference(key: str, a: Any, b: Any) -> str:
+    """``lr 0.0 != -0.0``; when the two print alike, what tells them apart: their types, or
+    the first element where two arrays differ."""
+    what = f"{key} " if key else "the config: "
+    if repr(a) != repr(b):
+        return f"{what}{a!r} != {b!r}"
+    if type(a) is not type(b):
+        return f"{what}{a!r} ({type(a).__name__}) != {b!r} ({type(b).__name__})"
+    x, y = array_of(a), array_of(b)
+    if x is not None and y is not None and x.shape == y.shape and x.dtype == y.dtype:
+        where = next((i for i, (p, q) in enumerate(zip(x.flat, y.flat)) if repr(p) != repr(q)), None)
+        if where is not None:
+            return f"{what}{a!r} != {b!r}: element {where} is {x.flat[where]!r} != {y.flat[where]!r}"
+    return f"{what}{a!r} != {b!r} (they print alike)"
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+MISSING = _Missing()
+
+
 def key_diff(a: Any, b: Any, path: str = "") -> list[tuple[str, Any, Any]]:
-    """Every dotted key whose value differs between two nested mappings."""
-    if isinstance(a, dict) and isinstance(b, dict):
+    """Every dotted key whose value differs between two nested mappings, as ``canonical``
+    tells values apart (a key one side lacks holds ``MISSING``)."""
+    if isinstance(a, dict) and type(a) is type(b):
         out: list[tuple[str, Any, Any]] = []
-        for key in sorted(set(a) | set(b), key=str):
+        for key in sorted(set(a) | set(b), key=lambda k: (str(k), type(k).__name__)):
             child = f"{path}.{key}" if path else str(key)
-            out += key_diff(a.get(key, "<missing>"), b.get(key, "<missing>"), child)
+            out += key_diff(a.get(key, MISSING), b.get(key, MISSING), child)
         return out
-    return [] if a == b else [(path, a, b)]
+    return [] if canonical(a) == canonical(b) else [(path, a, b)]

@@ -45,13 +45,49 @@ def styled(outcome: str) -> Text:
 
 
 def load_report(path: str) -> Any:
-    """A saved report, or a usage error naming the file (exit 2)."""
+    """A saved report, or a ``ReportError`` naming the file, the line and the field (exit 2)."""
     from harness.reports.json_report import load
 
+    return load(path)
+
+
+def replay_from(report: str, name: str) -> Any:
+    """The replay of the cell ``name`` (``scenario[target]``, or ``... seed N`` in a
+    campaign) of a saved report, read back with ``Replay.parse`` and checked to be that
+    cell's: a crafted report cannot make ``harness replay`` run another cell, a shell,
+    or itself. A usage error naming the file and the cell otherwise."""
+    from pathlib import Path
+
+    from harness.runner.replay import REPLAY, Replay
+
+    matrix = load_report(report)
+    named = [c for c in matrix.cells if name in (f"{c.scenario}[{c.target}]",
+                                                 f"{c.scenario}[{c.target}] seed {c.seed}")]
+    if not named:
+        raise click.UsageError(f"{report} has no cell {name}")
+    if len(named) > 1:
+        seeds = ", ".join(str(c.seed) for c in named)
+        raise click.UsageError(f"{report} has {name} at seeds {seeds}: name one, as "
+                               f"--cell '{name} seed {named[0].seed}'")
+    cell = named[0]
+    if matrix.mode == "pod":
+        here = Replay(cell.scenario, cell.target, seed=cell.seed)
+        raise click.UsageError(f"{report}: {name} ran on a pod; rerun it there with "
+                               f"{cell.replay}, or in the simulator with {here}")
     try:
-        return load(path)
+        replay = Replay.parse(cell.replay)
+        if replay.command != REPLAY:
+            raise ValueError(f"is not a '{' '.join(REPLAY)}' command")
     except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise click.UsageError(f"{report}: the replay of {name} {exc}: {cell.replay!r}") from None
+    scenario_of = Path(replay.scenario).stem if replay.scenario.endswith((".yaml", ".yml")) \
+        else replay.scenario
+    theirs = (scenario_of, replay.target, replay.seed or 0)
+    if theirs != (cell.scenario, cell.target, cell.seed):
+        raise click.UsageError(f"{report}: the replay of {name} reruns another cell, "
+                               f"{theirs[0]}[{theirs[1]}] seed {theirs[2]}, not this one at "
+                               f"seed {cell.seed}: {cell.replay!r}")
+    return replay
 
 
 def scenarios_from(names: tuple[str, ...]) -> list[Any]:

@@ -91,28 +91,17 @@ def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workloa
     harness replay reports/latest/matrix.json --cell 'isolated-tmp[naive-sync]'
     harness replay reports/latest/matrix.json --cell 'isolated-tmp[naive-sync] seed 7'
     """
-    import shlex
-
     from harness.reports.diagnosis import describe
     from harness.runner.run import plan_cells, run_cell
 
+    if cell and not report:
+        raise click.UsageError("--cell names a cell of a saved report: give the report too, "
+                               "as harness replay reports/latest/matrix.json --cell ...")
     if report:
         if not cell:
             raise click.UsageError("with a report, name the cell: --cell 'scenario[target]'")
-        matrix = common.load_report(report)
-        # a campaign over seeds names its cells 'scenario[target] seed N'; without the seed,
-        # the name must be one cell's
-        named = [c for c in matrix.cells if cell in (f"{c.scenario}[{c.target}]",
-                                                     f"{c.scenario}[{c.target}] seed {c.seed}")]
-        if not named:
-            raise click.UsageError(f"{report} has no cell {cell}")
-        if len(named) > 1:
-            seeds = ", ".join(str(c.seed) for c in named)
-            raise click.UsageError(f"{report} has {cell} at seeds {seeds}: name one, as "
-                                   f"--cell '{cell} seed {named[0].seed}'")
-        saved = named[0]
-        args = shlex.split(saved.replay)[2:]
-        return replay_command.main(args, standalone_mode=False)
+        replay = common.replay_from(report, cell)
+        return replay_command.main(replay.argv()[2:], standalone_mode=False)
     chosen = common.scenarios_from(scenarios) if scenarios else []
     if len(chosen) != 1 or len(targets) != 1:  # a glob may name several
         raise click.UsageError("replay runs one cell: give one --scenario and one --target")

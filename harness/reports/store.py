@@ -16,6 +16,7 @@ import contextlib
 import datetime
 import logging
 import os
+import re
 import secrets
 import tempfile
 from pathlib import Path
@@ -64,6 +65,25 @@ def _read_umask() -> int:
 _UMASK = _read_umask()
 
 
+#: What ``run_dir_name`` makes, and so the only text of a ``latest`` the harness made.
+_RUN_DIR = re.compile(r"\d{8}T\d{6}\.\d{3}Z-\d+-[0-9a-f]{6}")
+
+
+def check_latest(report_dir: Path) -> Path:
+    """``<report dir>/latest``, refused unless it is absent or the harness's own: a
+    symlink to a sibling run directory. Anything else (a file, a directory, a link to
+    ``/`` or to the user's own files) was made by someone else and is never replaced."""
+    latest = report_dir / LATEST
+    if not os.path.lexists(latest):
+        return latest
+    text = os.readlink(latest) if latest.is_symlink() else None
+    if text is None or not _RUN_DIR.fullmatch(text):
+        what = f"a symlink to {text}" if text is not None else "not a symlink"
+        raise ReportDirError(f"{latest} is {what}, not one the harness made (those point to a "
+                             "run directory beside it); move it away, it is never replaced")
+    return latest
+
+
 def run_dir_name(now: datetime.datetime | None = None) -> str:
     """``20261123T091754.123Z-4242-9f3c1a``: sorts by time; pid and randomness keep it unique."""
     now = now or datetime.datetime.now(datetime.timezone.utc)
@@ -80,10 +100,7 @@ def new_run_dir(report_dir: str | Path) -> Path:
     report_dir = Path(report_dir)
     try:
         report_dir.mkdir(parents=True, exist_ok=True)
-        latest = report_dir / LATEST
-        if latest.exists() and not latest.is_symlink():
-            raise ReportDirError(f"{latest} is not a symlink the harness made; "
-                                 "move it away, it is never overwritten")
+        check_latest(report_dir)
         for _ in range(100):
             run_dir = report_dir / run_dir_name()
             try:
@@ -107,10 +124,7 @@ def point_latest(run_dir: Path) -> Path:
     A reader that follows ``latest`` sees the previous run or this one, whole.
     """
     report_dir = run_dir.parent
-    latest = report_dir / LATEST
-    if latest.exists() and not latest.is_symlink():
-        raise ReportDirError(f"{latest} is not a symlink the harness made; "
-                             "move it away, it is never overwritten")
+    latest = check_latest(report_dir)
     tmp = report_dir / f".{LATEST}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     os.symlink(run_dir.name, tmp)
     try:

@@ -2,8 +2,9 @@
 
 Every face that prints a replay (a cell of ``harness run``, a pod's cell, a plan found by
 ``harness explore``, a crash state) builds a ``Replay``; a saved report keeps it as the
-text it renders to. The text is for people and shells: the harness never reads one back
-to decide what to run.
+text it renders to. ``harness replay REPORT --cell`` reads that text back with ``parse``,
+the inverse of ``argv``: only the options a replay has, each once, never through a shell;
+the command line then checks that it is its cell's and runs what it parsed.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ from harness.vocabulary import DEFAULT_WORKLOAD
 REPLAY = ("harness", "replay")
 #: ``harness run``: a scenario file of one's own (what explore writes) against a target.
 RUN = ("harness", "run")
+#: Each option a replay writes, and the field it holds.
+_OPTIONS = {"--scenario": "scenario", "--target": "target", "--seed": "seed",
+            "--workload": "workload", "--checker": "checker", "--topology": "topology",
+            "--timeout": "timeout"}
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,41 @@ class Replay:
 
     def __str__(self) -> str:
         return shlex.join(self.argv())
+
+    @classmethod
+    def parse(cls, text: str) -> Replay:
+        """The replay ``text`` says (as ``__str__`` writes it); ``ValueError`` saying what
+        in it is not a replay. ``text`` is always a string here: ``shlex.split(None)``
+        would read standard input."""
+        if not isinstance(text, str):
+            raise ValueError(f"is a {type(text).__name__}, not a command")
+        try:
+            words = shlex.split(text)
+        except ValueError as exc:
+            raise ValueError(f"cannot be read as a command ({exc})") from None
+        command = tuple(words[:2])
+        if command not in (REPLAY, RUN):
+            raise ValueError(f"is not a '{shlex.join(REPLAY)}' command")
+        values: dict[str, str] = {}
+        rest = words[2:]
+        for i in range(0, len(rest), 2):
+            option = rest[i]
+            field = _OPTIONS.get(option)
+            if field is None or i + 1 == len(rest):
+                raise ValueError(f"has {option!r}, which is not an option of a replay "
+                                 f"({', '.join(_OPTIONS)}, each with its value)")
+            if field in values:
+                raise ValueError(f"gives {option} twice")
+            values[field] = rest[i + 1]
+        for needed in ("--scenario", "--target"):
+            if _OPTIONS[needed] not in values:
+                raise ValueError(f"has no {needed}")
+        try:
+            seed = int(values.pop("seed")) if "seed" in values else None
+            timeout = float(values.pop("timeout")) if "timeout" in values else None
+        except ValueError as exc:
+            raise ValueError(f"has a seed or timeout that is not a number ({exc})") from None
+        return cls(**values, seed=seed, timeout=timeout, command=command)  # type: ignore[arg-type]
 
     def on_pod(self, pod: tuple[str, ...]) -> Replay:
         """The same cell on the same pod: ``pod`` says how to reach it (``harness pod run

@@ -23,15 +23,25 @@ CYCLE["self"] = CYCLE
 
 
 @pytest.mark.parametrize(("config", "why"), [
-    ({1: "a", "b": 2}, "TypeError"),
     ({"lr": 10 ** 5000}, "ValueError: Exceeds the limit"),
-    (CYCLE, "ValueError: Circular reference"),
-], ids=["mixed-keys", "huge-int", "cycle"])
+    (CYCLE, "RecursionError: it holds itself, or is nested deeper than"),
+], ids=["huge-int", "cycle"])
 def test_a_config_that_cannot_be_compared_fails_and_says_why(config, why):
     ranks = [support.rank(0, PASS, config, value_repr="..."), support.rank(1, PASS, {"lr": 0.1})]
     judged = config_sync.check(support.world(ranks))
     assert judged.outcome == FAIL
     assert judged.detail.startswith(f"rank 0 returned a config that cannot be compared ({why}")
+
+
+def test_configs_with_keys_of_mixed_types_are_compared():
+    """Keys that do not sort together (``1`` and ``"b"``) are still told apart."""
+    same = [support.rank(r, PASS, {1: "a", "b": 2}) for r in range(2)]
+    assert config_sync.check(support.world(same)).outcome == PASS
+    other = [support.rank(0, PASS, {1: "a", "b": 2}), support.rank(1, PASS, {"1": "a", "b": 2})]
+    judged = config_sync.check(support.world(other))
+    # in the same order in every process, whatever the hash of "1" there
+    assert judged.outcome == FAIL
+    assert judged.detail == "rank 1 differs from rank 0: 1 'a' != <missing>, 1 <missing> != 'a'"
 
 
 def _two_cells():
