@@ -9,3 +9,14 @@ def ordinal() -> int:
     import torch_xla.runtime as xr
 
     return xr.global_ordinal()
+
+
+def busy() -> int:
+    """About a second of computing without a time call (the world's clock is held all along),
+    then the rank's ordinal."""
+    total = 0
+    for i in range(20_000_000):
+        total += i
+    import torch_xla.core.xla_model as xm
+
+    return xm.get_ordinal()

@@ -52,14 +52,20 @@ class RankRow:
 
     @classmethod
     def of(cls, r: RankResult, output_limit: int | None = None) -> RankRow:
-        """A live rank's fate in the report's shape (its output's tail, if limited)."""
-        tail = slice(-output_limit if output_limit else None, None)
+        """A live rank's fate in the report's shape (its output's tail, if limited, marked
+        where it was cut)."""
+        def tail(text: str) -> str:
+            if not output_limit or len(text) <= output_limit:
+                return text
+            return f"[... output cut: {len(text) - output_limit} characters before ...]\n" + \
+                text[-output_limit:]
+
         return cls(rank=r.rank, host=r.host, outcome=r.outcome, exit_code=r.exit_code,
                    error=f"{r.error['type']}: {r.error['message']}" if r.error else None,
                    signal=r.signal, killed_by_fault=r.killed_by_fault,
                    traceback=r.error.get("traceback") if r.error else None, stack=r.stack,
                    value=r.value_repr if not r.value_note else f"{r.value_repr} [{r.value_note}]",
-                   invalid=r.invalid, stdout=r.stdout[tail], stderr=r.stderr[tail])
+                   invalid=r.invalid, stdout=tail(r.stdout), stderr=tail(r.stderr))
 
 
 @dataclass

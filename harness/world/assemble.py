@@ -8,7 +8,7 @@ import os
 from harness.rank.values import UnreadableValue
 from harness.vocabulary import CRASH, ERROR, FAIL, HANG, PASS
 from harness.world.coordinator import Coordinator
-from harness.world.fates import NEVER_STARTED
+from harness.world.fates import NEVER_STARTED, STOPPED
 from harness.world.lifecycle import Lifecycle, Unit
 from harness.world.result import RankResult, WorldResult, decode_status, world_outcome
 
@@ -67,7 +67,10 @@ def unit_result(outdir: str, ident: int, host: int, unit: Unit, name: str) -> Ra
     out.stdout, out.stderr = _read_tail(stdout_path), _read_tail(stderr_path)
     out.killed_by_fault = unit.doomed_by is not None and unit.status is not None
     out.restarts = unit.life
-    if unit.alive_at_deadline:
+    if unit.stopped is not None:  # killed at a limit of the world's, whatever it was doing
+        out.outcome = CRASH
+        out.error = {"type": STOPPED, "message": f"stopped at {unit.stopped}", "traceback": ""}
+    elif unit.alive_at_deadline:
         out.outcome = HANG
     elif res is not None and res.ok:
         out.outcome, out.returned = (FAIL if res.invalid else PASS), True

@@ -19,6 +19,7 @@ from harness.filesystem.mounts import Mount, MountTable, default_table
 from harness.filesystem.sandbox import Leftover
 from harness.rank.validator import validator
 from harness.topology import PROFILES, Topology, get_topology
+from harness.world.limits import Limits
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,9 @@ class WorldConfig:
     record_files: bool = False
     #: a ``Validator`` or anything ``harness.rank.validator.validator`` reads
     checker: Any = None
+    #: what the world may take of the machine (``harness.world.limits``): memory, output,
+    #: disk, processes; the world is stopped at the first it passes
+    limits: Limits = field(default_factory=Limits.from_environment)
     #: told where the world is (a ``harness.world.lifecycle.Progress``) about four times a
     #: second while the harness waits for it; in the harness process, never in a rank
     progress: Callable[[Any], None] | None = None

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 #: The error type of a rank whose process never started (its outcome is still the world's
 #: word for it: CRASH, or HANG when the deadline came first).
 NEVER_STARTED = "NeverStarted"
+#: The error type of a unit alive when its world passed a limit (``harness.world.limits``):
+#: killed then, CRASH, as a pod's OOM killer would leave it; its message names the limit.
+STOPPED = "LimitExceeded"
 #: what a launcher that exits 0 after its ranks failed did: ``xmp.spawn`` re-raises the first
 #: failure, so the script caught it (a test that expects a rank to raise, for one)
 CAUGHT = "the script caught what its xmp.spawn raised"
@@ -70,6 +73,8 @@ def summary(r: RankResult) -> str:
         return "returned an invalid value: " + one_line(r.invalid)
     if r.outcome == ERROR and r.error:
         return raised(r.error)
+    if r.outcome == CRASH and r.error and r.error["type"] == STOPPED:
+        return one_line(r.error["message"])
     if r.outcome == CRASH:
         return exit_description(r.signal, r.exit_code) + " without a Python exception"
     if r.outcome == HANG:

@@ -62,6 +62,7 @@ class Unit:
     doomed_by: str | None = None  # the fault kind (kill/preempt) that took this life
     refused: str | None = None  # why the harness dropped its connection (a malformed frame)
     round: int = 0  # exec mode: which xmp.spawn call of its launcher started this life
+    stopped: str | None = None  # the world's limit it was alive at when the world passed it
     earlier: list[Unit] = field(default_factory=list)  # exec mode: its lives in earlier spawns
 
     @property
@@ -394,6 +395,15 @@ class Lifecycle:
                       f"ended then: {report}")
         self.hang_report = report
         self.coordinator.record("hang", detail={"message": report})
+        self._tell_leader({"type": "kill"})
+
+    def stop_at_limit(self, words: str) -> None:
+        """The world passed one of its limits (``harness.world.limits``): every unit still
+        alive is killed now, each with the limit's words as its fate."""
+        for unit in (*self.ranks.values(), *self.hosts.values()):
+            if unit.status is None and (unit.result is None or sweep.running(unit.pid)):
+                unit.stopped = words
+        self.coordinator.record("limit", detail={"message": f"stopped at {words}"})
         self._tell_leader({"type": "kill"})
 
     def kill_by_pid(self) -> None:

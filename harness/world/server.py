@@ -19,6 +19,7 @@ from harness.world.assemble import world_result
 from harness.world.clock import Key, WorldClock, ns, seconds
 from harness.world.coordinator import Coordinator
 from harness.world.lifecycle import Lifecycle, Progress
+from harness.world.limits import Exceeded, Limits, Meter
 from harness.world.loop import Conn, EventLoop
 from harness.world.result import WorldResult
 
@@ -44,13 +45,15 @@ OUTSIDE_AFTER = 0.05
 
 #: Why ``serve`` stopped.
 DONE, DEADLINE, GUARD, ABORTED, LEADER_LOST = "done", "deadline", "guard", "aborted", "leader lost"
+#: ``serve`` stopped at one of the world's limits (``WorldServer.exceeded`` says which).
+LIMIT = "limit"
 
 
 class WorldServer:
     """Serves one world from its start to its end (see ``run_world``)."""
 
     def __init__(self, spec: WorldSpec, watch: list[str], max_restarts: int,
-                 timeout: float, teardown: bool = False) -> None:
+                 timeout: float, teardown: bool = False, limits: Limits | None = None) -> None:
         self.spec = spec
         self.timeout = timeout  # the world's, as progress reports show it
         self.clock = WorldClock(ns(timeout))
@@ -73,6 +76,9 @@ class WorldServer:
         self._held_by: tuple | None = None  # who the history last said keeps the clock real
         #: busy units seen asleep in the kernel: since when (wall), and their CPU time then
         self._asleep: dict[Key, tuple[float, int]] = {}
+        self.meter = Meter(limits or Limits(), lambda: self.life.leader_pid, self._unit_names,
+                           spec.outdir, spec.sandbox if spec.mounts is not None else None)
+        self.exceeded: Exceeded | None = None  # the limit that stopped the world
 
     def serve(self, until: float, abort: threading.Event | None = None,
               progress: Callable[[Progress], None] | None = None, clock: bool = True,
@@ -100,6 +106,10 @@ class WorldServer:
                     break
             if life.leader_lost and life.all_accounted():
                 return LEADER_LOST
+            if clock:
+                self.exceeded = self.meter.check(wall)
+                if self.exceeded is not None:
+                    return LIMIT
             moved = clock and self._move_clock(wall)
             if clock and self.clock.passed:
                 if progress is not None:
@@ -124,6 +134,19 @@ class WorldServer:
                                   guard=guard)
         if self.serve(until=hard_end, clock=False) != DONE:
             self.life.kill_by_pid()
+
+    def stop(self, exceeded: Exceeded, hard_end: float) -> None:
+        """Stop the world at a limit it passed: every unit still alive is killed, and its
+        fate names the limit."""
+        self.life.stop_at_limit(exceeded.words)
+        if self.serve(until=hard_end, clock=False) != DONE:
+            self.life.kill_by_pid()
+
+    def _unit_names(self) -> dict[int, str]:
+        """pid -> ``rank 3`` or ``launcher 1``: whose memory a process is."""
+        names = {u.pid: f"launcher {h}" for h, u in self.life.hosts.items() if u.pid is not None}
+        names.update({u.pid: f"rank {r}" for r, u in self.life.ranks.items() if u.pid is not None})
+        return names
 
     def result(self, duration: float) -> WorldResult:
         return world_result(self.life, self.coordinator, duration, world_time=self.coordinator.now())

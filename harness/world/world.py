@@ -29,7 +29,7 @@ from harness.topology import clean_environment
 from harness.world import pool, reaper
 from harness.world.config import WorldConfig
 from harness.world.result import WorldResult
-from harness.world.server import ABORTED, DEADLINE, GUARD, LEADER_LOST, WorldServer
+from harness.world.server import ABORTED, DEADLINE, GUARD, LEADER_LOST, LIMIT, WorldServer
 
 _counter = itertools.count()
 log = logging.getLogger(__name__)
@@ -117,7 +117,8 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
         if table is not None:
             sandbox_layout.create(spec.sandbox, table, topo, plan.leftovers + config.files)
         server = WorldServer(spec, watch=list(config.watch), max_restarts=config.max_restarts,
-                             timeout=timeout, teardown=config.teardown_on_failure)
+                             timeout=timeout, teardown=config.teardown_on_failure,
+                             limits=config.limits)
         try:
             server.life.watch_leader(forks.fork_world(spec))
             why = server.serve(until=start + wall_limit * GUARD_TOTAL, abort=ABORT,
@@ -132,6 +133,9 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
                                           config.wall_limit is None))
             elif why == DEADLINE:  # on the world's clock: every unit waits, its stacks are quick
                 server.end(why, hard_end=time.monotonic() + 3.0, stack_wait=1.0)
+            elif why == LIMIT:  # it would harm the machine: at once, no stacks
+                assert server.exceeded is not None
+                server.stop(server.exceeded, hard_end=time.monotonic() + 3.0)
             server.loop.drain_all(0.2)  # results sent just before exit
         finally:
             server.close()

@@ -270,7 +270,8 @@ def crafted_reports(draw) -> str:
 
 
 # 60 examples in the suite (about 6 s); HARNESS_FUZZ_EXAMPLES=1500 for a longer hunt (2.5 min)
-@settings(max_examples=int(os.environ.get("HARNESS_FUZZ_EXAMPLES", 60)), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=int(os.environ.get("HARNESS_FUZZ_EXAMPLES", 60)), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=crafted_reports())
 def test_fuzzed_matrix_files_are_exit_0_or_2_for_report_diff_and_replay(tmp_path: Path,
                                                                         text: str) -> None:
