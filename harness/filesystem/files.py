@@ -130,16 +130,15 @@ class Files(Resolution):
             r.model.synced(self, r)
 
     def dup(self, fd: int) -> int:
-        """A copy of an fd the view opened is the view's too: a ``dir_fd`` from ``os.dup``
-        of a directory of the view resolves in the view, not on the machine."""
-        new = machine.dup(fd)
-        self._forget(new)
-        if fd in self.fds:
-            self.fds[new] = self.fds[fd]
-        return new
+        return self.copied(fd, machine.dup(fd))
 
     def dup2(self, fd: int, fd2: int, inheritable: bool = True) -> int:
-        new = machine.dup2(fd, fd2, inheritable)
+        return self.copied(fd, machine.dup2(fd, fd2, inheritable))
+
+    def copied(self, fd: int, new: int) -> int:
+        """A copy of an fd the view opened (``os.dup``, ``dup2``, ``fcntl``'s ``F_DUPFD``)
+        is the view's too: a ``dir_fd`` of it resolves in the view, and ``/proc/self/fd/N``
+        of it leads to the view's file, not to the machine's behind it."""
         self._forget(new)
         if fd in self.fds:
             self.fds[new] = self.fds[fd]

@@ -10,6 +10,7 @@ listed in the README ("Holes in the filesystem view") and pinned by tests.
 from __future__ import annotations
 
 import builtins
+import errno
 import io
 import os
 import sys
@@ -91,6 +92,8 @@ def install(view: View) -> None:
     _rebind_early(early)
     when_imported("torch", _patch_torch)
     when_imported("numpy", _patch_numpy)
+    when_imported("_posixshmem", _patch_shared_memory)
+    when_imported("fcntl", _patch_fcntl)
 
 
 def uninstall() -> None:
@@ -169,6 +172,53 @@ def _patch_torch(torch: Any) -> None:
     if serialization is not None:
         _set(serialization, "save", save)
         _set(serialization, "load", load)
+
+
+def _patch_shared_memory(posixshmem: Any) -> None:
+    """``multiprocessing.shared_memory`` makes its segments with ``shm_open``, a C call
+    that opens ``/dev/shm/<name>`` on the machine: shared by every simulated host and left
+    behind after the run. Opened through the view, a segment is a file of the host's own
+    ``/dev/shm``, in the sandbox, as ``shm_open`` on a pod's VM makes it in that VM's tmpfs."""
+    def shm_open(path: str, flags: int, mode: int = 0o777) -> int:
+        view = _installed
+        name = _segment(path)
+        if view is None:
+            return original_open(path, flags, mode)
+        return view.os_open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+
+    def shm_unlink(path: str) -> None:
+        view = _installed
+        if view is None:
+            return original_unlink(path)
+        return view.remove(_segment(path))
+
+    original_open, original_unlink = posixshmem.shm_open, posixshmem.shm_unlink
+    _set(posixshmem, "shm_open", shm_open)
+    _set(posixshmem, "shm_unlink", shm_unlink)
+
+
+def _patch_fcntl(fcntl: Any) -> None:
+    """A copy made with ``fcntl(fd, F_DUPFD)`` is the view's as ``os.dup``'s is."""
+    original = fcntl.fcntl
+    dups = {getattr(fcntl, n) for n in ("F_DUPFD", "F_DUPFD_CLOEXEC") if hasattr(fcntl, n)}
+
+    def fcntl_(fd: Any, cmd: int, arg: Any = 0) -> Any:
+        result = original(fd, cmd, arg)
+        view = _installed
+        if view is not None and cmd in dups and isinstance(result, int):
+            view.copied(fd if isinstance(fd, int) else fd.fileno(), result)
+        return result
+
+    _set(fcntl, "fcntl", fcntl_)
+
+
+def _segment(path: str) -> str:
+    """``/psm_1a2b`` as the file ``shm_open`` makes of it; a name with another ``/`` is
+    refused as glibc refuses it."""
+    name = path[1:] if path.startswith("/") else path
+    if not name or "/" in name or name in (".", ".."):
+        raise OSError(errno.EINVAL, os.strerror(errno.EINVAL), path)
+    return "/dev/shm/" + name
 
 
 def _patch_numpy(numpy: Any) -> None:

@@ -41,8 +41,16 @@ _PROC_SELF = re.compile(r"^/proc/(self|thread-self|\d+)(?:/task/\d+)?/(root|cwd|
 #: machine's, which a world must not change): the devices every program writes, its own
 #: terminal and descriptors, its own /proc entries.
 _MACHINE_SINKS = re.compile(
-    r"^/dev/(null|zero|full|random|urandom|tty|stdin|stdout|stderr|ptmx|pts/\d+|fd/\d+)$"
+    r"^/dev/(null|zero|full|random|urandom|tty|ptmx|pts/\d+)$"
     r"|^/proc/(self|thread-self)(/|$)")
+#: ``/dev/fd/N``, ``/dev/stdout``: the kernel's names for ``/proc/self/fd/N``.
+_DEV_FD = re.compile(r"^/dev/(?:fd/(\d+)|(stdin|stdout|stderr))(/.*)?$")
+_STD_FD = {"stdin": "0", "stdout": "1", "stderr": "2"}
+#: The magic links of a process's own ``/proc`` entry that lead to a file by itself, not by
+#: its name: a descriptor, a mapped file, the executable. Reopened for writing, they write
+#: whatever file they lead to, wherever it is.
+_MAGIC = re.compile(r"^(/proc/(?:self|thread-self)(?:/task/\d+)?/(?:fd/\d+|map_files/[^/]+|exe))"
+                    r"(/.*)?$")
 
 
 @dataclass
@@ -88,7 +96,15 @@ class Resolution:
 
     # -- resolution -----------------------------------------------------------
     def vpath(self, path: Any) -> str:
-        vpath = normalize(os.fsdecode(os.fspath(path)), self._cwd, self.home)
+        return self._through_kernel(normalize(os.fsdecode(os.fspath(path)), self._cwd, self.home))
+
+    def _through_kernel(self, vpath: str) -> str:
+        """A path the kernel would lead elsewhere by itself (``/proc/self/root/...``,
+        ``/dev/fd/3``) as the path in the view it leads to; any other path as it is."""
+        if vpath.startswith("/dev/"):
+            m = _DEV_FD.match(vpath)
+            if m is not None:
+                vpath = f"/proc/self/fd/{m.group(1) or _STD_FD[m.group(2)]}{m.group(3) or ''}"
         return self._through_proc(vpath) if vpath.startswith("/proc/") else vpath
 
     def _through_proc(self, vpath: str) -> str:
@@ -117,6 +133,27 @@ class Resolution:
             vpath = "/proc/self/" + vpath[len(f"/proc/{os.getpid()}/"):]
         if not _MACHINE_SINKS.match(vpath):
             raise oserror(errno.EACCES, r.vpath)
+        magic = _MAGIC.match(vpath)
+        if magic is not None and not self._own_file(magic.group(1)):
+            raise oserror(errno.EACCES, r.vpath)
+
+    def _own_file(self, link: str) -> bool:
+        """May a write go through the magic link ``link`` (``/proc/self/fd/3``)? Only to
+        what is not a file of the machine: a pipe, a socket, a terminal, a device, or a file
+        of this world's own (its sandbox, its captured output). A descriptor the view did
+        not open (an ``F_DUPFD`` copy, a mapped file) may lead to a file of the machine's
+        that was opened to be read."""
+        try:
+            info = machine.stat(link)
+        except OSError:
+            return True  # nothing there: the machine's own call will say so
+        if not (stat_module.S_ISREG(info.st_mode) or stat_module.S_ISDIR(info.st_mode)):
+            return True
+        try:
+            real = machine.readlink(link).removesuffix(" (deleted)")
+        except OSError:
+            return False
+        return self._is_private(real)  # the kernel's own name for it: already canonical
 
     def resolve(self, path: Any, follow: bool = True) -> Resolved:
         """Where ``path`` lives for this rank; symlinks the target made are
@@ -150,6 +187,8 @@ class Resolution:
             if hops > _MAX_LINKS:
                 raise oserror(errno.ELOOP, vpath)
             target = posixpath.normpath(posixpath.join(posixpath.dirname(candidate), link))
+            # a link into /proc/self/root (or /dev/fd/N) leads into the view, not the machine
+            target = self._through_kernel(target)
             rest = [p for p in target.split("/") if p] + rest
             done = ""
         return done or "/"
