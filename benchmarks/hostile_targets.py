@@ -120,3 +120,66 @@ def hangs(inputs: dict) -> dict:
 
 def raises(inputs: dict) -> dict:
     raise RuntimeError("the config did not arrive")
+
+
+def through_proc_root(inputs: dict) -> dict:
+    """A symlink into /proc/self/root, then a file written through it into the machine's
+    working directory (the view's, if the sandbox holds)."""
+    link = f"/tmp/{_token(inputs)}-link"
+    os.symlink(f"/proc/self/root{os.getcwd()}", link)
+    with open(f"{link}/{_token(inputs)}-through-proc", "w") as f:
+        f.write("escaped")
+    xm.rendezvous("config")
+    return dict(inputs["config"])
+
+
+def reopens_a_machine_file(inputs: dict) -> dict:
+    """The round's own target file, opened to be read, then reopened for writing through
+    its descriptor, an F_DUPFD copy and a mapping (soak checks it is unchanged)."""
+    import fcntl
+    import mmap
+
+    fd = os.open("target.py", os.O_RDONLY)
+    copy = fcntl.fcntl(fd, fcntl.F_DUPFD, 300)
+    mapped = mmap.mmap(fd, 0, prot=mmap.PROT_READ)
+    with open("/proc/self/maps") as f:
+        ranges = [ln.split()[0] for ln in f if ln.rstrip().endswith("/target.py")]
+    for path in [f"/dev/fd/{fd}", f"/proc/self/fd/{copy}",
+                 *(f"/proc/self/map_files/{r}" for r in ranges)]:
+        try:
+            with open(path, "a") as f:
+                f.write(f"# {_token(inputs)} escaped\n")
+        except OSError:
+            pass
+    mapped.close()
+    xm.rendezvous("config")
+    return dict(inputs["config"])
+
+
+def leaves_shared_memory(inputs: dict) -> dict:
+    """A shared memory segment made and never unlinked."""
+    from multiprocessing import shared_memory
+
+    segment = shared_memory.SharedMemory(name=f"{_token(inputs)}-r{xm.get_ordinal()}",
+                                         create=True, size=1 << 16)
+    segment.close()
+    xm.rendezvous("config")
+    return dict(inputs["config"])
+
+
+def prints_without_end(inputs: dict) -> dict:
+    """1 GB printed by every rank (the world's output limit stops it)."""
+    line = "x" * (1 << 20)
+    for _ in range(1024):
+        print(line)
+    return dict(inputs["config"])
+
+
+def subprocess_writes_tmp(inputs: dict) -> dict:
+    """A subprocess writes the host's /tmp: contained by kernel isolation only (Python
+    isolation's hole 2), so soak runs it with --isolation kernel alone."""
+    import subprocess
+
+    subprocess.run(["sh", "-c", f"echo x > /tmp/{_token(inputs)}-from-sh"], check=True)
+    xm.rendezvous("config")
+    return dict(inputs["config"])

@@ -14,7 +14,6 @@ import pickle
 import signal
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -80,8 +79,11 @@ def start_cli(*args: str, cwd: Path | str, env: dict[str, str] | None = None) ->
 
 
 def worlds_of(pid: int) -> list[str]:
-    """The sandboxes of the worlds the harness process ``pid`` has up."""
-    return glob.glob(os.path.join(tempfile.gettempdir(), f"harness-{pid}-*"))
+    """The sandboxes of the worlds the harness process ``pid`` has up (in either isolation:
+    a kernel-isolated world's is not in the temporary directory)."""
+    from harness.world.reaper import world_dirs
+
+    return [p for base in world_dirs() for p in glob.glob(os.path.join(base, f"harness-{pid}-*"))]
 
 
 def ctrl_c(proc: subprocess.Popen) -> tuple[str, str]:

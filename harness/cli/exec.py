@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from harness.cli.common import styled
-from harness.cli.options import SEED_OPTION, TIMEOUT_HELP, Seconds, check_topology
+from harness.cli.options import ISOLATION_OPTION, SEED_OPTION, TIMEOUT_HELP, Seconds, check_topology
 from harness.topology import PROFILES, TOPOLOGIES
 from harness.vocabulary import DEFAULT_TIMEOUT, PASS, ExitCode
 
@@ -31,6 +31,7 @@ _SHOWN_TRACEBACKS = 3  # of a whole script's world; the rest are one line each i
 @click.option("--profile", type=click.Choice(PROFILES), default="legacy", show_default=True,
               help="torch_xla API: legacy (2.0: get_ordinal, xla_dist), 2.7, 2.8 or current (2.9).")
 @SEED_OPTION
+@ISOLATION_OPTION
 @click.option("--output/--no-output", default=False,
               help="Print every rank's captured stdout/stderr, not only failing ranks'.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)

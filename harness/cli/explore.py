@@ -19,6 +19,7 @@ import click
 from harness.cli import common
 from harness.cli.options import (
     CLUSTER,
+    ISOLATION_OPTION,
     SEED,
     TIMEOUT_HELP,
     Duration,
@@ -63,6 +64,7 @@ DEFAULT_BUDGET_S = 300.0
               help="Keep no example database (start from nothing, save nothing).")
 @click.option("--format", "fmt", default="text", show_default=True,
               type=click.Choice(["text", "json"]), help="The report on stdout.")
+@ISOLATION_OPTION
 @click.option("--crash-states", is_flag=True, default=False,
               help="Instead of drawing plans: enumerate the states a crash can leave on disk at "
                    "each of the target's file operations (process and host crashes, per mount), "

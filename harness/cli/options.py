@@ -9,6 +9,7 @@ reads every command's options.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -117,12 +118,27 @@ SEED_OPTION = click.option("--seed", default=0, show_default=True, type=SEED,
                            help="The seed of every cell: the same seed, the same faults.")
 
 #: How the worlds of a simulated run are made: topology, seed, deadline.
+def _isolation(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """``--isolation``: every world of this command, as ``$HARNESS_ISOLATION`` says it
+    (``harness.world.isolation``), so that no layer between here and the world needs it."""
+    if value is not None:
+        os.environ["HARNESS_ISOLATION"] = value
+
+
+ISOLATION_OPTION = click.option(
+    "--isolation", type=click.Choice(["kernel", "python"]), default=None, expose_value=False,
+    callback=_isolation,
+    help="kernel: each host is a mount namespace too, so subprocesses and C code keep to its "
+         "/tmp and /dev/shm (python where the machine refuses it, said once); python: the "
+         "Python-level view alone. Default: $HARNESS_ISOLATION, else python.")
+
 WORLD = [
     click.option("--topology", "-t", default=None, callback=check_topology,
                  help="Override every scenario's topology."),
     SEED_OPTION,
     click.option("--timeout", default=None, type=Seconds(),
                  help=f"Override every scenario's deadline: {TIMEOUT_HELP}."),
+    ISOLATION_OPTION,
 ]
 
 #: What makes a run fail.

@@ -26,10 +26,11 @@ import socket
 import sys
 import time
 
-from harness.rank import sweep, wire
+from harness.rank import namespaces, sweep, wire
 from harness.rank.bootstrap import run_unit
 from harness.rank.process import after_fork, become_subreaper, die_with_parent, name_process
 from harness.rank.spec import WorldSpec
+from harness.vocabulary import UNIT_FAILED
 
 log = logging.getLogger(__name__)
 
@@ -187,6 +188,9 @@ def _lead(spec: WorldSpec) -> None:
     wire.send_frame(conn, {"type": "hello", "role": "leader", "id": 0, "pid": os.getpid(),
                            "channel": "leader"})
     units: dict[int, tuple[str, int]] = {}
+    # Kernel isolation: a mount namespace per host, held open here for its units to join.
+    hosts = namespaces.prepare(spec.binds, os.path.join(spec.outdir, "keep")) \
+        if spec.binds is not None else None
 
     def start(role: str, ident: int, life: int = 0, start_ns: int = 0) -> int:
         pid = os.fork()
@@ -195,6 +199,14 @@ def _lead(spec: WorldSpec) -> None:
             os.close(wake_r)
             os.close(wake_w)
             after_fork()
+            if hosts is not None:
+                try:
+                    namespaces.enter(hosts, spec.topology.host_of(ident) if role == "rank"
+                                     else ident)
+                except BaseException:  # noqa: BLE001 - never back into the leader's loop
+                    import traceback
+                    traceback.print_exc()
+                    os._exit(UNIT_FAILED)
             name_process(os.path.basename(sys.executable))  # as a rank on a pod is called
             run_unit(spec, role, ident, life, start_ns)
         units[pid] = (role, ident)

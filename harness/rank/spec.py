@@ -8,6 +8,7 @@ from typing import Any
 
 from harness.faults.plan import FaultPlan
 from harness.filesystem.mounts import MountTable
+from harness.rank.namespaces import Bind
 from harness.rank.validator import Validator
 from harness.topology import Topology
 
@@ -34,6 +35,9 @@ class WorldSpec:
     faults: FaultPlan = field(default_factory=FaultPlan)
     record_files: bool = False  # every rank tells its file operations and imports
     checker: Validator | None = None  # run by every rank on the value its target returned
+    #: kernel isolation (``harness.rank.namespaces``): each host's binds, made in a mount
+    #: namespace of its own that its units join; None: Python isolation alone
+    binds: dict[int, tuple[Bind, ...]] | None = None
 
     def args_of(self, rank: int) -> tuple[Any, ...]:
         """The positional args ``rank`` calls the target with: its host's, else ``args``."""

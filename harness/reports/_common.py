@@ -64,6 +64,11 @@ def seed_group(matrix: Matrix, scenario: str, target: str) -> tuple[Cell | None,
     return worst, "" if same == len(cells) else f"{same}/{len(cells)}"
 
 
+def isolation_text(matrix: Matrix) -> str:
+    """``, kernel isolation``: what every report's heading adds ("" when no cell says)."""
+    return f", {matrix.isolation} isolation" if matrix.isolation else ""
+
+
 def needs_attention(cell: Cell) -> bool:
     """A cell a reader must look at: it did not pass, or its verdict is not ``ok``."""
     return cell.outcome != PASS or cell.verdict != OK

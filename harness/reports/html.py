@@ -18,6 +18,7 @@ from harness.reports._common import (
     attention_cells,
     cell_name,
     event_message,
+    isolation_text,
     marker,
     ms,
     needs_attention,
@@ -78,7 +79,8 @@ def header(matrix: Matrix) -> str:
         f'<p class="meta"><b>{len(matrix.cells)}</b> cells ({len(matrix.scenarios)} scenarios × '
         f'{len(matrix.targets)} targets) in <b>{e(seconds(matrix.duration_s))}</b>'
         f' · {seeds_label} <b>{e(seeds_value)}</b>'
-        f' · {e(matrix.created)} · harness {e(matrix.harness_version)}</p>'
+        f' · {e(matrix.created)} · harness {e(matrix.harness_version)}'
+        f'{e(isolation_text(matrix).replace(",", " ·", 1))}</p>'
         f'<div class="counts">{"".join(chips)}</div></div></header>'
     )
 

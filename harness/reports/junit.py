@@ -60,8 +60,10 @@ def to_junit(matrix: Matrix) -> str:
         "timestamp": clean(matrix.created),
     })
     props = ET.SubElement(suite, "properties")
-    for name, value in (("seed", matrix.seed), ("harness_version", matrix.harness_version),
-                        ("created", matrix.created)):
+    shown = [("seed", matrix.seed), ("harness_version", matrix.harness_version),
+             ("created", matrix.created)] + ([("isolation", matrix.isolation)] if matrix.isolation
+                                             else [])
+    for name, value in shown:
         ET.SubElement(props, "property", {"name": name, "value": clean(value)})
     for cell in cells:
         testcase(cell, suite, matrix.several_seeds)

@@ -20,6 +20,7 @@ from rich.text import Text
 
 from harness.reports._common import (
     attention_cells,
+    isolation_text,
     marker,
     seconds,
     seed_group,
@@ -133,7 +134,7 @@ def summary_lines(matrix: Matrix) -> list[Text]:
     outcomes, verdicts = summary_parts(matrix)
     first = Text()
     first.append(f"{len(matrix.cells)} cells", style="bold")
-    first.append(f" in {seconds(matrix.duration_s)} ({seeds_text(matrix)})")
+    first.append(f" in {seconds(matrix.duration_s)} ({seeds_text(matrix)}{isolation_text(matrix)})")
     if outcomes:
         first.append(": " + ", ".join(f"{n} {o}" for o, n in outcomes))
     second = Text()

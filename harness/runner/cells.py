@@ -113,6 +113,10 @@ class Cell:
     #: seconds on the world's own clock (``duration_s`` is the wall time this machine took);
     #: None: a report written before the world clock, or a pod's cell (real time)
     world_time_s: float | None = None
+    #: the walls the world had (``harness.world.isolation``): ``kernel`` or ``python``, with
+    #: why not kernel when it was asked for ("python (kernel refused: ...)"); "": not said
+    #: (a report written before isolation modes, a pod's cell)
+    isolation: str = ""
 
     __post_init__ = printable_fields  # what a target wrote, safe in every report
 
@@ -121,7 +125,10 @@ class Cell:
         return (self.scenario, self.target)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if not data["isolation"]:
+            del data["isolation"]  # a report that never said re-renders as it was
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Cell:
@@ -156,6 +163,12 @@ class Matrix:
     def seeds(self) -> list[int]:
         """The seeds the cells ran with, in order; several in a campaign over seeds."""
         return sorted({c.seed for c in self.cells}) or [self.seed]
+
+    @property
+    def isolation(self) -> str:
+        """The isolation the cells ran under, once (``kernel``, ``python``, both joined by
+        ``/`` if they differ); "" where no cell says."""
+        return " / ".join(sorted({c.isolation for c in self.cells if c.isolation}))
 
     @property
     def several_seeds(self) -> bool:

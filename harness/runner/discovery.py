@@ -154,7 +154,7 @@ def _world(target: Target, workload: Workload, inputs: Any, watch: list[str],
     return run_world(target.ref, topology=topology, timeout=timeout, seed=0,
                      args=(inputs.for_target(),), preload=target.preload, files=files,
                      watch=watch, record_files=True, checker=workload.validator_for(target),
-                     mounts=mounts)
+                     mounts=mounts, reads=target.reads)
 
 
 def _returned(result: Any) -> Any:

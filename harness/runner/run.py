@@ -191,7 +191,7 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
     result = execute(target.ref, topology=topology, timeout=plan.timeout, seed=plan.seed,
                        profile=scenario.profile, args=(inputs.for_target(),), checker=checker,
                        mounts=scenario.mount_list(home, roles), faults=faults,
-                       preload=preload, files=files, watch=watch,
+                       preload=preload, files=files, watch=watch, reads=target.reads,
                        args_by_host={h: (i.for_target(),) for h, i in
                                      scenario.host_workload_inputs.items()} or None)
     try:
@@ -227,7 +227,9 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
         history=[e.to_dict() for e in result.history], mismatches=list(result.mismatches),
         finding=scenario.finding, workload=scenario.workload, met=met,
         roles=_roles_shown(scenario, discovery), checker=checker.ref if checker else "",
-        world_time_s=result.world_time_s)
+        world_time_s=result.world_time_s,
+        isolation=result.isolation + (f" (kernel refused: {result.isolation_note})"
+                                      if result.isolation_note else ""))
 
 
 def _why(exc: BaseException) -> str:

@@ -9,12 +9,14 @@ new workload is one package and one entry-point line, not an edit of the harness
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo
 
+from harness import refs
 from harness.checkers.common import Baseline, Judgement
 from harness.filesystem.sandbox import Leftover
 from harness.rank.validator import Validator, validator
@@ -74,6 +76,15 @@ class Target:
     builtin: bool = False
     preload: tuple[str, ...] | None = None  # None: read from the target's imports
     checker: Validator | None = None  # the user's own, judging each rank's value
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        """The machine's directories its ranks read by path whatever runs them (a
+        workload's adapter, too): a file target's own directory."""
+        module = refs.module_of(self.name)
+        if module and refs.is_file(module):
+            return (os.path.dirname(os.path.abspath(module)),)
+        return ()
 
 
 def _positional_arity(fn: Callable[..., Any]) -> int:

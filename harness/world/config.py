@@ -19,6 +19,7 @@ from harness.filesystem.mounts import Mount, MountTable, default_table
 from harness.filesystem.sandbox import Leftover
 from harness.rank.validator import validator
 from harness.topology import PROFILES, Topology, get_topology
+from harness.world.isolation import MODES, default_mode
 from harness.world.limits import Limits
 
 
@@ -63,6 +64,12 @@ class WorldConfig:
     #: what the world may take of the machine (``harness.world.limits``): memory, output,
     #: disk, processes; the world is stopped at the first it passes
     limits: Limits = field(default_factory=Limits.from_environment)
+    #: ``python`` (the view alone) or ``kernel`` (each host a mount namespace too, where the
+    #: machine allows it: ``harness.world.isolation``); default ``$HARNESS_ISOLATION`` or python
+    isolation: str = field(default_factory=default_mode)
+    #: the machine's directories the units read by path that the target's ref does not name
+    #: (a user's file behind a workload's adapter): kernel isolation keeps them in sight
+    reads: tuple[str, ...] = ()
     #: told where the world is (a ``harness.world.lifecycle.Progress``) about four times a
     #: second while the harness waits for it; in the harness process, never in a rank
     progress: Callable[[Any], None] | None = None
@@ -85,6 +92,8 @@ class WorldConfig:
             set_(self, "checker", validator(self.checker))
         if self.profile not in PROFILES:
             raise ValueError(f"unknown profile {self.profile!r}: use one of {', '.join(PROFILES)}")
+        if self.isolation not in MODES:
+            raise ValueError(f"unknown isolation {self.isolation!r}: use one of {', '.join(MODES)}")
         if not self.timeout > 0:
             raise ValueError(f"timeout must be positive, got {self.timeout}")
         if self.wall_limit is not None and not self.wall_limit > 0:

@@ -57,7 +57,7 @@ def ensure() -> None:
         try:
             _started = subprocess.Popen(
                 [sys.executable, "-c", "from harness.world.reaper import main; main()", token,
-                 str(os.getpid()), tempfile.gettempdir()],
+                 str(os.getpid()), *world_dirs()],
                 stdin=read, stdout=subprocess.DEVNULL, start_new_session=True, close_fds=True,
                 env={**os.environ, "PYTHONPATH": os.pathsep.join(
                     p for p in (_HARNESS_PARENT, os.environ.get("PYTHONPATH", "")) if p)})
@@ -88,28 +88,36 @@ _pipes: list[int] = []
 _HARNESS_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def world_dirs() -> list[str]:
+    """Where worlds' directories are made: the temporary directory, and where a kernel-
+    isolated world keeps its own (``harness.world.isolation.KERNEL_BASE``)."""
+    from harness.world.isolation import KERNEL_BASE
+
+    return list(dict.fromkeys((tempfile.gettempdir(), KERNEL_BASE)))
+
+
 def remove_orphaned_dirs(tmp: str | None = None) -> int:
     """Remove ``harness-<pid>-*`` directories of harness processes that no longer run."""
-    tmp = tmp or tempfile.gettempdir()
     removed = 0
-    try:
-        names = os.listdir(tmp)
-    except OSError:
-        return 0
-    for name in names:
-        parts = name.split("-")
-        if len(parts) < 3 or parts[0] != "harness" or not parts[1].isdigit():
+    for base in [tmp] if tmp else world_dirs():
+        try:
+            names = os.listdir(base)
+        except OSError:
             continue
-        if sweep.running(int(parts[1])):
-            continue
-        shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
-        removed += 1
+        for name in names:
+            parts = name.split("-")
+            if len(parts) < 3 or parts[0] != "harness" or not parts[1].isdigit():
+                continue
+            if sweep.running(int(parts[1])):
+                continue
+            shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+            removed += 1
     return removed
 
 
 def main() -> None:
     """The reaper itself: wait for the harness to go, then end what it left."""
-    token, harness_pid, tmp = sys.argv[1], sys.argv[2], sys.argv[3]
+    token, harness_pid, bases = sys.argv[1], sys.argv[2], sys.argv[3:]
     from harness.rank.process import name_process
 
     name_process("harness-reaper")
@@ -121,6 +129,11 @@ def main() -> None:
     except OSError:
         pass
     sweep.end(RUN_KEY, token)
-    for name in os.listdir(tmp):
-        if name.startswith(f"harness-{harness_pid}-"):
-            shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
+    for base in bases:
+        try:
+            names = os.listdir(base)
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith(f"harness-{harness_pid}-"):
+                shutil.rmtree(os.path.join(base, name), ignore_errors=True)

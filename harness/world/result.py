@@ -83,6 +83,10 @@ class WorldResult:
     #: seconds on the world's own clock from its start to its end (``world/clock.py``);
     #: None where time is the machine's (a pod)
     world_time_s: float | None = None
+    #: the walls the world had (``harness.world.isolation``): ``python`` or ``kernel``, and
+    #: why not the one asked for ("" when it was)
+    isolation: str = "python"
+    isolation_note: str = ""
 
     @property
     def values(self) -> list[Any]:

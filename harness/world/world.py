@@ -26,12 +26,13 @@ from harness.rank import sweep, wire
 from harness.rank.environment import shim_root
 from harness.rank.spec import WorldSpec
 from harness.topology import clean_environment
-from harness.world import pool, reaper
+from harness.world import isolation, pool, reaper
 from harness.world.config import WorldConfig
 from harness.world.result import WorldResult
 from harness.world.server import ABORTED, DEADLINE, GUARD, LEADER_LOST, LIMIT, WorldServer
 
 _counter = itertools.count()
+_said: set[str] = set()  # why kernel isolation was refused: said once per harness process
 log = logging.getLogger(__name__)
 
 
@@ -102,7 +103,12 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
     modules = config.preload if config.preload is not None else \
         pool.preload_for(name, config.argv, cwd)
     forks = pool.fork_server(modules)  # a cold start is not the world's time
-    outdir = tempfile.mkdtemp(prefix=f"harness-{world_id}-")  # after every check: nothing leaks
+    mode, note = isolation.choose(config.isolation, table is not None)
+    if note and note not in _said:
+        _said.add(note)
+        log.warning("kernel isolation asked for, python isolation given: %s", note)
+    # after every check: nothing leaks
+    outdir = tempfile.mkdtemp(prefix=f"harness-{world_id}-", dir=isolation.world_base(mode))
     wall_limit = config.wall_limit if config.wall_limit is not None else guard_seconds()
     start_wall, start = time.time(), time.monotonic()
     spec = WorldSpec(
@@ -112,6 +118,12 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
         kwargs=config.kwargs, argv=config.argv, seed=seed, home=config.home, mounts=table,
         faults=plan, record_files=config.record_files, args_by_host=config.args_by_host,
         checker=config.checker)
+    if mode == isolation.KERNEL and table is not None:
+        module = refs.module_of(name)
+        spec = dataclasses.replace(spec, binds=isolation.binds_for(
+            table, topo, spec.sandbox, [*isolation.machine_paths(
+                cwd, module if module and refs.is_file(module) else None, config.argv),
+                *config.reads]))
     server = None
     try:
         if table is not None:
@@ -139,7 +151,9 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
             server.loop.drain_all(0.2)  # results sent just before exit
         finally:
             server.close()
-        return server.result(time.monotonic() - start)
+        result = server.result(time.monotonic() - start)
+        result.isolation, result.isolation_note = mode, note
+        return result
     finally:
         if server is not None and server.life.done and server.life.leader_pid is not None:
             # The leader exits right after its "done": let it, rather than have the sweep

@@ -7,29 +7,38 @@ Routes: a symlink whose text goes through ``/proc/self/root``, ``/proc/self/cwd`
 write, a listing, a rename and a delete through it; a read-only descriptor of a machine
 file reopened for writing through ``/dev/fd/N``, ``/proc/self/fd/N``, an ``F_DUPFD`` copy,
 or ``/proc/self/map_files/<range>`` of a mapping; a ``multiprocessing.shared_memory``
-segment. (Python isolation; kernel isolation, when it is built, runs the same routes.)
+segment. In both isolation modes.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from harness import run_world
+from harness.rank import namespaces
 
 from support import TARGETS_DIR
 
 SENTINEL = b"the machine's own bytes\n" * 10
 
 
-def test_no_route_out_of_the_sandbox_touches_the_machine(tmp_path: Path) -> None:
+@pytest.mark.parametrize("isolation", [
+    "python",
+    pytest.param("kernel", marks=pytest.mark.skipif(bool(namespaces.unavailable()),
+                                                    reason="no mount namespace here")),
+])
+def test_no_route_out_of_the_sandbox_touches_the_machine(tmp_path: Path, isolation: str) -> None:
     files = [tmp_path / name for name in ("mapped.txt", "read-only.txt", "sentinel.txt")]
     for path in files:
         path.write_bytes(SENTINEL)
     shm = Path("/dev/shm/harness_escape_probe")
     assert not shm.exists()
     result = run_world(f"{TARGETS_DIR / 'escape_targets.py'}:escape", topology="2x1",
-                       timeout=60, cwd=str(tmp_path))
+                       timeout=60, cwd=str(tmp_path), isolation=isolation)
     assert result.outcome == "PASS", result.detail()
+    assert result.isolation == isolation
     routes = result.ranks[0].value
     for path in files:
         assert path.read_bytes() == SENTINEL, (path.name, routes)

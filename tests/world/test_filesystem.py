@@ -370,9 +370,11 @@ def holes(tmp_path_factory):
     # The working directory is normally an overlay of the real one; this table
     # leaves it out (it lies under the fresh /tmp), so only the holes reach it.
     table = default_table(get_topology("1x1"), os.path.expanduser("~"), "/")
+    # Python isolation: these are its holes (tests/world/test_kernel_isolation.py pins
+    # those kernel isolation closes)
     result = run_world(target("holes"), topology="1x1", timeout=15, cwd=str(outside),
                        args=(str(outside), str(realdir)), faults=[fault],
-                       mounts=table.with_mount(overlay_of(realdir)))
+                       mounts=table.with_mount(overlay_of(realdir)), isolation="python")
     (value,) = passed(result)
     assert value["outside_visible"] is False, "the test's directory is outside the view"
     return outside, value, result

@@ -3,14 +3,12 @@ keeps open may make a cell fail, never stop or mislead the harness itself."""
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -24,7 +22,7 @@ from harness.filesystem.mounts import default_table, real_root
 from harness.filesystem.snapshot import SIZE_CAP, content_bytes, snapshot
 from harness.reports.diagnosis import describe
 
-from support import REPO, TESTS, alive, processes_of_world, run_cli, start_cli
+from support import REPO, TESTS, alive, processes_of_world, run_cli, start_cli, worlds_of
 
 HERE = TESTS
 TARGETS = HERE / "targets" / "survival_targets.py"
@@ -249,10 +247,10 @@ def test_a_harness_killed_mid_run_leaves_no_process_and_no_world_directory(tmp_p
         while any(alive(p) for p in daemons) and time.monotonic() < gone:
             time.sleep(0.1)
         assert [p for p in daemons if alive(p)] == []
-        left = glob.glob(os.path.join(tempfile.gettempdir(), f"harness-{harness.pid}-*"))
+        left = worlds_of(harness.pid)
         while left and time.monotonic() < gone:
             time.sleep(0.1)
-            left = glob.glob(os.path.join(tempfile.gettempdir(), f"harness-{harness.pid}-*"))
+            left = worlds_of(harness.pid)
         assert left == []
     finally:
         harness.kill()
@@ -273,10 +271,9 @@ def test_ctrl_c_cancels_the_queue_ends_the_worlds_in_flight_and_writes_the_parti
                         "--report-dir", str(reports), "--format", "json", cwd=str(REPO))
     try:
         deadline = time.monotonic() + 60  # until its first world is up
-        pattern = os.path.join(tempfile.gettempdir(), f"harness-{harness.pid}-*")
-        while not glob.glob(pattern) and time.monotonic() < deadline:
+        while not worlds_of(harness.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert glob.glob(pattern), "no world started"
+        assert worlds_of(harness.pid), "no world started"
         harness.send_signal(signal.SIGINT)
         # the machine's time: a bound, so a stuck run fails the test instead of hanging it
         out, err = harness.communicate(timeout=60)
@@ -297,10 +294,9 @@ def test_a_second_ctrl_c_exits_at_once_and_leaves_nothing(tmp_path):
                         str(tmp_path), "--format", "json", cwd=str(REPO),
                         env={**os.environ, "SOAK_MARK": soak})
     try:
-        pattern = os.path.join(tempfile.gettempdir(), f"harness-{harness.pid}-*")
         # the machine's time: a bound, so a stuck run fails the test instead of hanging it
         deadline = time.monotonic() + 60
-        while not glob.glob(pattern) and time.monotonic() < deadline:
+        while not worlds_of(harness.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
         harness.send_signal(signal.SIGINT)
         harness.send_signal(signal.SIGINT)

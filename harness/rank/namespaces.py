@@ -1,0 +1,195 @@
+"""Kernel isolation: each host of a world is a mount namespace of its own.
+
+In Python isolation the view (``harness.filesystem``) draws the sandbox for the code that
+goes through Python's file functions; a subprocess, or C code that opens paths itself
+(``sqlite3``, ``torch.jit.save``), sees the machine. In kernel isolation the kernel draws
+it too: each host's fresh directories (its ``/tmp``, its ``/dev/shm``, a scenario's fresh
+mounts) are bind-mounted over the machine's in a mount namespace of that host's own, so
+whatever a rank runs meets the same walls, and the ranks of a host share them. The view
+keeps doing what only it does (faults, consistency between hosts, the history): its
+backing directories are the very directories bound here, so both see the same files.
+
+How: the world's leader forks one short-lived child, which unshares a mount namespace
+(inside a user namespace when not root), makes every mount private, and makes from it one
+namespace per host with that host's directories bound, each held open by a descriptor of
+the leader's before the child goes on to the next.
+Each unit of that host, right after its fork, joins the namespace (``enter``). Paths of
+the machine's that lie under a bound directory (a working directory under ``/tmp``, as a
+CI checkout often is) are bound back at their own path, so code and data stay where they
+were. ``available`` says once per harness process whether this machine allows it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+from dataclasses import dataclass
+
+CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
+MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 32, 4096, 16384, 1 << 18
+MNT_DETACH = 2
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+@dataclass(frozen=True)
+class Bind:
+    """``source`` (a directory of the machine's) seen at ``target`` in a host's namespace."""
+
+    source: str
+    target: str
+    readonly: bool = False
+    #: the machine's own directory, bound back at its own path under a bound one
+    machine: bool = False
+
+
+def _check(rc: int, what: str) -> None:
+    if rc != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"{what}: {os.strerror(code)}")
+
+
+def _mount(source: str | None, target: str, flags: int) -> None:
+    _check(_libc.mount(source.encode() if source else None, target.encode(), None, flags, None),
+           f"mount {source or ''} on {target}")
+
+
+def _unshare() -> bool:
+    """A mount namespace for this process, in a user namespace of its own when it is not
+    root; True if a user namespace was made."""
+    if os.geteuid() == 0:
+        _check(_libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+        return False
+    uid, gid = os.geteuid(), os.getegid()
+    _check(_libc.unshare(CLONE_NEWUSER | CLONE_NEWNS), "unshare(CLONE_NEWUSER|CLONE_NEWNS)")
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
+                       ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
+    return True
+
+
+def _bind_all(binds: tuple[Bind, ...], keep: str) -> None:
+    """In a fresh mount namespace (its mounts private already): ``binds`` in order; the
+    machine's own directories are held at ``keep/<n>`` while the ones above them are
+    covered, then bound back."""
+    held = []
+    for n, bind in enumerate(b for b in binds if b.machine):
+        spot = os.path.join(keep, str(n))
+        os.makedirs(spot, exist_ok=True)
+        _mount(bind.source, spot, MS_BIND | MS_REC)
+        held.append((spot, bind))
+    for bind in binds:
+        if bind.machine:
+            continue
+        _mount(bind.source, bind.target, MS_BIND | MS_REC)
+        if bind.readonly:
+            _mount(None, bind.target, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_REC)
+    for spot, bind in held:
+        os.makedirs(bind.target, exist_ok=True)  # in the bound directory: the sandbox's
+        _mount(spot, bind.target, MS_BIND | MS_REC)
+        _check(_libc.umount2(spot.encode(), MNT_DETACH), f"umount {spot}")
+
+
+#: A host's namespace, held open: (its mount namespace, its user namespace or -1).
+Held = tuple[int, int]
+
+
+def prepare(binds: dict[int, tuple[Bind, ...]], keep: str) -> dict[int, Held]:
+    """In the leader: a mount namespace per host with its ``binds``, held open by
+    descriptors its units inherit. One child makes them all: it unshares a base namespace
+    (every mount private), then for each host a copy of the base with that host's binds,
+    which the leader opens before the child goes back to the base for the next. Raises
+    ``OSError`` saying what the kernel refused."""
+    said_r, said_w = os.pipe()
+    go_r, go_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # makes every host's namespace, then goes
+        code = 0
+        try:
+            os.close(said_r)
+            os.close(go_w)
+            _unshare()
+            _mount(None, "/", MS_REC | MS_PRIVATE)
+            base = os.open("/proc/self/ns/mnt", os.O_RDONLY)
+            for host, host_binds in binds.items():
+                _check(_libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+                _bind_all(host_binds, os.path.join(keep, f"host-{host}"))
+                os.write(said_w, b"ok")
+                if os.read(go_r, 1) != b"x":  # until the leader holds it open
+                    raise OSError(errno.EPIPE, "the leader went away")
+                _check(_libc.setns(base, CLONE_NEWNS), "setns(base)")
+        except BaseException as exc:  # noqa: BLE001 - said to the leader, whatever it is
+            os.write(said_w, f"{exc}".encode()[:4000] or b"failed")
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(said_w)
+    os.close(go_r)
+    held: dict[int, Held] = {}
+    try:
+        user = -1
+        for host in binds:
+            said = os.read(said_r, 4096)
+            if said != b"ok":
+                raise OSError(errno.EPERM, f"host {host}'s mount namespace: "
+                                           f"{said.decode(errors='replace') or 'no word'}")
+            if os.geteuid() != 0 and user < 0:
+                user = os.open(f"/proc/{pid}/ns/user", os.O_RDONLY)
+            held[host] = (os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY), user)
+            os.write(go_w, b"x")
+    except BaseException:
+        close(held)
+        raise
+    finally:
+        os.close(said_r)
+        os.close(go_w)
+        os.waitpid(pid, 0)
+    return held
+
+
+def enter(held: dict[int, Held], host: int) -> None:
+    """In a unit, right after its fork (one thread): join ``host``'s namespace, keep the
+    working directory it had (the kernel moves it to the namespace's root), and close
+    every host's descriptors: the target sees none of them."""
+    cwd = os.getcwd()
+    mnt, user = held[host]
+    if user >= 0:
+        _check(_libc.setns(user, CLONE_NEWUSER), "setns(user)")
+    _check(_libc.setns(mnt, CLONE_NEWNS), "setns(mnt)")
+    close(held)
+    os.chdir(cwd)
+
+
+def close(held: dict[int, Held]) -> None:
+    for fd in {fd for fds in held.values() for fd in fds if fd >= 0}:
+        os.close(fd)
+
+
+_available: str | None = None
+
+
+def unavailable() -> str:
+    """Why this machine cannot give a host a mount namespace ("" when it can): tried once
+    per harness process, in a child, exactly as a world would."""
+    global _available
+    if _available is None:
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(read)
+                _unshare()
+                _mount(None, "/", MS_REC | MS_PRIVATE)
+                os.write(write, b"ok")
+            except BaseException as exc:  # noqa: BLE001
+                os.write(write, str(exc).encode()[:2000] or b"refused")
+            finally:
+                os._exit(0)
+        os.close(write)
+        said = os.read(read, 4096)
+        os.close(read)
+        os.waitpid(pid, 0)
+        _available = "" if said == b"ok" else said.decode(errors="replace")
+    return _available

@@ -1,0 +1,100 @@
+"""Which walls a world has: ``python`` (the view alone) or ``kernel`` (each host a mount
+namespace too: ``harness.rank.namespaces``), and what a host's namespace binds.
+
+``kernel`` is asked for (``WorldConfig.isolation``, ``$HARNESS_ISOLATION``, ``harness run
+--isolation``); where this machine refuses it (no unprivileged user namespaces, a
+container without the capability) the world falls back to ``python`` and its result says
+so, with the kernel's reason. What each mode guarantees is in the README ("Isolation").
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import tempfile
+from collections.abc import Iterable
+
+from harness.filesystem.mounts import KERNEL_TREES, MountTable, is_under, real_root
+from harness.rank import namespaces
+from harness.rank.namespaces import Bind
+from harness.topology import Topology
+
+log = logging.getLogger(__name__)
+
+PYTHON, KERNEL = "python", "kernel"
+MODES = (PYTHON, KERNEL)
+#: Sets the isolation of every world that does not set its own.
+ISOLATION_ENV = "HARNESS_ISOLATION"
+#: Where a kernel-isolated world keeps its directory (captured output, the sandbox): never
+#: under a directory a host's namespace covers (``/tmp``, ``/dev/shm``).
+KERNEL_BASE = "/var/tmp"
+
+
+def default_mode() -> str:
+    given = os.environ.get(ISOLATION_ENV, "").strip().lower()
+    if given and given not in MODES:
+        log.warning("%s=%r is not one of %s: python isolation", ISOLATION_ENV, given,
+                    ", ".join(MODES))
+        return PYTHON
+    return given or PYTHON
+
+
+def choose(mode: str, sandboxed: bool) -> tuple[str, str]:
+    """The mode a world gets, and why it is not the one asked for ("" when it is)."""
+    if mode != KERNEL:
+        return PYTHON, ""
+    if not sandboxed:
+        return PYTHON, "kernel isolation needs the sandbox (sandbox=True)"
+    why = namespaces.unavailable()
+    if why:
+        return PYTHON, f"this machine refuses a mount namespace ({why})"
+    if not os.access(KERNEL_BASE, os.W_OK | os.X_OK):
+        return PYTHON, f"{KERNEL_BASE} cannot hold the world's directory"
+    return KERNEL, ""
+
+
+def world_base(mode: str) -> str:
+    """Where a world's directory is made."""
+    return KERNEL_BASE if mode == KERNEL else tempfile.gettempdir()
+
+
+def binds_for(table: MountTable, topology: Topology, sandbox: str,
+              machine_paths: Iterable[str]) -> dict[int, tuple[Bind, ...]]:
+    """Each host's binds: its fresh mounts (``/tmp``, ``/dev/shm``, a scenario's) over the
+    machine's directories of the same path, where the machine has one (a mount point is
+    never made on the machine), then the machine's own directories the world needs that
+    those cover (``machine_paths``: the working directory, the target's, the interpreter's
+    paths, the overlays'), bound back at their own path."""
+    fresh = sorted((m for m in table.mounts if m.base == "fresh" and m.scope in ("host", "shared")
+                    and m.path != "/" and os.path.isdir(m.path) and not os.path.islink(m.path)),
+                   key=lambda m: m.path.count("/"))
+    covered = [m.path for m in fresh]
+    wanted = {*(m.path for m in table.mounts if m.base in ("overlay", "real", "passthrough")
+                and m.path != "/" and m.path not in KERNEL_TREES), *machine_paths}
+    back: list[str] = []
+    for path in sorted((os.path.normpath(p) for p in wanted if p), key=len):
+        if not os.path.isdir(path) or not any(is_under(path, c) and path != c for c in covered):
+            continue
+        if any(is_under(path, b) for b in back):
+            continue  # bound with its parent
+        back.append(path)
+    out: dict[int, tuple[Bind, ...]] = {}
+    for host in range(topology.hosts):
+        out[host] = (*(Bind(real_root(sandbox, m, m.scope_key(-1, host)), m.path,
+                            readonly=m.mode == "ro") for m in fresh),
+                     *(Bind(p, p, machine=True) for p in back))
+    return out
+
+
+def machine_paths(cwd: str, target_file: str | None, argv: tuple[str, ...] | None) -> list[str]:
+    """The machine's directories a world's units read by path, whatever the mode: its
+    working directory, its target's or script's, and what Python imports from."""
+    paths = [cwd, *(p for p in sys.path if p and os.path.isabs(p))]
+    if target_file:
+        paths.append(os.path.dirname(os.path.abspath(os.path.join(cwd, target_file))))
+    if argv:
+        script = next((a for a in argv if a.endswith(".py")), None)
+        if script:
+            paths.append(os.path.dirname(os.path.abspath(os.path.join(cwd, script))))
+    return paths

@@ -1,0 +1,41 @@
+"""What only the kernel sees: a subprocess, C code that opens paths itself, an import of a
+module the target wrote, ``io.FileIO``. Under kernel isolation each lands in its host's
+sandbox; under Python isolation each is a documented hole."""
+
+from __future__ import annotations
+
+import io
+import os
+import sqlite3
+import subprocess
+import sys
+
+import torch_xla.core.xla_model as xm
+
+
+def outside_python() -> dict:
+    """Rank 0 writes /tmp through every route the view does not see; every rank then says
+    what its host's /tmp holds."""
+    if xm.get_ordinal() == 0:
+        subprocess.run(["sh", "-c", "echo x > /tmp/from-sh"], check=True)
+        db = sqlite3.connect("/tmp/db.sqlite")
+        db.execute("create table t (x)")
+        db.commit()
+        db.close()
+        import torch
+
+        torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2)), "/tmp/model.pt")
+        with io.FileIO("/tmp/fileio.txt", "w") as f:
+            f.write(b"raw")
+        with open("/tmp/written_module.py", "w") as f:
+            f.write("VALUE = 42\n")
+    xm.rendezvous("written")
+    seen = {name: os.path.exists(f"/tmp/{name}") for name in
+            ("from-sh", "db.sqlite", "model.pt", "fileio.txt")}
+    seen["sh sees from-sh"] = subprocess.run(["sh", "-c", "test -e /tmp/from-sh"]).returncode == 0
+    if xm.get_ordinal() == 0:
+        sys.path.insert(0, "/tmp")
+        import written_module  # noqa: PLC0415 - what the import system finds on this host
+
+        seen["imported"] = written_module.VALUE
+    return seen

@@ -1,0 +1,95 @@
+"""Kernel isolation (``harness.world.isolation``, ``harness.rank.namespaces``): each host of
+a world is a mount namespace whose ``/tmp`` and ``/dev/shm`` are its own, so subprocesses,
+C code and the import system meet the walls Python code meets. Python isolation's holes
+2, 3 and 4 (and 1, for a host's fresh directories) are closed here; they stay documented,
+and pinned by ``test_hole_*`` in ``test_filesystem.py``, for Python isolation.
+
+Skipped where the machine refuses a mount namespace (the fallback is tested below)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from harness import PASS, run_world
+from harness.rank import namespaces
+
+from support import TARGETS_DIR
+
+pytestmark = pytest.mark.skipif(bool(namespaces.unavailable()),
+                                reason=f"no mount namespace here: {namespaces.unavailable()}")
+TARGET = f"{TARGETS_DIR / 'kernel_targets.py'}:outside_python"
+MACHINE = ("/tmp/from-sh", "/tmp/db.sqlite", "/tmp/model.pt", "/tmp/fileio.txt",
+           "/tmp/written_module.py")
+
+
+def test_what_only_the_kernel_sees_stays_on_its_host_and_off_the_machine(tmp_path: Path) -> None:
+    """In a v4-64 world (8 hosts of 4): rank 0's subprocess, sqlite3, torch.jit.save and
+    io.FileIO under /tmp are seen by the ranks of host 0 only, never by the machine's /tmp;
+    a module rank 0 wrote there is what its import finds."""
+    assert not any(os.path.exists(p) for p in MACHINE)
+    result = run_world(TARGET, topology="v4-64", timeout=120, isolation="kernel",
+                       cwd=str(tmp_path))
+    assert result.outcome == PASS, result.detail()
+    assert (result.isolation, result.isolation_note) == ("kernel", "")
+    everything = {"from-sh": True, "db.sqlite": True, "model.pt": True, "fileio.txt": True,
+                  "sh sees from-sh": True}
+    for rank in result.ranks:
+        if rank.host == 0:
+            assert rank.value == {**everything, **({"imported": 42} if rank.rank == 0 else {})}
+        else:
+            assert rank.value == dict.fromkeys(everything, False), (rank.rank, rank.value)
+    assert [p for p in MACHINE if os.path.exists(p)] == []
+
+
+def test_python_isolation_keeps_its_holes_for_the_same_code(tmp_path: Path) -> None:
+    """The same target under Python isolation: the subprocess and C code write the machine's
+    /tmp (which is why kernel isolation exists); the test cleans up after it."""
+    try:
+        result = run_world(TARGET, topology="2x1", timeout=120, isolation="python",
+                           cwd=str(tmp_path))
+        assert result.isolation == "python"
+        assert os.path.exists("/tmp/from-sh") and os.path.exists("/tmp/db.sqlite")
+    finally:
+        for path in MACHINE:
+            if os.path.exists(path):
+                os.remove(path)
+
+
+def test_kernel_isolation_without_a_sandbox_falls_back_and_says_why() -> None:
+    result = run_world(f"{TARGETS_DIR / 'plain_sync.py'}:sync", topology="2x1", timeout=30,
+                       isolation="kernel", sandbox=False)
+    assert result.isolation == "python"
+    assert result.isolation_note == "kernel isolation needs the sandbox (sandbox=True)"
+
+
+def test_a_kernel_isolated_worlds_directory_is_never_under_what_a_host_covers() -> None:
+    from harness.world.isolation import KERNEL_BASE, world_base
+
+    assert world_base("kernel") == KERNEL_BASE and not KERNEL_BASE.startswith(("/tmp", "/dev"))
+
+
+def test_a_hosts_binds_cover_its_fresh_directories_and_bring_back_what_lies_under_them(
+        tmp_path: Path) -> None:
+    """Pure: what each host of a 2x1 world binds. /tmp and /dev/shm are the host's own;
+    the working directory under /tmp comes back at its own path (once, with what is under
+    it); a fresh mount whose mount point the machine lacks is left to the view."""
+    from harness.filesystem.mounts import Mount, default_table
+    from harness.topology import get_topology
+    from harness.world.isolation import binds_for
+
+    cwd = tmp_path / "checkout"
+    (cwd / "src").mkdir(parents=True)
+    table = default_table(get_topology("2x1"), os.path.expanduser("~"), str(cwd)).with_mount(
+        Mount("/mnt/no-such-dir-here", scope="shared", base="fresh"))
+    binds = binds_for(table, get_topology("2x1"), "/sb", [str(cwd), str(cwd / "src")])
+    assert sorted(binds) == [0, 1]
+    for host, host_binds in binds.items():
+        targets = {b.target: b for b in host_binds}
+        assert targets["/tmp"].source.startswith("/sb/") and f"host-{host}" in targets["/tmp"].source
+        assert targets["/dev/shm"].source.startswith("/sb/") and not targets["/tmp"].machine
+        assert targets[str(cwd)].machine and targets[str(cwd)].source == str(cwd)
+        assert str(cwd / "src") not in targets and "/mnt/no-such-dir-here" not in targets
+    assert binds[0][0].source != binds[1][0].source  # each host its own /tmp
