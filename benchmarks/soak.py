@@ -17,7 +17,8 @@ counts what the harness promises never happens:
 - escape: a file named after the round's token on the machine (/tmp, /dev/shm, the cwd), or
   the round's own target file changed;
 - exit-3: an internal error;
-- lost report: a run that ended by itself (exit 0/1) or by Ctrl-C (130) without its JSON report.
+- lost report: a run that ended by itself (exit 0/1), or by Ctrl-C (130) once it had made its
+  report directory, without its JSON report.
 
 It prints one line per problem and a table of counts; all of them must be 0. Not a test:
 a script that prints and exits 0 (1 if any count is not 0).
@@ -92,8 +93,13 @@ def one_round(i: int, rng: random.Random, work: Path, isolation: str) -> list[st
     if code == 3:
         problems.append(f"exit-3: {what}: {err.strip().splitlines()[-1:]}")
     report = cwd / "reports" / "latest" / "matrix.json"
-    if code in (0, 1, 130) and not report.exists():
-        problems.append(f"lost report: {what} (exit {code})")
+    # A Ctrl-C before the run made its report directory (while it imports and plans) stops
+    # it before any world: there is nothing to report. Once the directory is there, a
+    # report must be, whatever ended the run.
+    began = any(p.name != "latest" for p in (cwd / "reports").glob("*"))
+    if code in (0, 1) or (code == 130 and began):
+        if not report.exists():
+            problems.append(f"lost report: {what} (exit {code})")
     elif report.exists():
         json.loads(report.read_text())  # a cut report raises here
     deadline = time.monotonic() + 15

@@ -7,7 +7,11 @@ what it runs, and ``harness --help`` for nothing.
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -183,6 +187,35 @@ def report_formats(formats: tuple[str, ...]) -> list[str]:
 def print_paths(paths: dict[str, Any]) -> None:
     for fmt, path in paths.items():
         click.echo(f"{'text' if fmt == 'terminal' else fmt:>9}: {path}")
+
+
+@contextlib.contextmanager
+def reports_before_interrupts() -> Iterator[list[int]]:
+    """A Ctrl-C while a run's reports are written waits until they are: the run's results
+    are never lost to it. Yields a list that holds the signal if one came (the command then
+    exits 130 once the reports are out). In the main thread only, where signals arrive."""
+    held: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield held
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield held
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def nothing_ran(plans: list[Any], seed: int) -> Matrix:
+    """The matrix of a run the user stopped before its first cell: empty, interrupted, so
+    that even then a report says what was planned and that nothing ran."""
+    import datetime
+
+    from harness import __version__
+    from harness.runner.cells import Matrix
+
+    return Matrix(cells=[], seed=seed, harness_version=__version__, interrupted=True,
+                  created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                  planned=len(plans))
 
 
 def exit_for(matrix: Matrix, require_exercised: bool = False) -> None:

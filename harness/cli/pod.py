@@ -163,7 +163,8 @@ def run_command(tpu: str | None, zone: str | None, project: str | None, hosts_fi
             local_pod.stop()
             if not keep_disks:
                 local_pod.remove()
-    paths = write_run(matrix, run_dir, [f for f in files if f != "terminal"] or ["json"])
+    with common.reports_before_interrupts():  # a Ctrl-C now waits for the reports
+        paths = write_run(matrix, run_dir, [f for f in files if f != "terminal"] or ["json"])
     click.echo(f"pod {info.name}: {info.accelerator}, {info.workers} workers x "
                f"{info.chips_per_worker} chip{'s' if info.chips_per_worker != 1 else ''} "
                f"(topology {topology})")

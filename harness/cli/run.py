@@ -63,17 +63,23 @@ def run_command(ctx: click.Context, scenarios: tuple[str, ...], targets: tuple[s
         files = []
     run_dir = common.new_run_dir(report_dir) if files else None
     console = Console(stderr=True)
-    if cluster is None:
-        matrix = common.run_with_progress(plans, jobs, seeds[0], known, console)
-    else:
-        with common.connect(cluster) as engine:
-            click.echo(f"harness: {len(plans)} cells on {cluster} ({engine.threads} threads)",
-                       err=True)
-            matrix = common.run_with_progress(plans, jobs, seeds[0], known, console,
-                                              engine.run_matrix)
-    paths = write_run(matrix, run_dir, files) if run_dir else {}
+    try:
+        if cluster is None:
+            matrix = common.run_with_progress(plans, jobs, seeds[0], known, console)
+        else:
+            with common.connect(cluster) as engine:
+                click.echo(f"harness: {len(plans)} cells on {cluster} ({engine.threads} "
+                           "threads)", err=True)
+                matrix = common.run_with_progress(plans, jobs, seeds[0], known, console,
+                                                  engine.run_matrix)
+    except KeyboardInterrupt:  # before the run took charge of Ctrl-C: no cell ran
+        matrix = common.nothing_ran(plans, seeds[0])
+    with common.reports_before_interrupts() as held:
+        paths = write_run(matrix, run_dir, files) if run_dir else {}
     common.print_matrix(matrix, verbose)
     common.print_paths(paths)
+    if held:
+        sys.exit(ExitCode.INTERRUPTED)
     common.exit_for(matrix, require_exercised)
 
 

@@ -7,6 +7,7 @@ rather than failing with a KeyError deep in a renderer.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -85,7 +86,13 @@ class _File(TypedDict):
     campaign: NotRequired[dict[str, Any] | None]
 
 
-_FILE = TypeAdapter(_File)
+@functools.cache
+def _file_adapter() -> TypeAdapter[_File]:
+    """The report's validator, built on the first read (not when a run imports this module
+    to write one)."""
+    return TypeAdapter(_File)
+
+
 _AT_LINE = re.compile(r" at line (\d+) column (\d+)$")
 
 
@@ -99,7 +106,7 @@ def load(path: str | Path) -> Matrix:
     except InputError as exc:
         raise ReportError(exc.file, exc.message, exc.line) from None
     try:
-        data = _FILE.validate_json(text, strict=True)
+        data = _file_adapter().validate_json(text, strict=True)
     except ValidationError as exc:
         raise _refusal(name, text, exc.errors(include_url=False)[0]) from None
     for i, cell in enumerate(data["cells"]):

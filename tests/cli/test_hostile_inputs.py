@@ -311,3 +311,44 @@ def test_surrogates_and_escape_codes_in_any_text_are_written_in_every_format(
         assert "cfg-\\udcff.yaml" in text.replace("\\\\", "\\"), fmt
     ET.fromstring((tmp_path / "out.junit").read_bytes())  # valid XML
     json.loads((tmp_path / "out.json").read_text())
+
+
+# -- a Ctrl-C never loses the reports ----------------------------------------------------------
+
+def test_a_ctrl_c_before_the_first_cell_still_writes_an_interrupted_report(tmp_path: Path,
+                                                                          monkeypatch) -> None:
+    from harness.cli import common
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(common, "run_with_progress", interrupted)
+    done = run_cli_here("run", "--scenario", "baseline", "--target", "naive-sync",
+                        "--report-dir", str(tmp_path), "--format", "json")
+    assert done.returncode == 130, done.stderr
+    summary = json.loads((tmp_path / "latest" / "matrix.json").read_text())["summary"]
+    assert summary["interrupted"] is True and summary["planned"] == 1 and summary["cells"] == 0
+
+
+def test_a_ctrl_c_while_the_reports_are_written_waits_for_them(tmp_path: Path,
+                                                               monkeypatch) -> None:
+    import signal
+
+    from harness import reports
+    from harness.runner.cells import Matrix as M
+
+    real = reports.write_run
+
+    def write_run(matrix, run_dir, formats):
+        os.kill(os.getpid(), signal.SIGINT)  # the user's Ctrl-C, mid-write
+        return real(matrix, run_dir, formats)
+
+    monkeypatch.setattr(reports, "write_run", write_run)
+    from harness.cli import common
+
+    monkeypatch.setattr(common, "run_with_progress", lambda *a, **k: M(
+        cells=[a_cell()], seed=0, created="x", harness_version="0"))
+    done = run_cli_here("run", "--scenario", "baseline", "--target", "naive-sync",
+                        "--report-dir", str(tmp_path), "--format", "json")
+    assert done.returncode == 130, done.stderr
+    assert json.loads((tmp_path / "latest" / "matrix.json").read_text())["cells"]
