@@ -71,8 +71,10 @@ def main() -> None:
         spec: WorldSpec = pickle.loads(payload)
         sys.stdout.flush()
         sys.stderr.flush()
+        server = os.getpid()
         pid = os.fork()
         if pid == 0:
+            die_with_parent(server)
             sock.close()
             sweep.mark_world(spec.world_id)  # every rank and daemon forked under it inherits it
             run_leader(spec)
@@ -192,9 +194,12 @@ def _lead(spec: WorldSpec) -> None:
     hosts = namespaces.prepare(spec.binds, os.path.join(spec.outdir, "keep")) \
         if spec.binds is not None else None
 
+    leader = os.getpid()
+
     def start(role: str, ident: int, life: int = 0, start_ns: int = 0) -> int:
         pid = os.fork()
         if pid == 0:
+            die_with_parent(leader)  # first: the leader may die while it forks the others
             conn.close()
             os.close(wake_r)
             os.close(wake_w)

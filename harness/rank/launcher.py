@@ -39,14 +39,15 @@ def spawn_local_ranks(ctx: RankContext, fn: Callable[..., Any], args: tuple[Any,
         read_fd, write_fd = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
+        launcher = os.getpid()
         pid = process.fork()
         if pid == 0:
             try:
+                process.die_with_parent(launcher)
                 os.close(read_fd)
                 for _, other in children.values():
                     os.close(other)
                 process.after_fork()
-                process.die_with_parent()
                 child = bootstrap.become_rank(spec, rank, round_=round_, start_ns=start_ns)
                 child.result_fd = write_fd
                 bootstrap.report_and_exit(child, lambda r=rank: fn(r, *args))

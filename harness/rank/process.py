@@ -30,9 +30,15 @@ PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 
 
-def die_with_parent() -> None:
-    """SIGKILL this process when its parent goes away, whatever happens."""
+def die_with_parent(parent: int | None = None) -> None:
+    """SIGKILL this process when its parent goes away, whatever happens. ``parent``: the
+    pid that forked it, read before the fork. A parent that died between the fork and
+    this call fired no signal (none was asked for yet): the child then goes at once,
+    rather than run on under init, where no one waits for it (a rank that killed its
+    fork server while the leader was still forking its peers left such orphans)."""
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)
 
 
 def name_process(name: str) -> None:
