@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from harness.faults.seal import fault_event, seal
 from harness.filesystem import machine
 from harness.filesystem.sandbox import Leftover
 from harness.filesystem.view import NoHooks, Resolved, View, ViewFile, oserror
@@ -32,8 +33,12 @@ class FaultEngine(NoHooks):
     rank's start reach them; a kind decides in its own module what it does."""
 
     def __init__(self, plan: FaultPlan, rank: int, host: int, notify: Notify,
-                 life: int = 0) -> None:
+                 life: int = 0, sealer: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+                 ) -> None:
+        """``sealer``: asks the harness to seal a faulted write (the simulator's request to
+        its server, answered with what became of it); None: this rank seals its own."""
         self.plan = plan
+        self.sealer = sealer
         self.rank, self.host, self.life = rank, host, life
         self.faults = plan.for_rank(rank, host, life)
         self.notify = notify
@@ -61,9 +66,7 @@ class FaultEngine(NoHooks):
         return count in wanted if wanted is not None else fault.spec.occurs(count)
 
     def report(self, fault: Fault, op: str, path: str | None = None, **detail: Any) -> None:
-        message = detail.pop("message", None) or f"{fault.kind} on {op} {path or ''}".rstrip()
-        self.notify({"type": "fault", "fault": fault.kind, "index": fault.index, "op": op,
-                     "path": path, "detail": {"message": message, **detail}})
+        self.notify(fault_event(fault, op, path, detail))
 
     def start(self, seed: int) -> int:
         """The rank starts: each fault may set its environment or timers; returns
@@ -118,27 +121,21 @@ class FaultEngine(NoHooks):
         return data
 
     def after_close(self, view: View, r: Resolved, writing: bool = True) -> bool:
-        """Rewrite or withhold a faulted write's bytes; the mount's model publishes the rest."""
+        """Rewrite or withhold a faulted write's bytes (``harness.faults.seal``): the
+        harness seals it where there is one (``sealer``), else this rank does; the mount's
+        model publishes the rest."""
         faults = getattr(r, "content_faults", None)
         if not writing or not faults:
             return False
-        data = _read(r.staging)
-        one_of_each = {f.kind: f for f in faults}.values()
-        for fault in sorted(one_of_each, key=lambda f: f.spec.close_order or 0):
-            changed = fault.spec.at_close(self, fault, r, data)
-            if changed is None:
-                return True  # lost, or held by the coordinator
-            data = changed
-        if r.model_staging is not None:
-            # The mount stages its writes (NFS, gcsfuse): the faulted bytes are what its model
-            # publishes, and what the writer's own host sees meanwhile (a rename of it too).
-            os.makedirs(os.path.dirname(r.model_staging), exist_ok=True)
-            self.write_file(r.model_staging, data)
-            os.remove(r.staging)
-            r.staging = r.model_staging
-            return False
-        self.write_file(r.staging, data)
-        return False
+        if self.sealer is None:
+            return seal(self, faults, r)
+        reply = self.sealer({"type": "seal", "path": r.vpath, "staging": r.staging,
+                             "upper": r.upper, "model_staging": r.model_staging,
+                             "faults": [f.index for f in faults]})
+        r.staging = reply["staging"]
+        if reply["held"]:
+            self._own[r.vpath] = r.staging
+        return bool(reply["withheld"])
 
     def hold(self, r: Resolved, fault: Fault, until: str) -> None:
         """The coordinator publishes the staged write once ``until`` is met; until then
@@ -154,9 +151,16 @@ class FaultEngine(NoHooks):
         self._own.pop(vpath, None)  # published (moved into place) or never written
         return None
 
+    def read_file(self, path: str) -> bytes:
+        return _read(path)
+
     def write_file(self, path: str, data: bytes) -> None:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as f:  # noqa: PTH123 - the harness's own I/O
             f.write(data)
+
+    def remove_file(self, path: str) -> None:
+        os.remove(path)
 
     def adjust_stat(self, view: View, r: Resolved, st: Any) -> Any:
         placed = self.owners.get(r.vpath)

@@ -115,9 +115,9 @@ _HIDDEN_STAT_FIELDS = ("st_atime", "st_mtime", "st_ctime", "st_atime_ns", "st_mt
                        "st_ctime_ns", "st_blksize", "st_blocks", "st_rdev")
 
 
-def copy_stamp(source: str, target: str) -> None:
-    """Give ``target`` (a copy of ``source``, as a publication makes it) ``source``'s world
-    time of writing."""
+def copy_stamp(source: int | str, target: int | str) -> None:
+    """Give ``target`` (a copy of ``source``, as a publication makes it; a path or a
+    descriptor) ``source``'s world time of writing."""
     if getxattr is None or setxattr is None:
         return
     try:

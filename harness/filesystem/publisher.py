@@ -11,10 +11,10 @@ other rank has tried its read.
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass, field
 
 from harness.filesystem import machine
+from harness.filesystem.beneath import Beneath
 
 
 @dataclass
@@ -27,15 +27,24 @@ class Held:
     at: float | None = None  # for "time": when, on the coordinator's clock
     copy: bool = False  # publish a copy and leave the writer's host its staging file
     seen: set[int] = field(default_factory=set)
+    #: why it could not be published ("" when it was): its paths were changed behind the view
+    error: str = ""
 
 
 class Publisher:
-    def __init__(self, world_size: int) -> None:
+    def __init__(self, world_size: int, sandbox: str = "/") -> None:
+        """``sandbox``: where every held write and its publication must lie (a rank names
+        them: ``harness.filesystem.beneath``)."""
         self.world_size = world_size
         self.held: list[Held] = []
         self.exited: set[int] = set()
+        self.beneath = Beneath(sandbox)
 
     def hold(self, rank: int, message: dict, now: float) -> None:
+        """Hold a write until its condition holds; ``Outside`` if either of its paths is not
+        the sandbox's."""
+        self.beneath.relative(message["src"])
+        self.beneath.relative(message["dst"])
         at = now + message.get("delay_ms", 0) / 1000 if message["until"] == "time" else None
         self.held.append(Held(message["src"], message["dst"], message["path"], rank,
                               message["until"], at, bool(message.get("copy"))))
@@ -68,18 +77,32 @@ class Publisher:
                 ready.append(h)
         for h in ready:
             self.held.remove(h)
-            _publish(h)
+            try:
+                self._publish(h)
+            except OSError as exc:
+                h.error = f"{exc.strerror or exc} ({exc.filename or h.src})"
         return ready
 
+    def _publish(self, h: Held) -> None:
+        beneath = self.beneath
+        if not beneath.exists(h.src):
+            return
+        if h.copy:
+            tmp = h.dst + ".harness-publish"
+            src = beneath.open(h.src, os.O_RDONLY)
+            try:
+                dst = beneath.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, make=True)
+                try:
+                    while chunk := os.read(src, 1 << 20):
+                        os.write(dst, chunk)
+                    machine.copy_stamp(src, dst)
+                finally:
+                    os.close(dst)
+            finally:
+                os.close(src)
+            beneath.replace(tmp, h.dst)
+        else:
+            beneath.replace(h.src, h.dst)
 
-def _publish(h: Held) -> None:
-    if not os.path.exists(h.src):
-        return
-    os.makedirs(os.path.dirname(h.dst), exist_ok=True)
-    if h.copy:
-        tmp = h.dst + ".harness-publish"
-        shutil.copyfile(h.src, tmp)
-        machine.copy_stamp(h.src, tmp)
-        os.replace(tmp, h.dst)
-    else:
-        os.replace(h.src, h.dst)
+    def close(self) -> None:
+        self.beneath.close()

@@ -84,14 +84,18 @@ def _start_clock(channel: Channel, start_ns: int) -> None:
 
 def enter_world(faults: FaultPlan, seed: int, rank: int, host: int,
                 notify: Callable[[dict[str, Any]], None], life: int = 0, round_: int = 0,
-                view: Callable[[FaultEngine], View] | None = None) -> tuple[FaultEngine, View | None]:
+                view: Callable[[FaultEngine], View] | None = None,
+                sealer: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+                ) -> tuple[FaultEngine, View | None]:
     """What a rank's target meets, in the simulator and on a pod alike: the fault engine
     (its environment, timers and the generators' seed), the filesystem view ``view`` builds
     around the engine's hooks (the simulator's over its sandbox, a pod's over its own
-    disks; None: no view), and the generators seeded as a launcher leaves them."""
+    disks; None: no view), and the generators seeded as a launcher leaves them. ``sealer``:
+    the harness seals this rank's faulted writes (the simulator's, ``harness.faults.seal``);
+    None: the rank does."""
     from harness.faults.engine import FaultEngine
 
-    engine = FaultEngine(faults, rank, host, notify, life)
+    engine = FaultEngine(faults, rank, host, notify, life, sealer)
     seed = engine.start(seed)
     made = None
     if view is not None:
@@ -122,7 +126,8 @@ def _enter_world(ctx: RankContext, rank: int, life: int = 0, round_: int = 0) ->
             world_ns=rank_clock.world_time_ns if rank_clock.current() else None, **told)
 
     ctx.engine, ctx.view = enter_world(spec.faults, spec.seed, rank, ctx.host, channel.notify,
-                                       life, round_, sandboxed if spec.mounts is not None else None)
+                                       life, round_, sandboxed if spec.mounts is not None else None,
+                                       lambda header: channel.request(header)[0])
 
 
 # -- running a target ---------------------------------------------------------

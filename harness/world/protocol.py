@@ -150,6 +150,18 @@ class Hold:
 
 
 @dataclass(slots=True)
+class Seal:
+    """A faulted write was closed: the harness applies its content faults (``faults``,
+    indices of the plan) to the file staged at ``staging`` (``harness.faults.seal``)."""
+
+    path: str
+    staging: str
+    upper: str
+    faults: list[int]
+    model_staging: str | None = None
+
+
+@dataclass(slots=True)
 class FsAccess:
     path: str
 
@@ -191,7 +203,7 @@ class Done:
 
 
 Message = (Hello | Collective | Send | Recv | Idle | Forked | Result | Promote | Stacks | RankExit
-           | Spawning | Fault | Hold | FsAccess | FileOp | Started | Exited | Done)
+           | Spawning | Fault | Hold | Seal | FsAccess | FileOp | Started | Exited | Done)
 
 
 # -- field checks --------------------------------------------------------------------
@@ -273,6 +285,8 @@ _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
     "fault": (Fault, {"fault": _S, "index": _I0, "op": _S0, "path": _S0, "detail": (dict,)}),
     "hold": (Hold, {"src": _S, "dst": _S, "path": _S, "until": _S, "writer": _I0,
                     "delay_ms": (int, float), "copy": _B, "fault": _S0}),
+    "seal": (Seal, {"path": _S, "staging": _S, "upper": _S, "model_staging": _S0,
+                    "faults": _ints}),
     "fs-access": (FsAccess, {"path": _S}),
     "file-op": (FileOp, {"op": _S, "path": _S, "ok": _B, "errno": _I0, "dst": _S0,
                          "size": _I0, "count": _I0, "offset": _I0, "trunc": (bool, _N),

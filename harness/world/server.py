@@ -10,6 +10,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from harness.faults.kinds import KINDS
+from harness.filesystem.beneath import Outside
 from harness.filesystem.publisher import Publisher
 from harness.rank import wire
 from harness.rank.spec import WorldSpec
@@ -22,6 +24,7 @@ from harness.world.lifecycle import Lifecycle, Progress
 from harness.world.limits import Exceeded, Limits, Meter
 from harness.world.loop import Conn, EventLoop
 from harness.world.result import WorldResult
+from harness.world.sealing import Sealer, SealRefused
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +64,8 @@ class WorldServer:
             self.clock.join(key)
         self.coordinator = Coordinator(spec.topology.world_size,
                                        now=lambda: seconds(self.clock.now))
-        self.publisher = Publisher(spec.topology.world_size)
+        self.publisher = Publisher(spec.topology.world_size, spec.sandbox)
+        self.sealer = Sealer(spec.faults, spec.topology, spec.sandbox)
         self.loop = EventLoop(spec.address, self._on_frame, self._on_refused)
         self.life = Lifecycle(spec, self.loop, self.coordinator, self.publisher,
                               self._publish_due, watch, max_restarts, teardown, timeout,
@@ -154,6 +158,8 @@ class WorldServer:
     def close(self) -> None:
         self.loop.close()
         self.life.close()
+        self.publisher.close()
+        self.sealer.close()
 
     # -- the world's clock --------------------------------------------------------
     def _move_clock(self, wall: float) -> bool:
@@ -260,7 +266,9 @@ class WorldServer:
         for held in self.publisher.due(self.coordinator.now()):
             self.coordinator.record("publish", rank=held.writer, detail={
                 "path": held.path,
-                "message": f"{held.path} became visible: {_WHY_VISIBLE[held.until]}"})
+                "message": f"{held.path} could not be published: {held.error} (its files were "
+                           f"changed behind the harness's view)" if held.error else
+                           f"{held.path} became visible: {_WHY_VISIBLE[held.until]}"})
 
     # -- messages -------------------------------------------------------------
     def _on_frame(self, sock: socket.socket, head: bytes | bytearray, payload: bytearray) -> None:
@@ -378,17 +386,51 @@ class WorldServer:
         self.life.spawning(conn.ident, msg)
 
     def _fault(self, sock: socket.socket, conn: Conn, msg: protocol.Fault) -> None:
-        rank = self._rank_of(conn)
+        kind = KINDS.get(msg.fault)
+        if kind is not None and kind.close_order is not None:
+            self._refuse(sock, conn, f"a {msg.fault} fault it says it applied itself: the "
+                                     f"harness applies content faults, so the target's process "
+                                     f"changed the harness's fault engine")
+            return
+        self._record_fault(self._rank_of(conn), msg)
+
+    def _record_fault(self, rank: int | None, msg: protocol.Fault) -> None:
         self.coordinator.record("fault", rank=rank, op=msg.fault,
                                 detail={"op": msg.op, "path": msg.path, "index": msg.index,
                                         **msg.detail})
         self.life.fault(rank, msg)
 
+    def _seal(self, sock: socket.socket, conn: Conn, msg: protocol.Seal) -> None:
+        rank = self._rank_of(conn)
+        if rank is None:
+            self._refuse(sock, conn, "a faulted write from a unit that is no rank")
+            return
+
+        def record(event: dict) -> None:
+            event = dict(event)
+            del event["type"]
+            self._record_fault(rank, protocol.Fault(**event))
+
+        def hold(held: dict) -> None:
+            self.publisher.hold(rank, held, self.coordinator.now())
+
+        try:
+            reply = self.sealer.seal(rank, self.life.ranks[rank].life, msg, record, hold)
+        except (SealRefused, OSError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            self._refuse(sock, conn, f"a faulted write of {msg.path!r} the harness cannot "
+                                     f"seal: {why}")
+            return
+        self._reply([(rank, reply, b"")])
+
     def _hold(self, sock: socket.socket, conn: Conn, msg: protocol.Hold) -> None:
         rank = self._rank_of(conn)
-        self.publisher.hold(rank if rank is not None else -1, {
-            "src": msg.src, "dst": msg.dst, "path": msg.path, "until": msg.until,
-            "delay_ms": msg.delay_ms, "copy": msg.copy}, self.coordinator.now())
+        try:
+            self.publisher.hold(rank if rank is not None else -1, {
+                "src": msg.src, "dst": msg.dst, "path": msg.path, "until": msg.until,
+                "delay_ms": msg.delay_ms, "copy": msg.copy}, self.coordinator.now())
+        except Outside as exc:
+            self._refuse(sock, conn, f"a held write of {exc.filename!r}: {exc.strerror}")
 
     def _fs_access(self, sock: socket.socket, conn: Conn, msg: protocol.FsAccess) -> None:
         rank = self._rank_of(conn)
@@ -447,7 +489,7 @@ class WorldServer:
         unit = {p.Collective: self._collective, p.Send: self._send, p.Recv: self._recv,
                 p.Idle: _nothing, p.Forked: _nothing,
                 p.Result: self._result, p.Promote: self._promote, p.Stacks: self._stacks,
-                p.RankExit: self._rank_exit, p.Fault: self._fault, p.Hold: self._hold,
+                p.RankExit: self._rank_exit, p.Fault: self._fault, p.Hold: self._hold, p.Seal: self._seal,
                 p.FsAccess: self._fs_access, p.FileOp: self._file_op}
         return {"pending": {p.Hello: self._hello}, "rank": unit,
                 "host": {**unit, p.Spawning: self._spawning},

@@ -34,6 +34,7 @@ from harness.vocabulary import MAX_TIMEOUT_MS, Expect
 if TYPE_CHECKING:
     from harness.faults.engine import FaultEngine
     from harness.faults.plan import Fault
+    from harness.faults.seal import Sealing
     from harness.filesystem.files import ViewFile
     from harness.filesystem.resolution import Resolved
 
@@ -275,7 +276,7 @@ class FaultKind(BaseModel):
         """A write's bytes: may shorten them, raise or end the rank."""
         return data
 
-    def at_close(self, engine: FaultEngine, fault: Fault, r: Resolved, data: bytes) -> bytes | None:
+    def at_close(self, engine: Sealing, fault: Fault, r: Resolved, data: bytes) -> bytes | None:
         """A faulted write closed: the bytes to publish, or None when withheld."""
         return data
 

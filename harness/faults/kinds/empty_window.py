@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Literal
 
 from harness.faults.kinds._base import FaultKind
 
 if TYPE_CHECKING:
-    from harness.faults.engine import FaultEngine
     from harness.faults.plan import Fault
+    from harness.faults.seal import Sealing
     from harness.filesystem.resolution import Resolved
 
 
@@ -24,10 +23,9 @@ class EmptyWindow(FaultKind):
     watched_path = True
     close_order = 4
 
-    def at_close(self, engine: FaultEngine, fault: Fault, r: Resolved, data: bytes) -> None:
+    def at_close(self, engine: Sealing, fault: Fault, r: Resolved, data: bytes) -> None:
         engine.report(fault, "close", r.vpath,
                       message=f"{r.vpath} visible empty until every reader has looked")
         engine.write_file(r.staging, data)
-        os.makedirs(os.path.dirname(r.upper), exist_ok=True)
         engine.write_file(r.upper, b"")
         engine.hold(r, fault, until="read")

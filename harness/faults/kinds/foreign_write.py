@@ -9,8 +9,8 @@ from harness.faults.trigger import Trigger
 from harness.roles import Roles
 
 if TYPE_CHECKING:
-    from harness.faults.engine import FaultEngine
     from harness.faults.plan import Fault
+    from harness.faults.seal import Sealing
     from harness.filesystem.resolution import Resolved
 
 
@@ -36,7 +36,7 @@ class ForeignWrite(FaultKind):
                     "path (its files depend on its inputs): no other job can collide with it")
         return why
 
-    def at_close(self, engine: FaultEngine, fault: Fault, r: Resolved, data: bytes) -> bytes:
+    def at_close(self, engine: Sealing, fault: Fault, r: Resolved, data: bytes) -> bytes:
         if self._from_target():
             other = engine.plan.roles.content_for(r.vpath) if engine.plan.roles else None
             if other is None:

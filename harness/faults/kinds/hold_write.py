@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Literal
 from harness.faults.kinds._base import FaultKind
 
 if TYPE_CHECKING:
-    from harness.faults.engine import FaultEngine
     from harness.faults.plan import Fault
+    from harness.faults.seal import Sealing
     from harness.filesystem.resolution import Resolved
 
 
@@ -26,7 +26,7 @@ class HoldWrite(FaultKind):
     watched_path = True
     close_order = 5
 
-    def at_close(self, engine: FaultEngine, fault: Fault, r: Resolved, data: bytes) -> None:
+    def at_close(self, engine: Sealing, fault: Fault, r: Resolved, data: bytes) -> None:
         engine.report(fault, "close", r.vpath,
                       message=f"{r.vpath} held until every other rank has "
                               f"{'looked for it' if self.until == 'read' else 'finished'}")

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Literal
 
 from harness.faults.kinds._base import FaultKind
 
 if TYPE_CHECKING:
-    from harness.faults.engine import FaultEngine
     from harness.faults.plan import Fault
+    from harness.faults.seal import Sealing
     from harness.filesystem.resolution import Resolved
 
 
@@ -22,7 +21,7 @@ class LostWrite(FaultKind):
     needs_sandbox = True
     close_order = 0  # nothing else matters for a write that is gone
 
-    def at_close(self, engine: FaultEngine, fault: Fault, r: Resolved, data: bytes) -> None:
+    def at_close(self, engine: Sealing, fault: Fault, r: Resolved, data: bytes) -> None:
         engine.report(fault, "close", r.vpath,
                       message=f"the write of {r.vpath} ({len(data)} bytes) was lost")
-        os.remove(r.staging)
+        engine.remove_file(r.staging)

@@ -10,8 +10,8 @@ from pydantic import Field
 from harness.faults.kinds._base import MAX_BYTES, FaultKind
 
 if TYPE_CHECKING:
-    from harness.faults.engine import FaultEngine
     from harness.faults.plan import Fault
+    from harness.faults.seal import Sealing
     from harness.filesystem.resolution import Resolved
 
 
@@ -26,7 +26,7 @@ class TornWrite(FaultKind):
     needs_sandbox = True
     close_order = 1
 
-    def at_close(self, engine: FaultEngine, fault: Fault, r: Resolved, data: bytes) -> bytes:
+    def at_close(self, engine: Sealing, fault: Fault, r: Resolved, data: bytes) -> bytes:
         offset = self.cut(data, fault.rng)
         engine.report(fault, "close", r.vpath, offset=offset, size=len(data),
                       message=f"{r.vpath} torn at byte {offset} of {len(data)}")
