@@ -153,12 +153,12 @@ def _kill(pid: int) -> None:
         pass
 
 
-def _children() -> list[int]:
-    """This process's direct children, from /proc (Linux)."""
+def _children(of: int | str = "self") -> list[int]:
+    """A process's direct children (this one's by default), from /proc (Linux)."""
     pids: list[int] = []
     try:
-        for tid in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{tid}/children") as f:
+        for tid in os.listdir(f"/proc/{of}/task"):
+            with open(f"/proc/{of}/task/{tid}/children") as f:
                 pids.extend(int(p) for p in f.read().split())
     except OSError:
         pass
@@ -181,6 +181,9 @@ def run_leader(spec: WorldSpec) -> None:
 
 
 def _lead(spec: WorldSpec) -> None:
+    # Kernel isolation: the world's processes are a PID namespace of their own, whose init
+    # is forked now, before anything else of the world.
+    init = namespaces.world_pids() if spec.binds is not None else None
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
@@ -191,10 +194,11 @@ def _lead(spec: WorldSpec) -> None:
                            "channel": "leader"})
     units: dict[int, tuple[str, int]] = {}
     # Kernel isolation: a mount namespace per host, held open here for its units to join.
-    hosts = namespaces.prepare(spec.binds, os.path.join(spec.outdir, "keep")) \
+    hosts = namespaces.prepare(spec.binds, os.path.join(spec.outdir, "keep"), proc=True) \
         if spec.binds is not None else None
 
-    leader = os.getpid()
+    # What a unit's getppid() says of the leader: nothing (0) from inside the namespace.
+    leader = os.getpid() if init is None else 0
 
     def start(role: str, ident: int, life: int = 0, start_ns: int = 0) -> int:
         pid = os.fork()
@@ -251,7 +255,7 @@ def _lead(spec: WorldSpec) -> None:
             live.discard(pid)
             wire.send_frame(conn, {"type": "exited", "pid": pid, "status": status,
                                    "unit": units.get(pid)})
-    leftovers = kill_descendants(conn, units)
+    leftovers = kill_descendants(conn, units, init=init)
     wire.send_frame(conn, {"type": "done", "leftovers": leftovers})
 
 
@@ -277,17 +281,23 @@ def _reap_all() -> list[tuple[int, int]]:
 
 
 def kill_descendants(conn: socket.socket, units: dict[int, tuple[str, int]],
-                     limit: float = 5.0) -> int:
-    """SIGKILL every process left below the leader; returns how many there were."""
+                     limit: float = 5.0, init: int | None = None) -> int:
+    """SIGKILL every process left below the leader; returns how many there were. ``init``:
+    the world's PID namespace's init, whose children are the world's orphans (a daemon a
+    rank forked): killing it kills every process of the namespace."""
     killed: set[int] = set()
     end = time.monotonic() + limit
     while time.monotonic() < end:
         children = _children()
         for pid in children:
+            if pid == init:
+                killed.update(_children(init))  # the orphans it adopted go with it
             _kill_group(pid)
             killed.add(pid)
         reaped = _reap_all()
         for pid, status in reaped:
+            if pid == init:
+                continue
             wire.send_frame(conn, {"type": "exited", "pid": pid, "status": status,
                                    "unit": units.get(pid)})
         if not children and not reaped:
@@ -297,4 +307,4 @@ def kill_descendants(conn: socket.socket, units: dict[int, tuple[str, int]],
                 if exc.errno == errno.ECHILD:
                     break
             time.sleep(0.002)
-    return len(killed)
+    return len(killed - {init})

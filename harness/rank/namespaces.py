@@ -26,8 +26,9 @@ import errno
 import os
 from dataclasses import dataclass
 
-CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
-MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 32, 4096, 16384, 1 << 18
+CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -55,18 +56,25 @@ def _mount(source: str | None, target: str, flags: int) -> None:
            f"mount {source or ''} on {target}")
 
 
-def _unshare() -> bool:
-    """A mount namespace for this process, in a user namespace of its own when it is not
-    root; True if a user namespace was made."""
-    if os.geteuid() == 0:
-        _check(_libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
-        return False
-    uid, gid = os.geteuid(), os.getegid()
-    _check(_libc.unshare(CLONE_NEWUSER | CLONE_NEWNS), "unshare(CLONE_NEWUSER|CLONE_NEWNS)")
+def _map_self(uid: int, gid: int) -> None:
+    """In a user namespace just made: this process's uid and gid (read before it was
+    made: inside, unmapped, they read as the overflow id) are its own there."""
     for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
                        ("gid_map", f"{gid} {gid} 1")):
         with open(f"/proc/self/{name}", "w") as f:
             f.write(text)
+
+
+def _unshare(flag: int = CLONE_NEWNS) -> bool:
+    """A new namespace (``flag``) for this process, in a user namespace of its own when
+    the one it is in does not let it; True if a user namespace was made."""
+    if _libc.unshare(flag) == 0:
+        return False
+    if ctypes.get_errno() != errno.EPERM:
+        _check(-1, f"unshare({flag:#x})")
+    uid, gid = os.geteuid(), os.getegid()
+    _check(_libc.unshare(CLONE_NEWUSER | flag), f"unshare(CLONE_NEWUSER|{flag:#x})")
+    _map_self(uid, gid)
     return True
 
 
@@ -96,12 +104,15 @@ def _bind_all(binds: tuple[Bind, ...], keep: str) -> None:
 Held = tuple[int, int]
 
 
-def prepare(binds: dict[int, tuple[Bind, ...]], keep: str) -> dict[int, Held]:
+def prepare(binds: dict[int, tuple[Bind, ...]], keep: str, proc: bool = False
+            ) -> dict[int, Held]:
     """In the leader: a mount namespace per host with its ``binds``, held open by
     descriptors its units inherit. One child makes them all: it unshares a base namespace
     (every mount private), then for each host a copy of the base with that host's binds,
-    which the leader opens before the child goes back to the base for the next. Raises
-    ``OSError`` saying what the kernel refused."""
+    which the leader opens before the child goes back to the base for the next. ``proc``:
+    the leader's children are a PID namespace of the world's (``world_pids``), and each
+    host's ``/proc`` is that namespace's own. Raises ``OSError`` saying what the kernel
+    refused."""
     said_r, said_w = os.pipe()
     go_r, go_w = os.pipe()
     pid = os.fork()
@@ -110,13 +121,17 @@ def prepare(binds: dict[int, tuple[Bind, ...]], keep: str) -> dict[int, Held]:
         try:
             os.close(said_r)
             os.close(go_w)
-            _unshare()
+            word = b"ou" if _unshare() else b"ok"  # ou: in a user namespace of its own
             _mount(None, "/", MS_REC | MS_PRIVATE)
             base = os.open("/proc/self/ns/mnt", os.O_RDONLY)
             for host, host_binds in binds.items():
                 _check(_libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
                 _bind_all(host_binds, os.path.join(keep, f"host-{host}"))
-                os.write(said_w, b"ok")
+                if proc:
+                    _check(_libc.mount(b"proc", b"/proc", b"proc",
+                                       MS_NOSUID | MS_NODEV | MS_NOEXEC, None),
+                           "mount proc on /proc")
+                os.write(said_w, word)
                 if os.read(go_r, 1) != b"x":  # until the leader holds it open
                     raise OSError(errno.EPIPE, "the leader went away")
                 _check(_libc.setns(base, CLONE_NEWNS), "setns(base)")
@@ -132,10 +147,10 @@ def prepare(binds: dict[int, tuple[Bind, ...]], keep: str) -> dict[int, Held]:
         user = -1
         for host in binds:
             said = os.read(said_r, 4096)
-            if said != b"ok":
+            if said not in (b"ok", b"ou"):
                 raise OSError(errno.EPERM, f"host {host}'s mount namespace: "
                                            f"{said.decode(errors='replace') or 'no word'}")
-            if os.geteuid() != 0 and user < 0:
+            if said == b"ou" and user < 0:
                 user = os.open(f"/proc/{pid}/ns/user", os.O_RDONLY)
             held[host] = (os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY), user)
             os.write(go_w, b"x")
@@ -147,6 +162,50 @@ def prepare(binds: dict[int, tuple[Bind, ...]], keep: str) -> dict[int, Held]:
         os.close(go_w)
         os.waitpid(pid, 0)
     return held
+
+
+def world_pids() -> int:
+    """In the leader, before it forks anything of its world: its children from now on are
+    a PID namespace of their own (in a user namespace of the leader's when it is not root),
+    whose first process, forked here, is that namespace's init. The init adopts every
+    orphan of the world and lives as long as the leader; when it goes the kernel kills
+    every process of the namespace, so nothing of the world outlives it, and no rank can
+    see or signal a process outside it (the harness, its fork server, the leader). Returns
+    the init's pid (as the leader sees it). Raises ``OSError`` if the kernel refuses."""
+    _unshare(CLONE_NEWPID)
+    leader = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        _init(leader)
+    return pid
+
+
+def _init(leader: int) -> None:
+    """Pid 1 of a world: reaps what is orphaned to it until the leader goes."""
+    import signal
+
+    try:
+        _libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: go with the leader
+        if os.getppid() != 0:  # the leader (outside the namespace) went before the line above
+            os._exit(0)
+        for fd in os.listdir("/proc/self/fd"):
+            if int(fd) > 2:
+                try:
+                    os.close(int(fd))
+                except OSError:
+                    pass
+        with open("/proc/self/comm", "w") as comm:
+            comm.write("harness-init")
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+        while True:
+            try:
+                while os.waitpid(-1, os.WNOHANG)[0]:
+                    pass
+            except ChildProcessError:
+                pass
+            signal.sigtimedwait({signal.SIGCHLD}, 1.0)
+    finally:
+        os._exit(0)
 
 
 def enter(held: dict[int, Held], host: int) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -329,14 +330,15 @@ class WorldServer:
         if (units is None and msg.role != "leader") or (units is not None and msg.id not in units):
             self._refuse(sock, conn, f"a hello from {msg.role} {msg.id}, which this world has not")
             return
-        conn.role, conn.ident, conn.channel, conn.pid = msg.role, msg.id, msg.channel, msg.pid
+        pid = peer_pid(sock) or msg.pid  # the kernel's word, in the harness's PID namespace
+        conn.role, conn.ident, conn.channel, conn.pid = msg.role, msg.id, msg.channel, pid
         if msg.role == "rank":
             (loop.call if msg.channel == "call" else loop.control)[msg.id] = sock
-            life.started(msg.pid, "rank", msg.id)
+            life.started(pid, "rank", msg.id)
         elif msg.role == "host":
             if msg.channel == "control":
                 loop.control[-1 - msg.id] = sock
-            life.hosts[msg.id].pid = msg.pid
+            life.hosts[msg.id].pid = pid
 
     def _rank_of(self, conn: Conn) -> int | None:
         return conn.ident if conn.role == "rank" else self.life.promoted.get(conn.ident)
@@ -494,6 +496,18 @@ class WorldServer:
         return {"pending": {p.Hello: self._hello}, "rank": unit,
                 "host": {**unit, p.Spawning: self._spawning},
                 "leader": {p.Started: self._started, p.Exited: self._exited, p.Done: self._done}}
+
+
+def peer_pid(sock: socket.socket) -> int | None:
+    """The pid of the process at the other end of a Unix socket, as this process sees it.
+    A unit's own word for its pid is its PID namespace's (kernel isolation): the kernel
+    translates this one."""
+    try:
+        pid, _, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                        struct.calcsize("3i")))
+    except (OSError, AttributeError):
+        return None
+    return pid or None
 
 
 def _nothing(*_: object) -> None:

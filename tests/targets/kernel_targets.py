@@ -39,3 +39,29 @@ def outside_python() -> dict:
 
         seen["imported"] = written_module.VALUE
     return seen
+
+
+def reach_the_harness(inputs: dict) -> dict:
+    """A rank that tries to freeze the harness (SIGSTOP to the pid it was given), looks
+    for it in /proc, and leaves a daemon behind that ignores SIGTERM; says what it saw."""
+    import signal
+
+    out: dict = {"ppid": os.getppid(), "pid": os.getpid(), "self": os.readlink("/proc/self")}
+    try:
+        os.kill(inputs["harness"], signal.SIGSTOP)
+        out["sigstop"] = "sent"
+    except OSError as exc:
+        out["sigstop"] = type(exc).__name__
+    out["sees harness"] = os.path.exists(f"/proc/{inputs['harness']}")
+    out["procs"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+    if xm.get_ordinal() == 0 and os.fork() == 0:  # a daemon, orphaned at once
+        os.setsid()
+        if os.fork() == 0:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            with open("/proc/self/comm", "w") as comm:
+                comm.write(inputs["daemon"])
+            while True:
+                signal.pause()
+        os._exit(0)
+    xm.rendezvous("looked")
+    return out

@@ -9,6 +9,7 @@ Skipped where the machine refuses a mount namespace (the fallback is tested belo
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,48 @@ def test_a_hosts_binds_cover_its_fresh_directories_and_bring_back_what_lies_unde
         assert targets[str(cwd)].machine and targets[str(cwd)].source == str(cwd)
         assert str(cwd / "src") not in targets and "/mnt/no-such-dir-here" not in targets
     assert binds[0][0].source != binds[1][0].source  # each host its own /tmp
+
+
+def _named(comm: str) -> list[int]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() == comm:
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def test_a_world_is_a_pid_namespace_no_rank_can_see_out_of_and_nothing_outlives() -> None:
+    """The hostile probe's SIGSTOP to the harness (it froze a run for 10 minutes): a rank
+    of a kernel-isolated world cannot find or signal it, sees only its world's processes,
+    each under the pid the world gives it, and a daemon it leaves ignoring SIGTERM is gone
+    when the world is. The harness knows each rank by its pid on the machine."""
+    daemon = f"hd-{os.getpid() % 100000}"
+    # a stand-in for the harness, so that a rank that can reach it stops this, not pytest
+    harness = subprocess.Popen(["sleep", "600"])
+    try:
+        result = run_world(f"{TARGETS_DIR / 'kernel_targets.py'}:reach_the_harness",
+                           topology="2x2", timeout=60, isolation="kernel",
+                           args=({"harness": harness.pid, "daemon": daemon},))
+        with open(f"/proc/{harness.pid}/stat") as f:
+            assert f.read().rsplit(")", 1)[1].split()[0] == "S"  # never stopped (T)
+    finally:
+        harness.kill()
+        harness.wait()
+    assert result.outcome == PASS, result.detail()
+    values = [r.value for r in result.ranks]
+    assert {v["sigstop"] for v in values} == {"ProcessLookupError"}
+    assert not any(v["sees harness"] for v in values)
+    inner = sorted(v["pid"] for v in values)
+    for v in values:
+        assert v["ppid"] == 0  # the leader is outside the world
+        assert v["self"] == str(v["pid"])  # /proc is the world's own
+        assert set(inner) <= set(v["procs"]) and max(v["procs"]) < 50, v["procs"]
+        assert 1 in v["procs"]  # the world's init
+    # the rows name machine pids, each a different process than any pid the world gave
+    assert all(r.pid is not None and r.pid > 0 for r in result.ranks)
+    assert sorted(r.pid for r in result.ranks) != inner
+    assert _named(daemon) == []
