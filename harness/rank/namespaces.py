@@ -24,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import re
 from dataclasses import dataclass
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
@@ -36,12 +37,15 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 @dataclass(frozen=True)
 class Bind:
-    """``source`` (a directory of the machine's) seen at ``target`` in a host's namespace."""
+    """``source`` (a directory of the machine's) seen at ``target`` in a host's namespace,
+    writable there unless ``readonly``: every mount of the machine's that no bind covers
+    is read-only in it."""
 
     source: str
     target: str
     readonly: bool = False
-    #: the machine's own directory, bound back at its own path under a bound one
+    #: the machine's own directory at its own path, held before the binds above it cover
+    #: it and bound back then
     machine: bool = False
 
 
@@ -94,10 +98,68 @@ def _bind_all(binds: tuple[Bind, ...], keep: str) -> None:
         _mount(bind.source, bind.target, MS_BIND | MS_REC)
         if bind.readonly:
             _mount(None, bind.target, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_REC)
-    for spot, bind in held:
+    for spot, bind in sorted(held, key=lambda h: len(h[1].target)):  # outer ones first
         os.makedirs(bind.target, exist_ok=True)  # in the bound directory: the sandbox's
         _mount(spot, bind.target, MS_BIND | MS_REC)
         _check(_libc.umount2(spot.encode(), MNT_DETACH), f"umount {spot}")
+
+
+#: Mount flags a remount must keep (a user namespace may not drop them: the kernel locks
+#: them), by the names ``/proc/self/mountinfo`` gives them.
+_KEPT = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": 1024,
+         "nodiratime": 2048, "relatime": 1 << 21, "strictatime": 1 << 24}
+#: Kernel trees a process writes as it runs (``/dev/null``, a pty); ``/proc`` is the world's.
+_LIVE = ("/dev", "/proc")
+#: What of a world's ``/proc`` stays read-only, as container runtimes keep it: the
+#: machine's settings (``/proc/sys``) and its triggers.
+PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
+
+
+def _under(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip("/") + "/")
+
+
+def _mount_points() -> list[tuple[str, int]]:
+    """Every mount of this namespace: its mount point and the flags a remount keeps."""
+    out = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+            out.append((point, sum(_KEPT.get(o, 0) for o in fields[5].split(","))))
+    return out
+
+
+def _read_only_machine(binds: tuple[Bind, ...]) -> None:
+    """Every mount of the machine's read-only in this namespace, but for what a host's
+    ``binds`` make writable (its fresh directories, the world's own directory, a
+    passthrough mount's) and the kernel's live trees. The innermost bind over a mount
+    point decides: the machine's directories bound back read-only under a writable one
+    (a working directory under ``/tmp``) are read-only. What the view does not see (a
+    subprocess, C code) meets ``EROFS`` there rather than write the machine."""
+    for point, flags in _mount_points():
+        over = [b for b in binds if _under(point, b.target)]
+        if over:
+            if not max(over, key=lambda b: len(b.target)).readonly:
+                continue
+        elif any(_under(point, top) for top in _LIVE):
+            continue
+        rc = _libc.mount(None, point.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags,
+                         None)
+        if rc != 0 and ctypes.get_errno() not in (errno.ENOENT, errno.EINVAL):
+            _check(rc, f"remount {point} read-only")  # ENOENT, EINVAL: a mount hidden below
+
+
+def _own_proc() -> None:
+    """The world's ``/proc`` (this process is in its PID namespace), its machine-wide
+    settings read-only."""
+    _check(_libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None),
+           "mount proc on /proc")
+    for path in PROC_READ_ONLY:
+        if os.path.exists(path):
+            _mount(path, path, MS_BIND | MS_REC)
+            _mount(None, path, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV
+                   | MS_NOEXEC)
 
 
 #: A host's namespace, held open: (its mount namespace, its user namespace or -1).
@@ -111,8 +173,9 @@ def prepare(binds: dict[int, tuple[Bind, ...]], keep: str, proc: bool = False
     (every mount private), then for each host a copy of the base with that host's binds,
     which the leader opens before the child goes back to the base for the next. ``proc``:
     the leader's children are a PID namespace of the world's (``world_pids``), and each
-    host's ``/proc`` is that namespace's own. Raises ``OSError`` saying what the kernel
-    refused."""
+    host's ``/proc`` is that namespace's own. The machine's mounts are read-only in every
+    host's namespace but for what its binds make writable (a host's fresh directories, the
+    world's own directory bound on itself). Raises ``OSError`` saying what the kernel refused."""
     said_r, said_w = os.pipe()
     go_r, go_w = os.pipe()
     pid = os.fork()
@@ -127,10 +190,9 @@ def prepare(binds: dict[int, tuple[Bind, ...]], keep: str, proc: bool = False
             for host, host_binds in binds.items():
                 _check(_libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
                 _bind_all(host_binds, os.path.join(keep, f"host-{host}"))
+                _read_only_machine(host_binds)
                 if proc:
-                    _check(_libc.mount(b"proc", b"/proc", b"proc",
-                                       MS_NOSUID | MS_NODEV | MS_NOEXEC, None),
-                           "mount proc on /proc")
+                    _own_proc()
                 os.write(said_w, word)
                 if os.read(go_r, 1) != b"x":  # until the leader holds it open
                     raise OSError(errno.EPIPE, "the leader went away")
@@ -230,8 +292,9 @@ _available: str | None = None
 
 
 def unavailable() -> str:
-    """Why this machine cannot give a host a mount namespace ("" when it can): tried once
-    per harness process, in a child, exactly as a world would."""
+    """Why this machine cannot give a world its namespaces ("" when it can): tried once per
+    harness process, in a child, exactly as a world's leader would (a PID namespace, then,
+    in its first process, a mount namespace with the world's own ``/proc``)."""
     global _available
     if _available is None:
         read, write = os.pipe()
@@ -239,9 +302,20 @@ def unavailable() -> str:
         if pid == 0:
             try:
                 os.close(read)
-                _unshare()
-                _mount(None, "/", MS_REC | MS_PRIVATE)
-                os.write(write, b"ok")
+                _unshare(CLONE_NEWPID)
+                first = os.fork()
+                if first == 0:
+                    try:
+                        _unshare()
+                        _mount(None, "/", MS_REC | MS_PRIVATE)
+                        _read_only_machine(())
+                        _own_proc()
+                        os.write(write, b"ok")
+                    except BaseException as exc:  # noqa: BLE001
+                        os.write(write, str(exc).encode()[:2000] or b"refused")
+                    finally:
+                        os._exit(0)
+                os.waitpid(first, 0)
             except BaseException as exc:  # noqa: BLE001
                 os.write(write, str(exc).encode()[:2000] or b"refused")
             finally:

@@ -59,19 +59,24 @@ def world_base(mode: str) -> str:
     return KERNEL_BASE if mode == KERNEL else tempfile.gettempdir()
 
 
-def binds_for(table: MountTable, topology: Topology, sandbox: str,
+def binds_for(table: MountTable, topology: Topology, world_dir: str, sandbox: str,
               machine_paths: Iterable[str]) -> dict[int, tuple[Bind, ...]]:
     """Each host's binds: its fresh mounts (``/tmp``, ``/dev/shm``, a scenario's) over the
     machine's directories of the same path, where the machine has one (a mount point is
     never made on the machine), then the machine's own directories the world needs that
     those cover (``machine_paths``: the working directory, the target's, the interpreter's
-    paths, the overlays'), bound back at their own path."""
+    paths, the overlays'), bound back at their own path, read-only as the rest of the
+    machine is; and what stays writable, each bound on itself: the world's directory (its
+    sandbox, the ranks' output) and a scenario's passthrough mounts."""
     fresh = sorted((m for m in table.mounts if m.base == "fresh" and m.scope in ("host", "shared")
                     and m.path != "/" and os.path.isdir(m.path) and not os.path.islink(m.path)),
                    key=lambda m: m.path.count("/"))
     covered = [m.path for m in fresh]
-    wanted = {*(m.path for m in table.mounts if m.base in ("overlay", "real", "passthrough")
+    passthrough = [m.path for m in table.mounts if m.base == "passthrough"
+                   and m.path not in KERNEL_TREES and os.path.isdir(m.path)]
+    wanted = {*(m.path for m in table.mounts if m.base in ("overlay", "real")
                 and m.path != "/" and m.path not in KERNEL_TREES), *machine_paths}
+    wanted -= set(passthrough)
     back: list[str] = []
     for path in sorted((os.path.normpath(p) for p in wanted if p), key=len):
         if not os.path.isdir(path) or not any(is_under(path, c) and path != c for c in covered):
@@ -83,7 +88,9 @@ def binds_for(table: MountTable, topology: Topology, sandbox: str,
     for host in range(topology.hosts):
         out[host] = (*(Bind(real_root(sandbox, m, m.scope_key(-1, host)), m.path,
                             readonly=m.mode == "ro") for m in fresh),
-                     *(Bind(p, p, machine=True) for p in back))
+                     *(Bind(p, p, readonly=True, machine=True) for p in back),
+                     *(Bind(p, p, machine=True) for p in passthrough),
+                     Bind(world_dir, world_dir))
     return out
 
 

@@ -121,7 +121,7 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
     if mode == isolation.KERNEL and table is not None:
         module = refs.module_of(name)
         spec = dataclasses.replace(spec, binds=isolation.binds_for(
-            table, topo, spec.sandbox, [*isolation.machine_paths(
+            table, topo, outdir, spec.sandbox, [*isolation.machine_paths(
                 cwd, module if module and refs.is_file(module) else None, config.argv),
                 *config.reads]))
     server = None

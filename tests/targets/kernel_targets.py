@@ -65,3 +65,35 @@ def reach_the_harness(inputs: dict) -> dict:
         os._exit(0)
     xm.rendezvous("looked")
     return out
+
+
+def writes_the_machine(inputs: dict) -> dict:
+    """What the view does not see writes the machine's directories: a subprocess into the
+    working directory and into a machine directory given, C code (sqlite3) into the
+    working directory, a root-only setting in /proc/sys. Says what each met."""
+    import sqlite3
+
+    def attempt(fn) -> str:
+        try:
+            fn()
+            return "written"
+        except (OSError, sqlite3.OperationalError, subprocess.CalledProcessError) as exc:
+            return type(exc).__name__
+
+    out = {
+        "sh into cwd": attempt(lambda: subprocess.run(
+            ["sh", "-c", "echo x > from-sh.txt"], check=True, capture_output=True)),
+        "sh into the machine": attempt(lambda: subprocess.run(
+            ["sh", "-c", f"echo x > {inputs['machine']}/from-sh.txt"], check=True,
+            capture_output=True)),
+        "sqlite3 into cwd": attempt(lambda: sqlite3.connect("db.sqlite").execute(
+            "create table t (x)")),
+        "/proc/sys": attempt(lambda: subprocess.run(
+            ["sh", "-c", "echo 1 > /proc/sys/vm/drop_caches"], check=True, capture_output=True)),
+    }
+    # Python's own writes go through the view: the host's copy, in the sandbox
+    with open("through-the-view.txt", "w") as f:
+        f.write("x")
+    out["python into cwd"] = "written"
+    xm.rendezvous("tried")
+    return out

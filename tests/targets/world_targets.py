@@ -133,8 +133,9 @@ def temp_names():
 
 
 def process_names():
-    """What ``ps`` calls this rank and the process that started it (the world's leader)."""
+    """What ``ps`` calls this rank and the process that started it (the world's leader;
+    None where the rank cannot see it: outside the world's PID namespace)."""
     def name(pid):
         with open(f"/proc/{pid}/comm") as f:
             return f.read().strip()
-    return name("self"), name(os.getppid())
+    return name("self"), name(os.getppid()) if os.getppid() else None

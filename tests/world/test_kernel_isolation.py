@@ -85,7 +85,8 @@ def test_a_hosts_binds_cover_its_fresh_directories_and_bring_back_what_lies_unde
     (cwd / "src").mkdir(parents=True)
     table = default_table(get_topology("2x1"), os.path.expanduser("~"), str(cwd)).with_mount(
         Mount("/mnt/no-such-dir-here", scope="shared", base="fresh"))
-    binds = binds_for(table, get_topology("2x1"), "/sb", [str(cwd), str(cwd / "src")])
+    binds = binds_for(table, get_topology("2x1"), str(tmp_path), "/sb",
+                      [str(cwd), str(cwd / "src")])
     assert sorted(binds) == [0, 1]
     for host, host_binds in binds.items():
         targets = {b.target: b for b in host_binds}
@@ -93,6 +94,9 @@ def test_a_hosts_binds_cover_its_fresh_directories_and_bring_back_what_lies_unde
         assert targets["/dev/shm"].source.startswith("/sb/") and not targets["/tmp"].machine
         assert targets[str(cwd)].machine and targets[str(cwd)].source == str(cwd)
         assert str(cwd / "src") not in targets and "/mnt/no-such-dir-here" not in targets
+        # the world's own directory stays writable, bound on itself
+        world = targets[str(tmp_path)]
+        assert world.source == str(tmp_path) and not world.machine and not world.readonly
     assert binds[0][0].source != binds[1][0].source  # each host its own /tmp
 
 
@@ -139,3 +143,27 @@ def test_a_world_is_a_pid_namespace_no_rank_can_see_out_of_and_nothing_outlives(
     assert all(r.pid is not None and r.pid > 0 for r in result.ranks)
     assert sorted(r.pid for r in result.ranks) != inner
     assert _named(daemon) == []
+
+
+def test_what_the_view_does_not_see_cannot_write_the_machine(tmp_path: Path) -> None:
+    """Kernel isolation: the machine's directories are read-only for what the view does
+    not see (a subprocess, C code), the working directory and /proc/sys included: each
+    such write meets EROFS, never the machine; Python's writes there go to the host's copy
+    as in Python isolation."""
+    cwd, machine = tmp_path / "checkout", Path("/var/tmp") / f"machine-{os.getpid()}"
+    cwd.mkdir()
+    machine.mkdir(exist_ok=True)
+    try:
+        result = run_world(f"{TARGETS_DIR / 'kernel_targets.py'}:writes_the_machine",
+                           topology="2x1", timeout=60, isolation="kernel", cwd=str(cwd),
+                           args=({"machine": str(machine)},))
+        assert result.outcome == PASS, result.detail()
+        assert list(machine.iterdir()) == []
+    finally:
+        machine.rmdir()
+    assert list(cwd.iterdir()) == []
+    for rank in result.ranks:
+        assert rank.value == {"sh into cwd": "CalledProcessError",
+                              "sh into the machine": "CalledProcessError",
+                              "sqlite3 into cwd": "OperationalError",
+                              "/proc/sys": "CalledProcessError", "python into cwd": "written"}

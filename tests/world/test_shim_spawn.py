@@ -216,7 +216,9 @@ def test_exec_spawn_on_a_host_of_one_chip_starts_a_child_process(tmp_path):
     assert result.outcome == PASS, describe(result)
     for r, h in zip(result.ranks, result.hosts):
         launcher_pid = int(h.stdout.split()[1])
-        assert r.value != launcher_pid and r.pid == r.value
+        assert r.value != launcher_pid
+        if result.isolation == "python":  # else r.value is the world's PID namespace's
+            assert r.pid == r.value
         assert r.stdout == f"fn {r.rank} {r.value}\n"
 
 
