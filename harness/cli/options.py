@@ -128,9 +128,11 @@ def _isolation(ctx: click.Context, param: click.Parameter, value: str | None) ->
 ISOLATION_OPTION = click.option(
     "--isolation", type=click.Choice(["kernel", "python"]), default=None, expose_value=False,
     callback=_isolation,
-    help="kernel: each host is a mount namespace too, so subprocesses and C code keep to its "
-         "/tmp and /dev/shm (python where the machine refuses it, said once); python: the "
-         "Python-level view alone. Default: $HARNESS_ISOLATION, else python.")
+    help="kernel: each host is a mount namespace and the world a PID namespace too, so "
+         "subprocesses and C code keep to the host's /tmp and /dev/shm, the machine is "
+         "read-only to them and no rank sees the harness (python where the machine refuses "
+         "it, said once); python: the Python-level view alone. Default: $HARNESS_ISOLATION, "
+         "else kernel.")
 
 WORLD = [
     click.option("--topology", "-t", default=None, callback=check_topology,

@@ -93,15 +93,15 @@ def _bind_all(binds: tuple[Bind, ...], keep: str) -> None:
         _mount(bind.source, spot, MS_BIND | MS_REC)
         held.append((spot, bind))
     for bind in binds:
-        if bind.machine:
-            continue
-        _mount(bind.source, bind.target, MS_BIND | MS_REC)
-        if bind.readonly:
-            _mount(None, bind.target, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_REC)
+        if not bind.machine:
+            _mount(bind.source, bind.target, MS_BIND | MS_REC)
     for spot, bind in sorted(held, key=lambda h: len(h[1].target)):  # outer ones first
         os.makedirs(bind.target, exist_ok=True)  # in the bound directory: the sandbox's
         _mount(spot, bind.target, MS_BIND | MS_REC)
         _check(_libc.umount2(spot.encode(), MNT_DETACH), f"umount {spot}")
+    for bind in binds:  # last: a read-only /tmp still takes the mount points made in it
+        if bind.readonly and not bind.machine:
+            _mount(None, bind.target, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_REC)
 
 
 #: Mount flags a remount must keep (a user namespace may not drop them: the kernel locks

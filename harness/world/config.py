@@ -65,7 +65,7 @@ class WorldConfig:
     #: disk, processes; the world is stopped at the first it passes
     limits: Limits = field(default_factory=Limits.from_environment)
     #: ``python`` (the view alone) or ``kernel`` (each host a mount namespace too, where the
-    #: machine allows it: ``harness.world.isolation``); default ``$HARNESS_ISOLATION`` or python
+    #: machine allows it: ``harness.world.isolation``); default ``$HARNESS_ISOLATION`` or kernel
     isolation: str = field(default_factory=default_mode)
     #: the machine's directories the units read by path that the target's ref does not name
     #: (a user's file behind a workload's adapter): kernel isolation keeps them in sight

@@ -1,8 +1,8 @@
 """Which walls a world has: ``python`` (the view alone) or ``kernel`` (each host a mount
 namespace too: ``harness.rank.namespaces``), and what a host's namespace binds.
 
-``kernel`` is asked for (``WorldConfig.isolation``, ``$HARNESS_ISOLATION``, ``harness run
---isolation``); where this machine refuses it (no unprivileged user namespaces, a
+``kernel`` is the default (``WorldConfig.isolation``, ``$HARNESS_ISOLATION``, ``harness run
+--isolation`` choose); where this machine refuses it (no unprivileged user namespaces, a
 container without the capability) the world falls back to ``python`` and its result says
 so, with the kernel's reason. What each mode guarantees is in the README ("Isolation").
 """
@@ -32,12 +32,14 @@ KERNEL_BASE = "/var/tmp"
 
 
 def default_mode() -> str:
+    """``$HARNESS_ISOLATION``, else ``kernel``: the kernel's walls wherever the machine
+    allows them (``choose`` falls back to ``python``, saying why, where it does not)."""
     given = os.environ.get(ISOLATION_ENV, "").strip().lower()
     if given and given not in MODES:
-        log.warning("%s=%r is not one of %s: python isolation", ISOLATION_ENV, given,
-                    ", ".join(MODES))
-        return PYTHON
-    return given or PYTHON
+        log.warning("%s=%r is not one of %s: kernel isolation where the machine allows it",
+                    ISOLATION_ENV, given, ", ".join(MODES))
+        return KERNEL
+    return given or KERNEL
 
 
 def choose(mode: str, sandboxed: bool) -> tuple[str, str]:
@@ -45,10 +47,10 @@ def choose(mode: str, sandboxed: bool) -> tuple[str, str]:
     if mode != KERNEL:
         return PYTHON, ""
     if not sandboxed:
-        return PYTHON, "kernel isolation needs the sandbox (sandbox=True)"
+        return PYTHON, ""  # no sandbox, no walls: the world sees the machine as it is
     why = namespaces.unavailable()
     if why:
-        return PYTHON, f"this machine refuses a mount namespace ({why})"
+        return PYTHON, f"this machine refuses a world its namespaces ({why})"
     if not os.access(KERNEL_BASE, os.W_OK | os.X_OK):
         return PYTHON, f"{KERNEL_BASE} cannot hold the world's directory"
     return KERNEL, ""

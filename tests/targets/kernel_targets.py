@@ -46,6 +46,7 @@ def reach_the_harness(inputs: dict) -> dict:
     for it in /proc, and leaves a daemon behind that ignores SIGTERM; says what it saw."""
     import signal
 
+    xm.rendezvous("all started")  # every rank's process is there to be seen
     out: dict = {"ppid": os.getppid(), "pid": os.getpid(), "self": os.readlink("/proc/self")}
     try:
         os.kill(inputs["harness"], signal.SIGSTOP)
@@ -97,3 +98,21 @@ def writes_the_machine(inputs: dict) -> dict:
     out["python into cwd"] = "written"
     xm.rendezvous("tried")
     return out
+
+
+def writes_tmp(inputs: dict | None = None) -> dict:
+    """Python and a subprocess each write /tmp; says what each met."""
+    out = {}
+    try:
+        with open("/tmp/python.txt", "w") as f:
+            f.write("x")
+        out["python"] = "written"
+    except OSError as exc:
+        out["python"] = type(exc).__name__
+    done = subprocess.run(["sh", "-c", "echo x > /tmp/sh.txt"], capture_output=True)
+    out["sh"] = "written" if done.returncode == 0 else "refused"
+    return out
+
+
+def hello() -> str:
+    return f"rank {xm.get_ordinal()}"

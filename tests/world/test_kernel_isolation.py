@@ -59,11 +59,25 @@ def test_python_isolation_keeps_its_holes_for_the_same_code(tmp_path: Path) -> N
                 os.remove(path)
 
 
-def test_kernel_isolation_without_a_sandbox_falls_back_and_says_why() -> None:
+def test_without_a_sandbox_a_world_has_no_walls_to_draw() -> None:
     result = run_world(f"{TARGETS_DIR / 'plain_sync.py'}:sync", topology="2x1", timeout=30,
                        isolation="kernel", sandbox=False)
+    assert (result.isolation, result.isolation_note) == ("python", "")
+
+
+def test_where_the_kernel_refuses_the_world_falls_back_and_says_why(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default (kernel) on a machine that forbids user namespaces: python isolation,
+    with the kernel's reason in the result (and so in every report's cell)."""
+    monkeypatch.delenv("HARNESS_ISOLATION", raising=False)
+    monkeypatch.setattr(namespaces, "_available", "unshare(CLONE_NEWUSER): Operation not "
+                                                  "permitted")
+    result = run_world(f"{TARGETS_DIR / 'kernel_targets.py'}:hello", topology="2x1",
+                       timeout=30)
+    assert result.outcome == PASS, result.detail()
     assert result.isolation == "python"
-    assert result.isolation_note == "kernel isolation needs the sandbox (sandbox=True)"
+    assert result.isolation_note == ("this machine refuses a world its namespaces "
+                                     "(unshare(CLONE_NEWUSER): Operation not permitted)")
 
 
 def test_a_kernel_isolated_worlds_directory_is_never_under_what_a_host_covers() -> None:
@@ -167,3 +181,16 @@ def test_what_the_view_does_not_see_cannot_write_the_machine(tmp_path: Path) -> 
                               "sh into the machine": "CalledProcessError",
                               "sqlite3 into cwd": "OperationalError",
                               "/proc/sys": "CalledProcessError", "python into cwd": "written"}
+
+
+def test_a_read_only_tmp_over_a_working_directory_under_it(tmp_path: Path) -> None:
+    """A scenario's read-only /tmp (read-only-fs) while the working directory lies under
+    the machine's /tmp, as a CI checkout does: the ranks start (the checkout is bound back
+    before /tmp turns read-only), and Python and a subprocess both meet EROFS there."""
+    from harness.filesystem.mounts import Mount
+
+    result = run_world(f"{TARGETS_DIR / 'kernel_targets.py'}:writes_tmp", topology="2x1",
+                       timeout=60, isolation="kernel", cwd=str(tmp_path),
+                       mounts=[Mount("/tmp", scope="host", mode="ro")])
+    assert result.outcome == PASS, result.detail()
+    assert [r.value for r in result.ranks] == [{"python": "OSError", "sh": "refused"}] * 2
