@@ -183,3 +183,16 @@ def subprocess_writes_tmp(inputs: dict) -> dict:
     subprocess.run(["sh", "-c", f"echo x > /tmp/{_token(inputs)}-from-sh"], check=True)
     xm.rendezvous("config")
     return dict(inputs["config"])
+
+
+def stops_the_harness(inputs: dict) -> dict:
+    """SIGSTOP to the harness (its pid leads its run token, in every rank's environment):
+    it froze a run for 10 minutes. Kernel isolation's PID namespace keeps it out of reach;
+    Python isolation cannot, so soak runs it with --isolation kernel alone."""
+    harness = int(os.environ["HARNESS_RUN"].split("-")[0])
+    try:
+        os.kill(harness, signal.SIGSTOP)
+    except ProcessLookupError:
+        pass
+    xm.rendezvous("config")
+    return dict(inputs["config"])

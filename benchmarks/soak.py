@@ -7,9 +7,9 @@ Each round runs ``harness run`` (a subprocess, as a user types it) on one target
 values only the target can build or no checker can compare, a forged frame, writes through
 /proc and /dev/shm, symlinks into /proc/self/root, a machine file reopened for writing by its
 descriptor, a copy or a mapping, shared memory left behind, 1 GB printed, a killed fork
-server or leader, hangs) and one config-sync scenario, under the isolation asked for, and,
-in a third of the rounds, sends the harness SIGINT, SIGTERM or SIGKILL mid-run. Then it
-counts what the harness promises never happens:
+server or leader, a SIGSTOP to the harness, hangs) and one config-sync scenario, under
+the isolation asked for, and, in a third of the rounds, sends the harness SIGINT, SIGTERM
+or SIGKILL mid-run. Then it counts what the harness promises never happens:
 
 - hang: ``harness run`` still running 60 s past its cells' deadlines;
 - leak: a process of that run alive 15 s after it ended (found by the SOAK_ID in the
@@ -50,7 +50,7 @@ HERE = Path(__file__).resolve().parent
 KINDS = [node.name for node in ast.parse((HERE / "hostile_targets.py").read_text()).body
          if isinstance(node, ast.FunctionDef) and not node.name.startswith("_")]
 #: What only kernel isolation contains (Python isolation's documented holes).
-KERNEL_ONLY = {"subprocess_writes_tmp"}
+KERNEL_ONLY = {"subprocess_writes_tmp", "stops_the_harness"}
 
 SCENARIOS = ["baseline", "partial-write", "writer-killed", "rank0-raises", "isolated-tmp",
              "transient-eio", "divergent-input", "stale-leftover"]
