@@ -66,6 +66,7 @@ def become_host(spec: WorldSpec, host: int) -> RankContext:
         imported.mark()
     redirect_output(spec, name)
     enter_environment(spec, spec.topology.host_environment(host, spec.profile))
+    seed_generators(spec.seed, f"host-{host}")  # a host's launcher: a fresh process too
     channel = Channel(spec.address, "host", host)
     ctx = RankContext(spec, "host", None, host, channel, launcher=True)
     runtime.enter(ctx)
@@ -103,7 +104,8 @@ def enter_world(faults: FaultPlan, seed: int, rank: int, host: int,
 
         made = view(engine)
         patch.install(made)
-    seed_generators(seed)
+    seed_generators(seed, f"rank-{rank}" + (f":life-{life}" if life else "")
+                    + (f":round-{round_}" if round_ else ""))
     seed_temp_names(rank, life, round_)
     return engine, made
 

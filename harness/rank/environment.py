@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from typing import Any
 
 from harness.rank.spec import WorldSpec
+from harness.vocabulary import MAX_SEED
 
 _HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: where the fake torch_xla is: installed beside the package, or in a checkout
@@ -79,20 +81,41 @@ def seed_temp_names(rank: int, life: int, round_: int = 0) -> None:
     when_imported("tempfile", seed)
 
 
-def seed_generators(seed: int) -> None:
-    """random, numpy and torch seeded alike on every rank, as a fork would leave them.
+def process_seed(seed: int, key: str) -> int:
+    """The seed of one process's generators: drawn from the world's ``seed`` and the
+    process's ``key`` (its rank and life, or its host), so each differs and a run replays."""
+    digest = hashlib.sha256(f"harness-process:{seed}:{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1  # below 2**63: torch takes it as it is
 
-    Real ranks of one launcher share the launcher's state only by luck; the
-    harness makes it a fact so that the same seed gives the same run, and
-    leaves divergence to the ``divergent-rng`` fault.
+
+def seed_generators(seed: int, key: str) -> None:
+    """``random``, numpy's global generator, torch's default one and the entropy numpy's
+    unseeded generators draw (``np.random.default_rng()``) seeded for this process alone.
+
+    On a pod every rank is a fresh process (``xmp.spawn`` starts them with ``spawn``; each
+    host is a VM of its own) whose generators start from fresh entropy: a loader that
+    draws from them unseeded picks different examples on every rank. Forked ranks would
+    share their parent's state and hide that; so each process's come from the world's
+    seed and its own ``key`` (``rank-3``, ``rank-3:life-1``, ``host-0``), as distinct as
+    fresh ones and the same in every run of the seed. Only ``random.Random()``, which
+    reads the operating system's entropy in C, stays unreplayable. ``divergent-rng``
+    still moves the ranks it selects onto another seed.
     """
     import random
 
     from harness.imports import when_imported
 
-    random.seed(seed)
-    when_imported("numpy", lambda np: np.random.seed(seed))
-    when_imported("torch", lambda torch: seed_torch(torch, seed))
+    mine = process_seed(seed, key)
+    random.seed(mine)
+
+    def seed_numpy(numpy_random: Any) -> None:
+        numpy_random.seed(mine % (MAX_SEED + 1))  # numpy takes 32 bits
+        bit_generator = sys.modules.get("numpy.random.bit_generator")
+        if bit_generator is not None and hasattr(bit_generator, "randbits"):
+            bit_generator.randbits = random.Random(f"harness-entropy:{mine}").getrandbits
+
+    when_imported("numpy.random", seed_numpy)
+    when_imported("torch", lambda torch: seed_torch(torch, mine))
 
 
 #: The accelerator modules ``torch.manual_seed`` seeds besides the CPU generator.

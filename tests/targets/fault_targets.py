@@ -229,9 +229,12 @@ def all_reduce_once():
 
 
 def random_draws():
+    """One draw from each generator a loader may use unseeded: random, numpy's global one,
+    torch's default one and an unseeded ``numpy.random.default_rng()``."""
     import numpy
     import torch
-    return (random.random(), float(numpy.random.rand()), float(torch.rand(1).item()))
+    return (random.random(), float(numpy.random.rand()), float(torch.rand(1).item()),
+            float(numpy.random.default_rng().random()))
 
 
 def env_of(*names):

@@ -494,17 +494,27 @@ def test_never_arrive_hangs_and_the_report_names_the_rank_held_by_the_fault_plan
     assert calls(result, "config_save", 2) == []
 
 
-def test_divergent_rng_differs_across_ranks_only_with_the_fault():
-    same = run("random_draws", topology="1x3")
-    assert len(set(same.values)) == 1, "without the fault every rank draws alike"
-    diverged = run("random_draws", topology="1x3", faults=[{"kind": "divergent-rng"}])
-    for i in range(3):  # random, numpy and torch each diverge
-        assert len({v[i] for v in diverged.values}) == 3
-    again = run("random_draws", topology="1x3", faults=[{"kind": "divergent-rng"}])
+def test_every_rank_draws_as_a_fresh_process_would_and_a_seed_replays_it():
+    """A pod's ranks are fresh processes, each generator started from fresh entropy: here
+    each rank's (random, numpy's global and unseeded ones, torch's) come from the seed and
+    the rank, so they differ across ranks (a loader drawing unseeded picks differently on
+    each) and the same seed draws the same numbers again."""
+    first = run("random_draws", topology="1x3")
+    for i in range(4):
+        assert len({v[i] for v in first.values}) == 3, i
+    assert run("random_draws", topology="1x3").values == first.values
+    assert run("random_draws", topology="1x3", seed=1).values != first.values
+
+
+def test_divergent_rng_moves_the_ranks_it_selects_onto_another_seed():
+    plain = run("random_draws", topology="1x3")
+    diverged = run("random_draws", topology="1x3", faults=[{"kind": "divergent-rng",
+                                                             "ranks": [1]}])
+    assert diverged.values[0] == plain.values[0] and diverged.values[2] == plain.values[2]
+    assert all(a != b for a, b in zip(diverged.values[1], plain.values[1], strict=True))
+    assert [e.rank for e in faults_of(diverged, "divergent-rng")] == [1]
+    again = run("random_draws", topology="1x3", faults=[{"kind": "divergent-rng", "ranks": [1]}])
     assert again.values == diverged.values, "the same seed, the same draws"
-    other = run("random_draws", topology="1x3", seed=1, faults=[{"kind": "divergent-rng"}])
-    assert other.values != diverged.values
-    assert sorted(e.rank for e in faults_of(diverged, "divergent-rng")) == [0, 1, 2]
 
 
 def test_env_skew_only_the_named_host_sees_the_variables():
