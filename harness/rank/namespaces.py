@@ -130,19 +130,14 @@ def _mount_points() -> list[tuple[str, int]]:
     return out
 
 
-def _read_only_machine(binds: tuple[Bind, ...]) -> None:
-    """Every mount of the machine's read-only in this namespace, but for what a host's
-    ``binds`` make writable (its fresh directories, the world's own directory, a
-    passthrough mount's) and the kernel's live trees. The innermost bind over a mount
-    point decides: the machine's directories bound back read-only under a writable one
-    (a working directory under ``/tmp``) are read-only. What the view does not see (a
-    subprocess, C code) meets ``EROFS`` there rather than write the machine."""
+def _read_only_machine(writable: tuple[str, ...]) -> None:
+    """Every mount of the machine's read-only in this namespace but ``writable`` (the
+    world's own directory, a passthrough mount's, each bound on itself first) and the
+    kernel's live trees. What the view does not see (a subprocess, C code) meets ``EROFS``
+    there rather than write the machine; a bind made later of a directory here is
+    read-only as its source is (the working directory bound back under a host's /tmp)."""
     for point, flags in _mount_points():
-        over = [b for b in binds if _under(point, b.target)]
-        if over:
-            if not max(over, key=lambda b: len(b.target)).readonly:
-                continue
-        elif any(_under(point, top) for top in _LIVE):
+        if any(_under(point, top) for top in (*writable, *_LIVE)):
             continue
         rc = _libc.mount(None, point.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags,
                          None)
@@ -176,6 +171,9 @@ def prepare(binds: dict[int, tuple[Bind, ...]], keep: str, proc: bool = False
     host's ``/proc`` is that namespace's own. The machine's mounts are read-only in every
     host's namespace but for what its binds make writable (a host's fresh directories, the
     world's own directory bound on itself). Raises ``OSError`` saying what the kernel refused."""
+    #: the machine's directories that stay writable (bound on themselves), on every host
+    writable = tuple(sorted({b.target for host_binds in binds.values() for b in host_binds
+                             if b.source == b.target and not b.readonly}, key=len))
     said_r, said_w = os.pipe()
     go_r, go_w = os.pipe()
     pid = os.fork()
@@ -186,13 +184,19 @@ def prepare(binds: dict[int, tuple[Bind, ...]], keep: str, proc: bool = False
             os.close(go_w)
             word = b"ou" if _unshare() else b"ok"  # ou: in a user namespace of its own
             _mount(None, "/", MS_REC | MS_PRIVATE)
+            # What every host shares is made once, here, and copied into each host's
+            # namespace: the writable directories of the machine's, the read-only rest,
+            # the world's /proc.
+            for path in writable:
+                _mount(path, path, MS_BIND | MS_REC)
+            _read_only_machine(writable)
+            if proc:
+                _own_proc()
             base = os.open("/proc/self/ns/mnt", os.O_RDONLY)
             for host, host_binds in binds.items():
                 _check(_libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
-                _bind_all(host_binds, os.path.join(keep, f"host-{host}"))
-                _read_only_machine(host_binds)
-                if proc:
-                    _own_proc()
+                _bind_all(tuple(b for b in host_binds if b.target not in writable or
+                                b.machine), os.path.join(keep, f"host-{host}"))
                 os.write(said_w, word)
                 if os.read(go_r, 1) != b"x":  # until the leader holds it open
                     raise OSError(errno.EPIPE, "the leader went away")
