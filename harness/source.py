@@ -9,9 +9,11 @@ on 3.11.7 under load). A file is parsed once while it is unchanged (same mtime a
 from __future__ import annotations
 
 import ast
+import inspect
 import os
 import stat
 import threading
+from dataclasses import dataclass
 
 _lock = threading.Lock()
 _parsed: dict[str, tuple[int, int, ast.Module]] = {}
@@ -60,3 +62,77 @@ def check_defines(what: str, path: str, name: str) -> None:
             defined.add(node.id)
     if name not in defined and "__getattr__" not in defined:
         raise ValueError(f"{what}: {path} defines no {name!r}")
+
+
+class _Default:
+    """The default of a parameter read from source: there is one, its value is not known."""
+
+    def __repr__(self) -> str:
+        return "..."
+
+
+HAS_DEFAULT = _Default()
+
+
+@dataclass(frozen=True)
+class Callee:
+    """What a file's source says of how one of its top-level names is called."""
+
+    signature: inspect.Signature
+    is_class: bool = False
+    is_async: bool = False
+    line: int = 0
+    #: what ``NAME.harness_contract = "..."`` in the file declares (a workload's shape)
+    declared: str | None = None
+
+
+def _signature(args: ast.arguments, skip_first: bool = False) -> inspect.Signature:
+    P = inspect.Parameter
+    positional = [*((a, P.POSITIONAL_ONLY) for a in args.posonlyargs),
+                  *((a, P.POSITIONAL_OR_KEYWORD) for a in args.args)]
+    if skip_first:
+        positional = positional[1:]
+    first_default = len(positional) - len(args.defaults)
+    params = [P(a.arg, kind, default=HAS_DEFAULT if i >= first_default else P.empty)
+              for i, (a, kind) in enumerate(positional)]
+    if args.vararg:
+        params.append(P(args.vararg.arg, P.VAR_POSITIONAL))
+    params += [P(a.arg, P.KEYWORD_ONLY, default=P.empty if d is None else HAS_DEFAULT)
+               for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)]
+    if args.kwarg:
+        params.append(P(args.kwarg.arg, P.VAR_KEYWORD))
+    return inspect.Signature(params)
+
+
+def callee(path: str, name: str) -> Callee | None:
+    """How ``name`` in the file at ``path`` is called, read from its source, or None where
+    the source cannot say: not a plain top-level ``def`` or ``class`` (an assignment, an
+    import, a decorated function, a class whose ``__init__`` it inherits), or bound more
+    than once. Never raises for a file ``check_defines`` accepted."""
+    try:
+        tree = parse(path)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    found = [node for node in tree.body
+             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+             and node.name == name]
+    rebound = any(isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)
+                  or isinstance(node, ast.alias) and (node.asname or node.name) == name
+                  for node in ast.walk(tree))
+    if len(found) != 1 or rebound or found[0].decorator_list:
+        return None
+    node = found[0]
+    declared = next((stmt.value.value for stmt in tree.body if isinstance(stmt, ast.Assign)
+                     and isinstance(stmt.value, ast.Constant)
+                     and isinstance(stmt.value.value, str)
+                     and any(isinstance(t, ast.Attribute) and t.attr == "harness_contract"
+                             and isinstance(t.value, ast.Name) and t.value.id == name
+                             for t in stmt.targets)), None)
+    if isinstance(node, ast.ClassDef):
+        inits = [n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"]
+        if len(inits) != 1 or inits[0].decorator_list:
+            return None
+        return Callee(_signature(inits[0].args, skip_first=True), is_class=True,
+                      line=node.lineno, declared=declared)
+    return Callee(_signature(node.args), is_async=isinstance(node, ast.AsyncFunctionDef),
+                  line=node.lineno, declared=declared)

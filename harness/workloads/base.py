@@ -87,6 +87,20 @@ class Target:
         return ()
 
 
+def takes_inputs(signature: inspect.Signature, is_class: bool, declared: object = None
+                 ) -> str | None:
+    """Why a target cannot be called as ``run(inputs)`` (None: it can): every rank passes
+    it one argument, the scenario's inputs."""
+    try:
+        signature.bind(None)
+    except TypeError as exc:
+        said = ("it takes no argument" if "too many positional" in str(exc) and not any(
+            p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in
+            signature.parameters.values()) else str(exc))
+        return f"every rank calls it with one argument, the scenario's inputs ({said})"
+    return None
+
+
 def _positional_arity(fn: Callable[..., Any]) -> int:
     try:
         params = inspect.signature(fn).parameters.values()
@@ -134,6 +148,12 @@ class Workload:
     #: ranks; a user's target has its own (``--checker``) or none: the seed's schema is
     #: not the user's
     validator: str | None = None
+    #: (signature, is a class, its declared harness_contract) -> why a user's target cannot
+    #: be called as this workload calls it (None: it can); read from its source, before
+    #: any world (``registry.target``)
+    call_error: Callable[[inspect.Signature, bool, object], str | None] = takes_inputs
+    #: how this workload calls a user's target, as an error refusing one says it
+    contract: str = "def run(inputs: dict) -> dict, called on every rank"
 
     def judge(self, result: WorldResult, baseline: Baseline | None = None) -> Judgement:
         """The checker's judgement of ``result``, given ``baseline`` if it takes one."""

@@ -108,6 +108,24 @@ def check_workload(name: str) -> Workload:
     return workload
 
 
+def check_call(spec: str, path: str, name: str, workload: Workload) -> None:
+    """A ValueError if the source of ``name`` in ``path`` says it cannot be called as
+    ``workload`` calls a target (``def load_config():``, a required second parameter, an
+    ``async def``): refused before any world, rather than a TypeError in every cell, the
+    fault-free one included. Silent where the source cannot say (a decorated function, an
+    assignment, a class whose ``__init__`` it inherits): the ranks will."""
+    callee = source.callee(path, name)
+    if callee is None:
+        return
+    why = ("it is an async function: a rank would get a coroutine, never its value"
+           if callee.is_async else workload.call_error(callee.signature, callee.is_class,
+                                                       callee.declared))
+    if why:
+        raise ValueError(f"target {spec!r}: {name}{callee.signature} ({path}:{callee.line}) "
+                         f"does not fit the {workload.name} workload: {why}. "
+                         f"It expects {workload.contract}")
+
+
 def target(spec: str, workload: str = DEFAULT_WORKLOAD, checker: Any = None) -> Target:
     """A built-in name, or a user's ``module:function`` / ``file.py:function``, which
     runs only the scenarios of ``workload`` (a built-in keeps its own); ``checker``
@@ -125,6 +143,7 @@ def target(spec: str, workload: str = DEFAULT_WORKLOAD, checker: Any = None) -> 
     ref = refs.parse(spec)
     if ref.is_file:
         source.check_defines(f"target {spec!r}", ref.module, ref.attr.split(".")[0])
+        check_call(spec, ref.module, ref.attr, WORKLOADS[workload])
     adapt = WORKLOADS[workload].user_ref
     ref, preload = spec, None
     if adapt:

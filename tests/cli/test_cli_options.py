@@ -120,6 +120,49 @@ def test_a_target_file_without_its_function_is_a_usage_error(tmp_path, command, 
     assert not (tmp_path / "out").exists()  # refused before any world started
 
 
+MISFITS = """
+def load_config():
+    return {}
+
+def sync(inputs, extra):
+    return inputs
+
+async def coroutine(inputs):
+    return inputs
+
+class Loader:
+    def __init__(self, rank, num_replicas, tokenizer):
+        self.rank = rank
+"""
+
+
+@pytest.mark.parametrize("name, workload, words", [
+    ("load_config", "config-sync", "load_config() ({path}:2) does not fit the config-sync "
+     "workload: every rank calls it with one argument, the scenario's inputs (it takes no "
+     "argument). It expects def run(inputs: dict) -> dict, called on every rank"),
+    ("sync", "checkpoint-resume", "sync(inputs, extra) ({path}:5) does not fit the "
+     "checkpoint-resume workload: every rank calls it with one argument, the scenario's "
+     "inputs (missing a required argument: 'extra')"),
+    ("coroutine", "config-sync", "it is an async function: a rank would get a coroutine"),
+    ("Loader", "data-sharding", "Loader(rank, num_replicas, tokenizer) ({path}:11) does not "
+     "fit the data-sharding workload: the loader factory requires 'tokenizer', which the "
+     "harness does not give"),
+    ("load_config", "data-sharding", "its parameters (none) are neither run(inputs) nor a "
+     "loader factory's"),
+])
+def test_a_target_its_workload_cannot_call_is_refused_before_any_world(tmp_path, name, workload,
+                                                                      words):
+    """Read from the source, never run: not a TypeError in every cell, baseline included."""
+    path = tmp_path / "mine.py"
+    path.write_text(MISFITS)
+    done = run_cli_here("run", "--target", f"{path}:{name}", "--workload", workload,
+                        "--report-dir", str(tmp_path / "out"))
+    assert done.returncode == 2, done.stderr
+    assert "Invalid value for '--target'" in done.stderr
+    assert words.format(path=path) in " ".join(done.stderr.split()), done.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_function_defined_under_an_if_is_found(cli, tmp_path):
     (tmp_path / "sync.py").write_text(SYNC)
     done = cli("run", "--scenario", "baseline", "--target", f"{tmp_path}/sync.py:sync_config",

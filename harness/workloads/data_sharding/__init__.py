@@ -104,6 +104,8 @@ once.
 
 from __future__ import annotations
 
+import inspect
+
 #: Built-in target name -> ``module:function``.
 TARGETS = {
     "seed-loader": "harness.workloads.data_sharding.seed_loader:run",
@@ -124,4 +126,51 @@ def user_ref(spec: str) -> str:
     return f"harness.workloads.data_sharding.adapter:{ADAPTER_PREFIX}{spec.encode().hex()}"
 
 
-__all__ = ["TARGETS", "PRELOAD", "ADAPTER_PREFIX", "user_ref"]
+#: parameter names a loader factory may take, and the input each one gets
+ALIASES = {
+    "data_dir": "data_dir", "dataset_path": "data_dir", "data_path": "data_dir", "root": "data_dir",
+    "dataset_paths": "data_dirs", "data_paths": "data_dirs",
+    "rank": "rank", "num_replicas": "world_size", "world_size": "world_size",
+    "seed": "seed", "global_batch_size": "global_batch_size",
+}
+
+
+def shape(signature: inspect.Signature, is_class: bool, declared: object = None) -> str:
+    """``"loader"`` or ``"run"``: the shape of a user's target from how it is called (and
+    its ``harness_contract``, if it declares one); ``ValueError`` saying why when neither
+    fits. The one rule, for the CLI reading the source and the adapter the live object."""
+    if declared is not None:
+        if declared not in ("loader", "run"):
+            raise ValueError(f"harness_contract = {declared!r}: use 'loader' or 'run'")
+        return str(declared)
+    if is_class:
+        return "loader"
+    params = list(signature.parameters.values())
+    named = [p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    if len(named) == 1 and named[0].name not in ALIASES and named[0].default is inspect.Parameter.empty:
+        return "run"
+    if any(p.name in ALIASES for p in named):
+        return "loader"
+    raise ValueError(
+        f"its parameters ({', '.join(p.name for p in params) or 'none'}) are neither run(inputs) "
+        f"nor a loader factory's ({', '.join(sorted(set(ALIASES)))})")
+
+
+def call_error(signature: inspect.Signature, is_class: bool, declared: object = None) -> str | None:
+    """Why a user's target cannot be a data-sharding target (None: it can): its shape, and
+    for a loader factory, a required parameter the harness cannot give."""
+    try:
+        kind = shape(signature, is_class, declared)
+    except ValueError as exc:
+        return str(exc)
+    if kind == "run":
+        return None
+    for p in signature.parameters.values():
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY, p.POSITIONAL_ONLY) \
+                and p.name not in ALIASES and p.default is p.empty:
+            return (f"the loader factory requires {p.name!r}, which the harness does not give "
+                    f"(it gives {', '.join(sorted(set(ALIASES)))})")
+    return None
+
+
+__all__ = ["TARGETS", "PRELOAD", "ADAPTER_PREFIX", "ALIASES", "user_ref", "shape", "call_error"]

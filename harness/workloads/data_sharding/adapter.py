@@ -43,17 +43,11 @@ import numpy as np
 import torch  # imported at the top so that the warm fork server preloads it
 
 from harness.workloads.data_sharding import ADAPTER_PREFIX as PREFIX
+from harness.workloads.data_sharding import ALIASES, shape
 
 MODULE = __name__
 CONTRACT = "see the data-sharding contract (harness.workloads.data_sharding)"
 
-#: parameter names a loader factory may take, and the input each one gets
-ALIASES = {
-    "data_dir": "data_dir", "dataset_path": "data_dir", "data_path": "data_dir", "root": "data_dir",
-    "dataset_paths": "data_dirs", "data_paths": "data_dirs",
-    "rank": "rank", "num_replicas": "world_size", "world_size": "world_size",
-    "seed": "seed", "global_batch_size": "global_batch_size",
-}
 ID_KEYS = ("sample_ids", "ids", "sample_id", "id")
 
 
@@ -74,26 +68,17 @@ def __getattr__(name: str) -> Any:
 def shape_of(target: Callable[..., Any]) -> str:
     """``"loader"`` or ``"run"``; raises ``ContractError`` when neither fits."""
     declared = getattr(target, "harness_contract", None)
-    if declared is not None:
-        if declared not in ("loader", "run"):
-            raise ContractError(f"harness_contract = {declared!r}: use 'loader' or 'run'")
-        return str(declared)
-    if inspect.isclass(target):
-        return "loader"
+    is_class = inspect.isclass(target)
     try:
-        params = list(inspect.signature(target).parameters.values())
+        signature = inspect.Signature() if is_class or declared is not None \
+            else inspect.signature(target)
     except (TypeError, ValueError):
         raise ContractError("its signature cannot be read: declare harness_contract = 'loader' "
                             "or 'run' on it") from None
-    named = [p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-    if len(named) == 1 and named[0].name not in ALIASES \
-            and named[0].default is inspect.Parameter.empty:
-        return "run"
-    if any(p.name in ALIASES for p in named):
-        return "loader"
-    raise ContractError(
-        f"its parameters ({', '.join(p.name for p in params) or 'none'}) are neither run(inputs) "
-        f"nor a loader factory's ({', '.join(sorted(set(ALIASES)))})")
+    try:
+        return shape(signature, is_class, declared)
+    except ValueError as exc:
+        raise ContractError(str(exc)) from None
 
 
 def build_loader(factory: Callable[..., Any], values: dict[str, Any]) -> Any:

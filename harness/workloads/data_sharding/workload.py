@@ -12,7 +12,7 @@ from harness.filesystem.sandbox import Leftover
 from harness.topology import Topology
 from harness.vocabulary import MAX_SEED, MAX_TIMEOUT
 from harness.workloads.base import AbsolutePath, HostList, Workload, WorkloadInputs
-from harness.workloads.data_sharding import PRELOAD, TARGETS, user_ref
+from harness.workloads.data_sharding import PRELOAD, TARGETS, call_error, user_ref
 from harness.world.result import WorldResult
 
 #: The most int32 cells one array of a built dataset may hold (4 MiB): the builder
@@ -86,7 +86,10 @@ _SEED_LOADER_KNOWN = frozenset({"missing-data-on-host", "divergent-dataset", "co
 WORKLOAD = Workload(
     "data-sharding", DataShardingInputs, check, targets=TARGETS,
     known_failures={"seed-loader": _SEED_LOADER_KNOWN}, preload=PRELOAD,
-    setup=_setup, watch=_watch, user_ref=user_ref,
+    setup=_setup, watch=_watch, user_ref=user_ref, call_error=call_error,
+    contract="def run(inputs: dict) -> dict, or a loader factory (a class or function) taking "
+             "some of data_dir, rank, num_replicas, seed, global_batch_size by name "
+             "(harness.workloads.data_sharding)",
     catalog_order=("uneven-shards", "missing-data-on-host", "divergent-dataset", "corrupt-npy",
                    "readonly-data-mount", "divergent-seed"),
     # what a loader meets: a flaky or slow data disk, a file it may not read, ranks whose
