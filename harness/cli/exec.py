@@ -11,11 +11,12 @@ import click
 from harness.cli.common import styled
 from harness.cli.options import ISOLATION_OPTION, SEED_OPTION, TIMEOUT_HELP, Seconds, check_topology
 from harness.topology import PROFILES, TOPOLOGIES
-from harness.vocabulary import DEFAULT_TIMEOUT, PASS, ExitCode
+from harness.vocabulary import DEFAULT_TIMEOUT, NOT_EXERCISED, PASS, ExitCode
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from harness.runner.script import Verdict
     from harness.world.result import WorldResult
 
 _PYTHONS = ("python", "python3", os.path.basename(sys.executable))
@@ -34,9 +35,12 @@ _SHOWN_TRACEBACKS = 3  # of a whole script's world; the rest are one line each i
 @ISOLATION_OPTION
 @click.option("--output/--no-output", default=False,
               help="Print every rank's captured stdout/stderr, not only failing ranks'.")
+@click.option("--require-exercised", is_flag=True, default=False,
+              help="A script that started no rank (NOT-EXERCISED: a test file that skipped "
+                   "itself) fails (exit 1).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 def exec_command(topology: str, timeout: float, profile: str, seed: int, output: bool,
-                 command: tuple[str, ...]) -> None:
+                 require_exercised: bool, command: tuple[str, ...]) -> None:
     """Run a whole training script on every host of a world, with the shim active.
 
     \b
@@ -66,12 +70,19 @@ def exec_command(topology: str, timeout: float, profile: str, seed: int, output:
         result = run_world(
             argv=tuple(argv), topology=topology, timeout=timeout, profile=profile, seed=seed,
             progress=(lambda p: status.update(f"harness exec: {p.describe()}")) if status else None)
-    render_world(result, Console(), show_output=output)
-    sys.exit(ExitCode.OK if result.outcome == PASS else ExitCode.FAILED)
+    from harness.runner.script import judge
+
+    verdict = judge(result)
+    render_world(result, Console(), show_output=output, verdict=verdict)
+    failed = verdict.outcome not in (PASS, NOT_EXERCISED) or (
+        require_exercised and verdict.outcome == NOT_EXERCISED)
+    sys.exit(ExitCode.FAILED if failed else ExitCode.OK)
 
 
-def render_world(result: WorldResult, console: Console, show_output: bool = False) -> None:
-    """A world as a person reads it: its ranks grouped by how they ended, then what went wrong.
+def render_world(result: WorldResult, console: Console, show_output: bool = False,
+                 verdict: Verdict | None = None) -> None:
+    """A world as a person reads it: its ranks grouped by how they ended, then what went wrong
+    (``verdict``: a script's, when it is not the world's own outcome).
 
     Run text goes in as ``Text``, never as markup: a ``[x]`` in an error stays itself.
     """
@@ -92,7 +103,8 @@ def render_world(result: WorldResult, console: Console, show_output: bool = Fals
         table.add_row(ranks_phrase(g.ranks, g.noun), g.host_text, styled(g.outcome), Text(g.exit),
                       Text(g.result))
     console.print(table)
-    console.print(styled(d.outcome) + Text(f": {d.detail}"))
+    outcome, detail = (verdict.outcome, verdict.detail) if verdict else (d.outcome, d.detail)
+    console.print(styled(outcome) + Text(f": {detail}"))
     for note in d.mismatches:
         console.print(Text(f"! {note}", style="yellow"))
     for fault in d.faults:

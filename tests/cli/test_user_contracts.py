@@ -117,12 +117,8 @@ def two_unknown_parameters(path, size):
 
 @pytest.mark.parametrize("name, words", [
     ("returns_a_number", "the factory returned a int, which is neither iterable"),
-    ("needs_a_tokenizer", "the loader factory requires 'tokenizer', which the harness does not "
-                          "give"),
     ("batches_without_ids", "a batch is a dict with keys ['tokens']: none of sample_ids, ids"),
     ("returns_a_list", "returned a list, not the data-sharding contract's dict with 'batches'"),
-    ("two_unknown_parameters", "its parameters (path, size) are neither run(inputs) nor a "
-                               "loader factory's"),
 ])
 def test_a_loader_that_breaks_the_contract_fails_naming_the_contract(tmp_path, name, words):
     (tmp_path / "bad.py").write_text(VIOLATIONS)
@@ -132,6 +128,23 @@ def test_a_loader_that_breaks_the_contract_fails_naming_the_contract(tmp_path, n
     assert words in got["detail"], got["detail"]
     assert "data-sharding contract" in got["detail"]
     assert "KeyError" not in got["detail"] and "Traceback" not in got["detail"]
+
+
+@pytest.mark.parametrize("name, words", [
+    ("needs_a_tokenizer", "the loader factory requires 'tokenizer', which the harness does not "
+                          "give"),
+    ("two_unknown_parameters", "its parameters (path, size) are neither run(inputs) nor a "
+                               "loader factory's"),
+])
+def test_a_loader_its_source_says_cannot_be_built_is_refused_up_front(tmp_path, name, words):
+    """What the signature alone shows is a usage error before any world (exit 2), not a
+    FAIL in every cell."""
+    (tmp_path / "bad.py").write_text(VIOLATIONS)
+    done = run_cli("run", "--target", f"{tmp_path}/bad.py:{name}", "--workload",
+                   "data-sharding", "--report-dir", str(tmp_path / "out"))
+    assert done.returncode == 2, done.stderr
+    assert words in " ".join(done.stderr.split()), done.stderr
+    assert not (tmp_path / "out").exists()
 
 
 # -- checkpoint/resume -----------------------------------------------------------------------
