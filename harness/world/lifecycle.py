@@ -16,7 +16,7 @@ from harness.faults.kinds import KINDS
 from harness.filesystem.consistency import rank_restarted
 from harness.filesystem.publisher import Publisher
 from harness.filesystem.snapshot import snapshot
-from harness.history import format_ranks
+from harness.history import format_ranks, ranks_phrase
 from harness.rank import sweep
 from harness.rank.spec import WorldSpec
 from harness.world import fates, watchdog
@@ -121,6 +121,24 @@ class Lifecycle:
                 and ("rank", ident) not in self.clock:
             self.clock.join(("rank", ident))  # said hello before its launcher's word on it
         unit.pid = pid
+
+    def _launchers_at_deadline(self, live_hosts: dict[int, Unit], importing: dict[int, str]
+                               ) -> str:
+        """Exec mode: where the launchers still running at the deadline were, those whose
+        ranks never started named by what they were importing (``launchers 0-1 were still
+        importing `slowmod` before starting their ranks``) or the line they ran."""
+        waiting: dict[str, list[int]] = {}
+        for host, unit in live_hosts.items():
+            mine = [self.ranks[r] for r in self.topology.ranks_of_host(host) if r in self.ranks]
+            if any(r.pid is not None for r in mine):
+                continue  # its ranks are under way: their fates say where the world is
+            module = importing.get(-1 - host) or watchdog.importing(unit.stack)
+            where = (f"still importing `{module}`" if module is not None else
+                     f"still running in {watchdog.top_frame(unit.stack) or 'an unknown place'}")
+            waiting.setdefault(where, []).append(host)
+        return "; ".join(f"{ranks_phrase(hosts, 'launcher')} {'were' if len(hosts) > 1 else 'was'}"
+                         f" {where} before starting {'their' if len(hosts) > 1 else 'its'} ranks"
+                         for where, hosts in sorted(waiting.items(), key=lambda kv: min(kv[1])))
 
     def _next_round(self, rank: int, pid: int) -> None:
         """Exec mode: another xmp.spawn of its launcher started ``rank`` again.
@@ -378,6 +396,9 @@ class Lifecycle:
                                       dict(self.coordinator.exited), blocked_ranks,
                                       importing=in_import, waits=waits,
                                       held=guard is not None, wakes=wakes)
+        report = "; ".join(p for p in (report if report != "the deadline passed" else "",
+                                        self._launchers_at_deadline(live_hosts, importing)) if p
+                           ) or report
         if never:
             report += f"; rank{'s' if len(never) > 1 else ''} {format_ranks(never)} never started"
         if guard is not None:

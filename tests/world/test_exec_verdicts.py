@@ -50,3 +50,20 @@ def test_a_test_file_that_did_not_expect_the_raise_is_the_error(tmp_path: Path) 
     assert done.returncode == 1
     said = " ".join(done.stdout.split())
     assert "ERROR: rank 1 raised ValueError: bad shard on rank 1" in said, said
+
+
+def test_launchers_stuck_importing_are_named_with_the_module(tmp_path: Path) -> None:
+    """Before their xmp.spawn, the launchers import a module that never finishes: the
+    HANG says which module, not only that the ranks never started."""
+    from harness import HANG, run_world
+
+    (tmp_path / "slowmod.py").write_text("import time\ntime.sleep(100000)\n")
+    (tmp_path / "train.py").write_text(
+        "import slowmod\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+        "def _fn(i):\n    pass\n\nif __name__ == '__main__':\n    xmp.spawn(_fn, args=())\n")
+    result = run_world(argv=(str(tmp_path / "train.py"),), topology="2x2", timeout=30,
+                       cwd=str(tmp_path))
+    assert result.outcome == HANG
+    assert result.detail() == ("launchers 0-1 were still importing `slowmod` before starting "
+                               "their ranks; ranks 0-3 never started; deadline 30 s"), \
+        result.detail()

@@ -166,15 +166,17 @@ def test_ranks_whose_forked_children_hold_their_sockets_pass_and_the_children_di
 
 # -- exec mode: a script that starts no rank -------------------------------------------
 
-def test_exec_of_a_script_that_starts_no_rank_passes_and_says_so(tmp_path):
-    """The script ran on every host and exited 0: on a pod that is a run that passed.
-    No rank was started, so none crashed; the report says that it started none."""
+def test_exec_of_a_script_that_starts_no_rank_tested_nothing_and_says_so(tmp_path):
+    """The script ran on every host and exited 0: on a pod that is a run that did not
+    fail, but no rank was started, so nothing of the world was tested: NOT-EXERCISED
+    (exit 0, as a catalog cell that tested nothing), never PASS."""
     script = tmp_path / "hello.py"
     script.write_text('print("hello from the launcher")\n')
     done = run_cli("exec", "--", "python", str(script))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert ("PASS: no rank started: launchers 0-7 ran the script to its end (exit 0) "
-            "without xmp.spawn or the XLA runtime") in " ".join(done.stdout.split())
+    assert ("NOT-EXERCISED: no rank started: launchers 0-7 ran the script to its end (exit 0) "
+            "without xmp.spawn or the XLA runtime: nothing of the world was tested"
+            ) in " ".join(done.stdout.split())
     assert "CRASH" not in done.stdout and "still running" not in done.stdout
     shown = run_cli("exec", "-t", "2x2", "--output", "--", "python", str(script))
     assert shown.returncode == 0, shown.stdout + shown.stderr
