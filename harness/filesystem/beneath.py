@@ -20,6 +20,13 @@ import stat
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """Every byte of ``data`` to ``fd`` (``os.write`` may take fewer)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 class Outside(OSError):
     """A path the harness will not act on for a rank: not under the sandbox, or through a
     link, or not a regular file."""
@@ -120,9 +127,7 @@ class Beneath:
         fd = self.open(path, os.O_WRONLY | os.O_CREAT, make=True)
         try:
             os.ftruncate(fd, 0)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            write_all(fd, data)
         finally:
             os.close(fd)
 

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 
 from harness.filesystem import machine
-from harness.filesystem.beneath import Beneath
+from harness.filesystem.beneath import Beneath, write_all
 
 
 @dataclass
@@ -94,7 +94,7 @@ class Publisher:
                 dst = beneath.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, make=True)
                 try:
                     while chunk := os.read(src, 1 << 20):
-                        os.write(dst, chunk)
+                        write_all(dst, chunk)
                     machine.copy_stamp(src, dst)
                 finally:
                     os.close(dst)

@@ -1,22 +1,27 @@
-"""Kernel isolation: each host of a world is a mount namespace of its own.
+"""Kernel isolation: each world a PID namespace, each of its hosts a mount namespace.
 
 In Python isolation the view (``harness.filesystem``) draws the sandbox for the code that
 goes through Python's file functions; a subprocess, or C code that opens paths itself
 (``sqlite3``, ``torch.jit.save``), sees the machine. In kernel isolation the kernel draws
 it too: each host's fresh directories (its ``/tmp``, its ``/dev/shm``, a scenario's fresh
 mounts) are bind-mounted over the machine's in a mount namespace of that host's own, so
-whatever a rank runs meets the same walls, and the ranks of a host share them. The view
-keeps doing what only it does (faults, consistency between hosts, the history): its
-backing directories are the very directories bound here, so both see the same files.
+whatever a rank runs meets the same walls, and the ranks of a host share them; every other
+mount of the machine's is read-only there. The view keeps doing what only it does (faults,
+consistency between hosts, the history): its backing directories are the very directories
+bound here, so both see the same files. The world's processes are a PID namespace whose
+init takes them all with it (``world_pids``), and each host's ``/proc`` is that
+namespace's: no rank sees or signals a process outside its world.
 
-How: the world's leader forks one short-lived child, which unshares a mount namespace
-(inside a user namespace when not root), makes every mount private, and makes from it one
-namespace per host with that host's directories bound, each held open by a descriptor of
-the leader's before the child goes on to the next.
-Each unit of that host, right after its fork, joins the namespace (``enter``). Paths of
-the machine's that lie under a bound directory (a working directory under ``/tmp``, as a
-CI checkout often is) are bound back at their own path, so code and data stay where they
-were. ``available`` says once per harness process whether this machine allows it.
+How: the world's leader makes the PID namespace and its init first, then forks one
+short-lived child (in that namespace), which unshares a mount namespace (inside a user
+namespace when it may not otherwise), makes every mount private, makes what every host
+shares (the read-only machine, the world's ``/proc``), and makes from it one namespace per
+host with that host's directories bound, each held open by a descriptor of the leader's
+before the child goes on to the next. Each unit of that host, right after its fork, joins
+the namespace (``enter``). Paths of the machine's that lie under a bound directory (a
+working directory under ``/tmp``, as a CI checkout often is) are bound back at their own
+path, so code and data stay where they were. ``unavailable`` says once per harness process
+whether this machine allows it all.
 """
 
 from __future__ import annotations
@@ -27,10 +32,13 @@ import os
 import re
 from dataclasses import dataclass
 
+from harness.filesystem.mounts import is_under
+
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
+PR_SET_PDEATHSIG = 1
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -115,10 +123,6 @@ _LIVE = ("/dev", "/proc")
 PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
 
 
-def _under(path: str, top: str) -> bool:
-    return path == top or path.startswith(top.rstrip("/") + "/")
-
-
 def _mount_points() -> list[tuple[str, int]]:
     """Every mount of this namespace: its mount point and the flags a remount keeps."""
     out = []
@@ -137,7 +141,7 @@ def _read_only_machine(writable: tuple[str, ...]) -> None:
     there rather than write the machine; a bind made later of a directory here is
     read-only as its source is (the working directory bound back under a host's /tmp)."""
     for point, flags in _mount_points():
-        if any(_under(point, top) for top in (*writable, *_LIVE)):
+        if any(is_under(point, top) for top in (*writable, *_LIVE)):
             continue
         rc = _libc.mount(None, point.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags,
                          None)
@@ -239,19 +243,18 @@ def world_pids() -> int:
     see or signal a process outside it (the harness, its fork server, the leader). Returns
     the init's pid (as the leader sees it). Raises ``OSError`` if the kernel refuses."""
     _unshare(CLONE_NEWPID)
-    leader = os.getpid()
     pid = os.fork()
     if pid == 0:
-        _init(leader)
+        _init()
     return pid
 
 
-def _init(leader: int) -> None:
+def _init() -> None:
     """Pid 1 of a world: reaps what is orphaned to it until the leader goes."""
     import signal
 
     try:
-        _libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: go with the leader
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # go with the leader
         if os.getppid() != 0:  # the leader (outside the namespace) went before the line above
             os._exit(0)
         for fd in os.listdir("/proc/self/fd"):
