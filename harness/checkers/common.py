@@ -14,7 +14,7 @@ from typing import Any
 
 from harness.history import ranks_phrase
 from harness.vocabulary import CRASH, ERROR, FAIL, HANG, PASS
-from harness.world.fates import fates_phrase
+from harness.world.fates import fates_phrase, read_only_note
 from harness.world.result import RankResult, WorldResult
 
 
@@ -90,21 +90,22 @@ def _killed_note(result: WorldResult) -> str:
 def end_of_world(result: WorldResult) -> Judgement | None:
     """HANG, CRASH or ERROR if the judged ranks did not all return; None if they did."""
     ranks = judged(result)
+    why = _killed_note(result) + read_only_note(result)
     if any(r.outcome == HANG for r in ranks):
-        return Judgement(HANG, (result.hang_report or "the deadline passed") + _killed_note(result))
+        return Judgement(HANG, (result.hang_report or "the deadline passed") + why)
     crashed = [r for r in ranks if r.outcome == CRASH]
     if crashed:
-        return Judgement(CRASH, fates_phrase(crashed) + _killed_note(result))
+        return Judgement(CRASH, fates_phrase(crashed) + why)
     errors = [r for r in ranks if r.outcome == ERROR]
     if errors:
         clear = all(r.error and r.error.get("message", "").strip() for r in errors)
         loud = len(errors) == len(ranks) and clear
         passed = [r.rank for r in ranks if r.outcome == PASS]
         note = f"; {ranks_phrase(passed)} returned" if passed and not loud else ""
-        return Judgement(ERROR, fates_phrase(errors) + note + _killed_note(result), loud=loud)
+        return Judgement(ERROR, fates_phrase(errors) + note + why, loud=loud)
     if not ranks:
         return Judgement(FAIL, "the fault plan killed every rank: nothing to judge")
     refused = [r for r in ranks if r.invalid]
     if refused:  # the world's checker (run in each rank) said what is wrong
-        return Judgement(FAIL, fates_phrase(refused) + _killed_note(result))
+        return Judgement(FAIL, fates_phrase(refused) + why)
     return None

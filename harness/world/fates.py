@@ -12,9 +12,11 @@ sit below the reports, word their judgements with them.
 
 from __future__ import annotations
 
+import re
 import signal
 from typing import TYPE_CHECKING, Any
 
+from harness.filesystem.mounts import is_under
 from harness.history import ranks_phrase
 from harness.vocabulary import CRASH, ERROR, HANG, PASS
 
@@ -92,8 +94,46 @@ def fates_phrase(ranks: list[RankResult]) -> str:
                      for what, rs in sorted(groups.items(), key=lambda kv: min(kv[1])))
 
 
+#: What a failing rank's words say when it met a read-only filesystem: the kernel's EROFS
+#: (with the path where Python names it), sqlite's
+_READ_ONLY = re.compile(r"Read-only file system(?:: '([^']*)')?|attempt to write a readonly "
+                        r"database")
+#: Said once when one did under kernel isolation, where no scenario made it read-only.
+READ_ONLY_MACHINE = ("under kernel isolation the machine's directories are read-only to "
+                     "what the harness's view does not see (a subprocess, C code): on a pod "
+                     "this write would land; see README \"Isolation\" (--isolation python "
+                     "lets it write this machine)")
+
+
+def read_only_machine(result: WorldResult) -> bool:
+    """Did a failing rank or launcher meet the read-only machine of kernel isolation (an
+    EROFS no read-only mount of the scenario's explains)?"""
+    if result.isolation != "kernel":
+        return False
+    for unit in (*result.ranks, *result.hosts):
+        if unit.outcome == PASS:
+            continue
+        error = unit.error or {}
+        text = f"{error.get('message', '')}\n{error.get('traceback', '')}\n{unit.stderr}"
+        for met in _READ_ONLY.finditer(text):
+            path = met.group(1)
+            if path is None or not any(is_under(path, ro) for ro in result.read_only):
+                return True
+    return False
+
+
+def read_only_note(result: WorldResult) -> str:
+    """What a world's line adds when a rank met the read-only machine ("" if none did)."""
+    return f" ({READ_ONLY_MACHINE})" if read_only_machine(result) else ""
+
+
 def world_detail(result: WorldResult) -> str:
-    """A world's one line a person can act on (``WorldResult.detail``)."""
+    """A world's one line a person can act on (``WorldResult.detail``), and why a write
+    was refused where kernel isolation refused it."""
+    return _world_detail(result) + read_only_note(result)
+
+
+def _world_detail(result: WorldResult) -> str:
     if result.outcome == HANG and result.hang_report:
         return result.hang_report
     if result.hosts and not result.ranks and result.outcome == PASS:

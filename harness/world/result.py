@@ -87,6 +87,9 @@ class WorldResult:
     #: why not the one asked for ("" when it was)
     isolation: str = "python"
     isolation_note: str = ""
+    #: the world's read-only mounts (a scenario's): an EROFS under one is the scenario's,
+    #: any other under kernel isolation is the read-only machine's (``fates``)
+    read_only: tuple[str, ...] = ()
 
     @property
     def values(self) -> list[Any]:

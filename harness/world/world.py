@@ -153,6 +153,7 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
             server.close()
         result = server.result(time.monotonic() - start)
         result.isolation, result.isolation_note = mode, note
+        result.read_only = tuple(m.path for m in table.mounts if m.mode == "ro") if table else ()
         return result
     finally:
         if server is not None and server.life.done and server.life.leader_pid is not None:

@@ -116,3 +116,10 @@ def writes_tmp(inputs: dict | None = None) -> dict:
 
 def hello() -> str:
     return f"rank {xm.get_ordinal()}"
+
+
+def subprocess_writes_cwd(inputs: dict | None = None) -> str:
+    """Rank 0's subprocess writes the working directory (fine on a pod); fails loudly here."""
+    if xm.get_ordinal() == 0:
+        subprocess.run(["sh", "-c", "echo x > from-sh.txt"], check=True)  # its stderr: the rank's
+    return "written"

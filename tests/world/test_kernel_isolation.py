@@ -194,3 +194,21 @@ def test_a_read_only_tmp_over_a_working_directory_under_it(tmp_path: Path) -> No
                        mounts=[Mount("/tmp", scope="host", mode="ro")])
     assert result.outcome == PASS, result.detail()
     assert [r.value for r in result.ranks] == [{"python": "OSError", "sh": "refused"}] * 2
+
+
+def test_a_write_the_read_only_machine_refused_says_so(tmp_path: Path) -> None:
+    """A subprocess writing the checkout: on a pod it lands; here kernel isolation refuses
+    it (EROFS), and the world's one line says why, not only what the rank raised. An EROFS a
+    scenario's read-only mount explains says nothing more."""
+    from harness.filesystem.mounts import Mount
+    from harness.world.fates import READ_ONLY_MACHINE
+
+    result = run_world(f"{TARGETS_DIR / 'kernel_targets.py'}:subprocess_writes_cwd",
+                       topology="2x1", timeout=30, isolation="kernel", cwd=str(tmp_path))
+    assert result.outcome == "ERROR"
+    assert result.detail().startswith("rank 0 raised subprocess.CalledProcessError")
+    assert result.detail().endswith(f"({READ_ONLY_MACHINE})")
+    scenario_ro = run_world(f"{TARGETS_DIR / 'kernel_targets.py'}:writes_tmp", topology="2x1",
+                            timeout=30, isolation="kernel", cwd=str(tmp_path),
+                            mounts=[Mount("/tmp", scope="host", mode="ro")])
+    assert READ_ONLY_MACHINE not in scenario_ro.detail()
