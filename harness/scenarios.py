@@ -105,6 +105,9 @@ class Scenario(BaseModel):
     #: judges each rank's value of a user's target (``harness.rank.validator``): a
     #: ``file.py:Model`` (relative to this file), ``module:check`` or ``schema.json``
     checker: str | None = Field(default=None, min_length=1, max_length=4096)
+    #: the user's own dataset: ``DIR`` (relative to this file) or ``DIR:PATH`` (mounted at
+    #: PATH, where the code reads it): see ``with_data``
+    data: str | None = Field(default=None, min_length=1, max_length=4096)
 
     @field_validator("workload")
     @classmethod
@@ -123,6 +126,7 @@ class Scenario(BaseModel):
     _workload_inputs: WorkloadInputs | None = None
     _host_inputs: dict[int, WorkloadInputs] | None = None
     _validator: Validator | None = None
+    _data_in_file: bool = False
 
     @property
     def validator(self) -> Validator | None:
@@ -167,11 +171,56 @@ class Scenario(BaseModel):
         return any(f.role is not None and "content" not in f.model_fields_set
                    and "content" in type(f).model_fields for f in self.faults)
 
+    def with_data(self, spec: str, base: str = ".") -> Scenario:
+        """This scenario on the user's own dataset: ``spec`` is ``DIR`` or ``DIR:PATH``
+        (``DIR`` relative to ``base``). The directory is copied to PATH (default: DIR's own
+        absolute path, where the code already reads it) on every host: its mounts over the
+        workload's data directory move to PATH, and without one PATH is a host's own
+        read-only disk. ``ValueError`` saying what is wrong with ``spec``."""
+        source, at = parse_data(spec, base)
+        model = registry.WORKLOADS[self.workload].inputs_model
+        if "data" not in model.model_fields:
+            raise ValueError(f"scenario {self.name} is the {self.workload} workload's, which "
+                             "reads no dataset of yours (--data is data-sharding's)")
+        old = _normalized(self.workload_inputs.data_dir)  # type: ignore[attr-defined]
+        mounts = [m.model_copy(update={"path": at}) if m.path and is_under(old, m.normalized())
+                  else m for m in self.mounts]
+        if not any(m.path and is_under(at, m.normalized()) for m in mounts):
+            mounts.append(MountSpec(path=at, scope="host", mode="ro"))
+        MountSpec(path=at)  # a path a mount may take (not the kernel's, no '..')
+        where = self.source or self.name
+        new = self.model_copy(update={"mounts": mounts, "data": source if at == source else f"{source}:{at}",
+                                      "inputs": {**self.inputs, "data": source, "data_dir": at}})
+        try:
+            new._workload_inputs = validate_inputs(new, new.topology, where)
+            new._host_inputs = validate_host_inputs(new, new.topology, where)
+        except ScenarioError as exc:
+            raise ValueError(exc.message) from None
+        new._data_in_file = False
+        return new
+
+    @property
+    def data_given(self) -> str | None:
+        """The dataset a replay of this scenario must be given (None: its file names it)."""
+        return None if self._data_in_file else self.data
+
     def unresolved_mounts(self, home: str, roles: Roles | None) -> list[str]:
         """Why a mount aimed at a role mounts nothing for this target."""
         return [f"mount on role {m.role} resolved to nothing: the target has no "
                 f"{MEANING[m.role]}" for m in self.mounts
                 if m.role is not None and not self.mount_list(home, roles)]
+
+
+def parse_data(spec: str, base: str = ".") -> tuple[str, str]:
+    """``DIR`` or ``DIR:PATH`` as (the directory's absolute path, where it is mounted)."""
+    source, sep, at = spec.rpartition(":")
+    if not sep or not at.startswith("/"):
+        source, at = spec, ""
+    source = os.path.abspath(os.path.join(base, os.path.expanduser(source)))
+    if not os.path.isdir(source):
+        raise ValueError(f"{source} is not a directory" + (
+            "" if os.path.exists(source) else " (it does not exist)"))
+    return source, _normalized(at or source)
 
 
 def load_scenario(path: str | os.PathLike[str]) -> Scenario:
@@ -222,6 +271,14 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
             raise ScenarioError(path, str(exc), line=node.start_mark.line + 1 if node else None,
                                 field="checker") from None
     scenario._source = path
+    if scenario.data is not None:
+        try:
+            scenario = scenario.with_data(scenario.data, os.path.dirname(os.path.abspath(path)))
+            scenario._data_in_file = True
+        except ValueError as exc:
+            node = _node_at(root, ("data",))
+            raise ScenarioError(path, str(exc), line=node.start_mark.line + 1 if node else None,
+                                field="data") from None
     return scenario
 
 

@@ -13,11 +13,19 @@ detail line reports them:
    (``N mod global_batch_size``): the last partial batch a loader may drop;
    if the loader reports what it dropped, exactly those;
 5. a fresh loader with the same seed gives every rank the same batches.
+
+A sample is an id (the harness's own data: column 0) or, for a user's own data, a
+digest of its content (``harness.workloads.data_sharding.content``), counted as a
+multiset: the reference epoch is what a fault-free world of one rank read
+(``Epoch.from_reference``), and a sample is named by its place in that epoch and
+what it holds.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 from numbers import Integral
 from typing import Any
 
@@ -30,11 +38,20 @@ _EXAMPLES = 4
 
 @dataclass(frozen=True)
 class Epoch:
-    """What one epoch must cover: the dataset's sample ids and the global batch size."""
+    """What one epoch must cover: its samples (each as often as the data holds it) and the
+    global batch size."""
 
-    ids: frozenset[int]
+    ids: Collection[int]
     global_batch_size: int
     where: str = "the dataset"
+    #: sample -> what it holds, for a report line (content identity)
+    names: Mapping[int, str] = field(default_factory=dict)
+    #: True: the samples are the content a world of one rank read (``from_reference``)
+    by_content: bool = False
+
+    @property
+    def counts(self) -> Counter[int]:
+        return Counter(self.ids)
 
     @classmethod
     def from_expected(cls, expected: dict[str, Any]) -> Epoch:
@@ -42,15 +59,42 @@ class Epoch:
         return cls(frozenset(range(start, start + n)), int(expected["global_batch_size"]),
                    str(expected.get("data_dir") or "the dataset"))
 
+    @classmethod
+    def from_reference(cls, value: Any, global_batch_size: int, where: str) -> Epoch | None:
+        """The epoch a fault-free world of one rank read (its rank's returned value), or
+        None if it returned no batches."""
+        batches = _batches(value, "batches")
+        if batches is None:
+            return None
+        names = value.get("names") if isinstance(value.get("names"), dict) else {}
+        order = [i for b in batches for i in b]
+        shown: dict[int, str] = {}
+        for n, i in enumerate(order, 1):
+            shown.setdefault(i, f"#{n} {names.get(str(i), '')}".rstrip())
+        return cls(tuple(order), global_batch_size, where, shown, by_content=True)
+
+    @property
+    def size(self) -> int:
+        return len(self.ids)
+
     @property
     def droppable(self) -> int:
-        return len(self.ids) % self.global_batch_size
+        return self.size % self.global_batch_size
 
+    def examples(self, samples: Collection[int], also: Mapping[int, str] | None = None) -> str:
+        """A few of ``samples``, named: ids, or (content) their place in the reference
+        epoch and what they hold (``also``: names the ranks gave, for samples outside it)."""
+        if not self.by_content:
+            shown = sorted(samples)
+            return ", ".join(map(str, shown[:_EXAMPLES])) + (", ..." if len(shown) > _EXAMPLES else "")
+        order = {i: n for n, i in enumerate(self.names)}
+        shown = sorted(samples, key=lambda i: (order.get(i, len(order)), i))
+        return "; ".join(self.name(i, also) for i in shown[:2]) + ("; ..." if len(shown) > 2 else "")
 
-def _examples(ids: Any) -> str:
-    ids = sorted(ids)
-    shown = ", ".join(map(str, ids[:_EXAMPLES]))
-    return shown + (", ..." if len(ids) > _EXAMPLES else "")
+    def name(self, sample: int, also: Mapping[int, str] | None = None) -> str:
+        if not self.by_content:
+            return f"sample {sample}"
+        return "sample " + (self.names.get(sample) or (also or {}).get(sample) or f"{sample:016x}")
 
 
 def _batches(value: Any, key: str) -> list[list[int]] | None:
@@ -100,17 +144,34 @@ def check_values(values: dict[int, Any], epoch: Epoch) -> Judgement:
     if not first:
         return Judgement(FAIL, "no rank returned")
 
-    # 1. ids from outside the dataset
+    names: dict[int, str] = {}  # what the ranks say their samples hold (content identity)
+    for value in values.values():
+        if epoch.by_content and isinstance(value, dict) and isinstance(value.get("names"), dict):
+            for key, text in value["names"].items():
+                if isinstance(key, str) and key.isdigit() and isinstance(text, str):
+                    names.setdefault(int(key), text[:80])
+    dataset = epoch.counts
+
+    # 1. samples from outside the dataset
     foreign: dict[int, set[int]] = {}
     for rank, batches in first.items():
-        alien = {i for b in batches for i in b if i not in epoch.ids}
+        alien = {i for b in batches for i in b if i not in dataset}
         if alien:
             foreign[rank] = alien
     if foreign:
         every = set().union(*foreign.values())
-        problems.append(
-            f"{ranks_phrase(list(foreign))} trained on {len(every)} sample ids that are not in "
-            f"{epoch.where} (e.g. {_examples(every)}): another version of the data, or garbled bytes")
+        if epoch.by_content:
+            problems.append(
+                f"{ranks_phrase(list(foreign))} trained on {len(every)} sample"
+                f"{'s' if len(every) != 1 else ''} that a world of one rank never read from "
+                f"{epoch.where} with the same seed (e.g. {epoch.examples(every, names)}): another "
+                "version of the data, garbled bytes, or an order that depends on the world size "
+                "or on unseeded randomness")
+        else:
+            problems.append(
+                f"{ranks_phrase(list(foreign))} trained on {len(every)} sample ids that are not in "
+                f"{epoch.where} (e.g. {epoch.examples(every)}): another version of the data, or "
+                "garbled bytes")
 
     # 2. batch counts
     counts: dict[int, list[int]] = {}
@@ -123,43 +184,46 @@ def check_values(values: dict[int, Any], epoch: Epoch) -> Judgement:
                         + " (on a pod the ranks with more batches block in the last step's "
                           "collective)")
 
-    # 3. a sample read twice
+    # 3. a sample read more often than the data holds it
     seen: dict[int, list[tuple[int, int]]] = {}
     for rank, batches in first.items():
         for index, batch in enumerate(batches):
             for i in batch:
                 seen.setdefault(i, []).append((rank, index))
-    twice = {i: where for i, where in seen.items() if len(where) > 1}
+    twice = {i: where for i, where in seen.items() if len(where) > max(1, dataset.get(i, 0))}
     if twice:
         shown = "; ".join(
-            f"sample {i} in {' and '.join(f'rank {r} batch {b}' for r, b in where[:3])}"
-            for i, where in sorted(twice.items())[:2])
+            f"{epoch.name(i, names)} in {' and '.join(f'rank {r} batch {b}' for r, b in where[:3])}"
+            for i, where in sorted(twice.items(), key=lambda kv: kv[1])[:2])
         across = sorted({r for where in twice.values() for r, _ in where})
-        problems.append(f"{len(twice)} sample{'s' if len(twice) != 1 else ''} read more than once, "
+        held = ("more often than the data holds them" if any(dataset.get(i, 0) > 1 for i in twice)
+                else "more than once")
+        problems.append(f"{len(twice)} sample{'s' if len(twice) != 1 else ''} read {held}, "
                         f"by {ranks_phrase(across)} (e.g. {shown})")
 
     # 4. samples never read
-    read = set(seen)
-    missing = epoch.ids - read
+    unread = dataset - Counter({i: len(where) for i, where in seen.items()})
+    missing = set(unread)
+    n_missing = sum(unread.values())
     reported = None
     for value in values.values():
         dropped = value.get("dropped") if isinstance(value, dict) else None
         if isinstance(dropped, (list, tuple)):
             reported = (reported or set()) | {int(i) for i in dropped}
-    if len(missing) > epoch.droppable:
+    if n_missing > epoch.droppable:
         problems.append(
-            f"{len(missing)} of {len(epoch.ids)} samples never read by any rank (e.g. {_examples(missing)}): "
-            f"more than the last partial global batch ({len(epoch.ids)} mod "
-            f"{epoch.global_batch_size} = {epoch.droppable}) a loader may drop")
+            f"{n_missing} of {epoch.size} samples never read by any rank (e.g. "
+            f"{epoch.examples(missing)}): more than the last partial global batch ({epoch.size} "
+            f"mod {epoch.global_batch_size} = {epoch.droppable}) a loader may drop")
     elif reported is not None and missing != reported:
         unreported, claimed = missing - reported, reported - missing
         what = []
         if unreported:
             what.append(f"{len(unreported)} never read and not reported as dropped "
-                        f"(e.g. {_examples(unreported)})")
+                        f"(e.g. {epoch.examples(unreported)})")
         if claimed:
             what.append(f"{len(claimed)} reported as dropped but read or not in the data "
-                        f"(e.g. {_examples(claimed)})")
+                        f"(e.g. {epoch.examples(claimed)})")
         problems.append("the dropped samples are not the ones reported: " + "; ".join(what))
 
     # 5. the same order from a fresh loader with the same seed
@@ -184,11 +248,16 @@ def check_values(values: dict[int, Any], epoch: Epoch) -> Judgement:
         more = f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
         return Judgement(FAIL, "; ".join(problems[:3]) + more)
     n_batches = next(iter(counts))
-    if missing:
-        covered = (f"covering {len(epoch.ids) - len(missing)} of {len(epoch.ids)} samples (the last "
-                   f"partial global batch dropped: {len(missing)} samples, e.g. {_examples(missing)})")
+    if n_missing:
+        covered = (f"covering {epoch.size - n_missing} of {epoch.size} samples (the last "
+                   f"partial global batch dropped: {n_missing} samples, e.g. "
+                   f"{epoch.examples(missing)})")
     else:
-        covered = f"covering all {len(epoch.ids)} samples"
+        covered = f"covering all {epoch.size} samples"
+    padding = sum(int(v.get("padding", 0)) for v in values.values()
+                  if isinstance(v, dict) and isinstance(v.get("padding"), int))
+    if padding:
+        covered += f", and {padding} padding row{'s' if padding != 1 else ''}"
     return Judgement(PASS, f"{len(first)} ranks x {n_batches} batches: disjoint shards {covered}; "
                            "the same batches from a fresh loader with the same seed")
 

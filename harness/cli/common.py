@@ -94,15 +94,28 @@ def replay_from(report: str, name: str) -> Any:
     return replay
 
 
-def scenarios_from(names: tuple[str, ...]) -> list[Any]:
+def scenarios_from(names: tuple[str, ...], data: str | None = None) -> list[Any]:
     """``--scenario`` values (names, globs, files), or the whole catalog; a name not in the
-    catalog is a usage error that says which names were probably meant."""
+    catalog is a usage error that says which names were probably meant. With ``--data``,
+    the scenarios that read a dataset read that one (``Scenario.with_data``)."""
     from harness.scenarios import UnknownScenario, catalog, select
+    from harness.workloads.registry import WORKLOADS
 
     try:
-        return select(names) if names else catalog()
+        chosen = select(names) if names else catalog()
     except UnknownScenario as exc:
         raise click.BadParameter(str(exc), param_hint="'--scenario'") from None
+    if data is None:
+        return chosen
+    reading = [s for s in chosen if "data" in WORKLOADS[s.workload].inputs_model.model_fields]
+    if not reading:
+        raise click.BadParameter("none of the chosen scenarios reads a dataset (the "
+                                 "data-sharding workload's do)", param_hint="'--data'")
+    try:
+        with_data = {id(s): s.with_data(data) for s in reading}
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--data'") from None
+    return [with_data.get(id(s), s) for s in chosen]
 
 
 def known_workload(workload: str) -> None:

@@ -107,6 +107,11 @@ SELECTION = [
     target_option(),
     click.option("--workload", "-w", default=DEFAULT_WORKLOAD, show_default=True,
                  help="The workload your own targets implement: they run only its scenarios."),
+    click.option("--data", default=None, metavar="DIR[:PATH]",
+                 help="Your own small dataset for the data-sharding scenarios: DIR is copied to "
+                      "PATH (default: DIR itself, where your loader reads it) on every host, "
+                      "and a sample is known by its content, against what a world of one rank "
+                      "read."),
     click.option("--checker", "-c", default=None, metavar="REF",
                  help="Judges each rank's value of your own targets, inside the rank: a pydantic "
                       "model or a function check(value) -> None | str (file.py:Name or "

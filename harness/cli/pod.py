@@ -64,7 +64,8 @@ def pod() -> None:
               help="Stream every worker's output, prefixed [wN] (always in the per-worker logs).")
 def run_command(tpu: str | None, zone: str | None, project: str | None, hosts_file: str | None,
                 local: int | None, chips: int | None, scenarios: tuple[str, ...],
-                targets: tuple[str, ...], workload: str, checker: str | None, seed: int,
+                targets: tuple[str, ...], workload: str, data: str | None, checker: str | None,
+                seed: int,
                 timeout: float | None, require_exercised: bool, report_dir: str,
                 formats: tuple[str, ...],
                 baseline: str | None, ssh_key: str | None, known_hosts: str | None,
@@ -96,7 +97,7 @@ def run_command(tpu: str | None, zone: str | None, project: str | None, hosts_fi
                                "--hosts FILE or --local N" +
                                (f" (got {' and '.join(chosen)})" if chosen else ""))
     known = common.known_from(baseline)
-    scenario_list = common.scenarios_from(scenarios)
+    scenario_list = common.scenarios_from(scenarios, data)
     target_list = common.targets_from(targets, workload, checker)
     files = common.report_formats(formats)
     run_dir = common.new_run_dir(report_dir)

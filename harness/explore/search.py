@@ -168,8 +168,9 @@ class Search:
               on_progress: Callable[[Progress], None] | None = None) -> Search:
         """A search for ``target`` around ``base``: its fault-free run learned (its roles
         are what the plans aim at; another run's files are what a stale leftover holds)."""
-        discovery = discover(target, WORKLOADS[base.workload], previous=True,
-                             use_cache=use_cache)
+        workload = WORKLOADS[base.workload]
+        discovery = discover(target, workload, previous=True, use_cache=use_cache,
+                             learning=workload.learning_for(base.workload_inputs))
         space = Space.of(base, discovery.roles, topologies, kinds,
                          collectives=discovery.collectives > 0)
         return cls(target, space, discovery, seed, progress or Progress(), timeout, on_progress)

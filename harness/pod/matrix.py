@@ -21,7 +21,7 @@ from harness import __version__
 from harness.filesystem.mounts import is_under
 from harness.runner.cells import Cell, Matrix, RankRow
 from harness.runner.discovery import Discovery, discover
-from harness.runner.run import CellPlan, plan_cells, replay_of, run_cell, run_matrix
+from harness.runner.run import CellPlan, learning_key, plan_cells, replay_of, run_cell, run_matrix
 from harness.scenarios import Scenario
 from harness.topology import TOPOLOGIES
 from harness.vocabulary import INFRA, POD_DEADLINE, UNEXERCISED
@@ -72,15 +72,18 @@ def run_on_pod(pod: Pod, plans: list[CellPlan], seed: int, not_run: dict[str, st
                replay: tuple[str, ...] = ("harness", "pod", "run"),
                on_cell: Callable[[Cell], None] | None = None) -> Matrix:
     """Every planned cell on ``pod``, one at a time (a pod runs one world at a time)."""
-    learned: dict[str, Discovery] = {}
+    learned: dict[tuple[str, str], Discovery] = {}
 
     def one(plan: CellPlan, known: frozenset[tuple[str, str]],
             discovery: Discovery | None) -> Cell:
         if discovery is None:
-            discovery = learned.get(plan.target.name)
+            key = learning_key(plan)
+            discovery = learned.get(key)
             if discovery is None:
-                discovery = learned[plan.target.name] = discover(
-                    plan.target, WORKLOADS[plan.scenario.workload], False)
+                workload = WORKLOADS[plan.scenario.workload]
+                discovery = learned[key] = discover(
+                    plan.target, workload, False,
+                    learning=workload.learning_for(plan.scenario.workload_inputs))
         clean = written_files(discovery)
         try:
             cell = run_cell(plan, known, discovery, execute=partial(pod.run_world, clean=clean))

@@ -91,22 +91,28 @@ def _unshare(flag: int = CLONE_NEWNS) -> bool:
 
 
 def _bind_all(binds: tuple[Bind, ...], keep: str) -> None:
-    """In a fresh mount namespace (its mounts private already): ``binds`` in order; the
-    machine's own directories are held at ``keep/<n>`` while the ones above them are
-    covered, then bound back."""
-    held = []
+    """In a fresh mount namespace (its mounts private already): ``binds``, outer paths
+    first; the machine's own directories are held at ``keep/<n>`` while the ones above
+    them are covered, then bound back (and a fresh mount inside one, such as a dataset
+    under the working directory under ``/tmp``, is bound after it)."""
+    spots = {}
     for n, bind in enumerate(b for b in binds if b.machine):
         spot = os.path.join(keep, str(n))
         os.makedirs(spot, exist_ok=True)
         _mount(bind.source, spot, MS_BIND | MS_REC)
-        held.append((spot, bind))
-    for bind in binds:
-        if not bind.machine:
-            _mount(bind.source, bind.target, MS_BIND | MS_REC)
-    for spot, bind in sorted(held, key=lambda h: len(h[1].target)):  # outer ones first
-        os.makedirs(bind.target, exist_ok=True)  # in the bound directory: the sandbox's
-        _mount(spot, bind.target, MS_BIND | MS_REC)
-        _check(_libc.umount2(spot.encode(), MNT_DETACH), f"umount {spot}")
+        spots[bind.target] = spot
+    fresh: list[str] = []
+    for bind in sorted(binds, key=lambda b: b.target.rstrip("/").count("/")):  # stable
+        if bind.machine:
+            spot = spots[bind.target]
+            os.makedirs(bind.target, exist_ok=True)  # in the bound directory: the sandbox's
+            _mount(spot, bind.target, MS_BIND | MS_REC)
+            _check(_libc.umount2(spot.encode(), MNT_DETACH), f"umount {spot}")
+            continue
+        if not os.path.lexists(bind.target) and any(is_under(bind.target, t) for t in fresh):
+            os.makedirs(bind.target)  # inside a fresh mount made above (a host's /tmp)
+        _mount(bind.source, bind.target, MS_BIND | MS_REC)
+        fresh.append(bind.target)
     for bind in binds:  # last: a read-only /tmp still takes the mount points made in it
         if bind.readonly and not bind.machine:
             _mount(None, bind.target, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_REC)

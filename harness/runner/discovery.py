@@ -30,7 +30,7 @@ from harness.filesystem.snapshot import content_bytes
 from harness.roles import Roles, derive
 from harness.topology import Topology, get_topology
 from harness.vocabulary import PASS
-from harness.workloads.base import Target, Workload
+from harness.workloads.base import Learning, Target, Workload
 from harness.world.world import run_world
 
 log = logging.getLogger(__name__)
@@ -92,32 +92,36 @@ def _source_of(target: Target) -> bytes:
         return b""
 
 
-def cache_key(target: Target, workload: Workload, previous: bool) -> str:
+def cache_key(target: Target, workload: Workload, previous: bool,
+              learning: Learning | None = None) -> str:
     inputs = workload.inputs().model_dump(mode="json")
     checker = target.checker.ref if target.checker else None
-    topology, mounts = setting(workload)
+    topology, mounts = setting(workload, learning)
     blob = json.dumps([_FORMAT, __version__, target.ref, workload.name, inputs, previous, checker,
-                       os.path.abspath(os.getcwd()), topology.name, [repr(m) for m in mounts]],
+                       os.path.abspath(os.getcwd()), topology.name, [repr(m) for m in mounts],
+                       learning.key if learning is not None else None],
                       sort_keys=True, default=str).encode()
     return hashlib.sha256(blob + hashlib.sha256(_source_of(target)).digest()).hexdigest()[:32]
 
 
 def discover(target: Target, workload: Workload, previous: bool = False,
-             use_cache: bool = True, timeout: float | None = None) -> Discovery:
+             use_cache: bool = True, timeout: float | None = None,
+             learning: Learning | None = None) -> Discovery:
     """The target's roles and imports, from the cache or from its fault-free world(s)
-    (whose deadline is ``timeout``, else ``DISCOVERY_TIMEOUT``).
+    (whose deadline is ``timeout``, else ``DISCOVERY_TIMEOUT``), in the workload's plain
+    setting or the one ``learning`` gives (``Workload.learning``: the user's own data).
 
     Only a fault-free run that passed is cached: one that failed (a HANG while the
     machine was loaded, a target that raises) says so in the report, and the next run
     learns again rather than trusting it (or preloading nothing) forever."""
-    key = cache_key(target, workload, previous)
+    key = cache_key(target, workload, previous, learning)
     path = cache_dir() / f"{key}.json"
     if use_cache:
         try:
             return Discovery.from_dict(json.loads(path.read_text()))
         except (OSError, ValueError, KeyError, TypeError):
             pass  # absent or from another format: learn it again
-    found = _run(target, workload, previous, timeout or DISCOVERY_TIMEOUT)
+    found = _run(target, workload, previous, timeout or DISCOVERY_TIMEOUT, learning)
     if use_cache and found.outcome == PASS:
         _store(path, found)
     return found
@@ -134,12 +138,14 @@ def _store(path: Path, found: Discovery) -> None:
         log.warning("cannot cache what %s showed: %s", path, exc)
 
 
-def setting(workload: Workload) -> tuple[Topology, list[Mount]]:
-    """Where the fault-free run is recorded: the workload's plain setting (its base
-    scenario's topology and mounts: checkpoint-resume's four workers, each its own id,
-    sharing a bucket), else eight ranks on one host."""
+def setting(workload: Workload, learning: Learning | None = None) -> tuple[Topology, list[Mount]]:
+    """Where the fault-free run is recorded: ``learning``'s, else the workload's plain
+    setting (its base scenario's topology and mounts: checkpoint-resume's four workers,
+    each its own id, sharing a bucket), else eight ranks on one host."""
     from harness.scenarios import ScenarioError, base_scenario
 
+    if learning is not None:
+        return get_topology(learning.topology), list(learning.mounts)
     try:
         base = base_scenario(workload.name)
     except (ScenarioError, KeyError):
@@ -148,9 +154,9 @@ def setting(workload: Workload) -> tuple[Topology, list[Mount]]:
 
 
 def _world(target: Target, workload: Workload, inputs: Any, watch: list[str],
-           timeout: float) -> Any:
-    topology, mounts = setting(workload)
-    files = workload.setup(inputs, topology, 0) if workload.setup else []
+           timeout: float, learning: Learning | None) -> Any:
+    topology, mounts = setting(workload, learning)
+    files = workload.setup(inputs, topology, 0, None) if workload.setup else []
     return run_world(target.ref, topology=topology, timeout=timeout, seed=0,
                      args=(inputs.for_target(),), preload=target.preload, files=files,
                      watch=watch, record_files=True, checker=workload.validator_for(target),
@@ -163,20 +169,23 @@ def _returned(result: Any) -> Any:
     return as_json(rank0.value) if rank0 is not None and rank0.outcome == PASS else None
 
 
-def _run(target: Target, workload: Workload, previous: bool, timeout: float) -> Discovery:
-    inputs = workload.inputs(topology=setting(workload)[0])  # defaults that follow the hosts
+def _run(target: Target, workload: Workload, previous: bool, timeout: float,
+         learning: Learning | None) -> Discovery:
+    inputs = learning.inputs if learning is not None else \
+        workload.inputs(topology=setting(workload)[0])  # defaults that follow the hosts
     # what the workload's checker reads (a bucket's objects), as a cell's world records it
     result = _world(target, workload, inputs, workload.watch(inputs) if workload.watch else [],
-                    timeout)
+                    timeout, learning)
     roles = derive(result.history)
-    judgement = workload.judge(result)
+    judgement = workload.judge(result, Baseline(_returned(result)))  # (a reference: itself)
     found = Discovery(roles, tuple(result.imported), judgement.outcome, judgement.detail,
                       baseline=Baseline(_returned(result)),
                       collectives=sum(e.kind == "call" for e in result.history))
     handoffs = roles.paths("handoff")
     if not previous or workload.another_run is None or not handoffs:
         return found
-    other = _world(target, workload, workload.another_run(inputs), list(handoffs), timeout)
+    other = _world(target, workload, workload.another_run(inputs), list(handoffs), timeout,
+                   learning)
     left: dict[str, bytes] = {}
     for event in other.history:  # every rank's snapshot: the last one of a path wins
         if event.kind == "snapshot":

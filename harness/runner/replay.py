@@ -21,8 +21,8 @@ REPLAY = ("harness", "replay")
 RUN = ("harness", "run")
 #: Each option a replay writes, and the field it holds.
 _OPTIONS = {"--scenario": "scenario", "--target": "target", "--seed": "seed",
-            "--workload": "workload", "--checker": "checker", "--topology": "topology",
-            "--timeout": "timeout"}
+            "--workload": "workload", "--checker": "checker", "--data": "data",
+            "--topology": "topology", "--timeout": "timeout"}
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,7 @@ class Replay:
     seed: int | None = None  # None: the command's default (0)
     workload: str | None = None  # only for a user's target of another workload
     checker: str | None = None
+    data: str | None = None  # the user's own dataset, as DIR:PATH
     topology: str | None = None  # only when the run overrode the scenario's
     timeout: float | None = None  # likewise
     command: tuple[str, ...] = REPLAY
@@ -42,6 +43,8 @@ class Replay:
             args += ["--seed", str(self.seed)]
         if self.workload is not None and self.workload != DEFAULT_WORKLOAD:
             args += ["--workload", self.workload]
+        if self.data is not None:
+            args += ["--data", self.data]
         if self.checker is not None:
             args += ["--checker", self.checker]
         if self.topology is not None:

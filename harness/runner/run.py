@@ -27,7 +27,7 @@ from harness.runner.replay import Replay
 from harness.scenarios import Scenario, ScenarioError, catalog_dir, validate_host_inputs, validate_inputs
 from harness.topology import get_topology
 from harness.vocabulary import ERROR, KNOWN, NOT_EXERCISED, OK, PASS, UNEXERCISED, UNEXPECTED, Expect
-from harness.workloads.base import Target
+from harness.workloads.base import Learning, Target
 from harness.workloads.registry import WORKLOADS
 from harness.world import pool
 from harness.world.fates import one_line
@@ -100,29 +100,39 @@ def replay_of(plan: CellPlan) -> Replay:
     return Replay(scenario.name if from_catalog else str(scenario.source), target.name,
                   seed=plan.seed, workload=None if target.builtin else target.workload,
                   checker=target.checker.ref if target.checker is not None else None,
+                  data=scenario.data_given,
                   topology=plan.topology if plan.topology_overridden else None,
                   timeout=plan.timeout if plan.timeout_overridden else None)
 
 
+def learning_key(plan: CellPlan) -> tuple[str, str]:
+    """Which discovery a cell's target is learned by: one per target, and per dataset
+    when a scenario gives its own (``Workload.learning``)."""
+    learning = WORKLOADS[plan.scenario.workload].learning_for(plan.scenario.workload_inputs)
+    return plan.target.name, learning.key if learning is not None else ""
+
+
 def discover_targets(plans: Iterable[CellPlan], use_cache: bool = True,
-                     jobs: int = 1) -> dict[str, Discovery]:
-    """One discovery per target, whatever its workload (at most two worlds each: the
-    fault-free run, and another run's when a scenario places what it leaves): its
-    roles, and the modules its ranks import, which its cells' fork server preloads.
-    A run given ``--timeout`` gives the fault-free run the same deadline."""
-    wanted: dict[str, tuple[Target, str, bool, float | None]] = {}
+                     jobs: int = 1) -> dict[tuple[str, str], Discovery]:
+    """One discovery per target (and per ``learning_key``), whatever its workload (at most
+    two worlds each: the fault-free run, and another run's when a scenario places what it
+    leaves): its roles, and the modules its ranks import, which its cells' fork server
+    preloads. A run given ``--timeout`` gives the fault-free run the same deadline."""
+    wanted: dict[tuple[str, str], tuple[Target, str, bool, float | None, Learning | None]] = {}
     for p in plans:
-        _, _, previous, timeout = wanted.get(p.target.name, (p.target, "", False, None))
+        key = learning_key(p)
+        _, _, previous, timeout, _ = wanted.get(key, (p.target, "", False, None, None))
         if p.timeout_overridden:
             timeout = max(timeout or 0.0, p.timeout)
-        wanted[p.target.name] = (p.target, p.scenario.workload,
-                                 previous or p.scenario.needs_another_run, timeout)
+        workload = WORKLOADS[p.scenario.workload]
+        wanted[key] = (p.target, p.scenario.workload, previous or p.scenario.needs_another_run,
+                       timeout, workload.learning_for(p.scenario.workload_inputs))
     workers = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="harness-discovery")
     try:
-        futures = {name: workers.submit(discover, target, WORKLOADS[workload], previous, use_cache,
-                                        timeout)
-                   for name, (target, workload, previous, timeout) in wanted.items()}
-        return {name: f.result() for name, f in futures.items()}
+        futures = {key: workers.submit(discover, target, WORKLOADS[workload], previous, use_cache,
+                                       timeout, learning)
+                   for key, (target, workload, previous, timeout, learning) in wanted.items()}
+        return {key: f.result() for key, f in futures.items()}
     except KeyboardInterrupt:
         ABORT.set()  # before waiting for them: the worlds in flight end now
         raise
@@ -174,12 +184,14 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
     home = os.path.expanduser("~")
     inputs = scenario.workload_inputs  # validated at load, and against plan.topology when overridden
     topology = get_topology(plan.topology)
-    files = workload.setup(inputs, topology, plan.seed) if workload.setup else []
-    watch = workload.watch(inputs) if workload.watch else []
+    learning = workload.learning_for(inputs)
     if discovery is None:  # a cell run on its own (pytest, replay)
         discovery = discover(target, workload, scenario.needs_another_run,
-                             timeout=plan.timeout if plan.timeout_overridden else None)
+                             timeout=plan.timeout if plan.timeout_overridden else None,
+                             learning=learning)
     roles = discovery.roles if discovery is not None else None
+    files = workload.setup(inputs, topology, plan.seed, roles) if workload.setup else []
+    watch = workload.watch(inputs) if workload.watch else []
     faults = make_plan(scenario.faults, seed=plan.seed, world_size=topology.world_size,
                        hosts=topology.hosts, home=home, roles=roles)
     preload = target.preload
@@ -195,7 +207,7 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
                        args_by_host={h: (i.for_target(),) for h, i in
                                      scenario.host_workload_inputs.items()} or None)
     try:
-        judgement = workload.judge(result, _baseline(scenario, discovery))
+        judgement = workload.judge(result, _baseline(scenario, discovery, learning))
     except Exception as exc:  # noqa: BLE001 - one cell's judgement, never the run's
         log.exception("cannot judge %s[%s]", scenario.name, target.name)
         judgement = Judgement(ERROR, f"the cell could not be judged: {_why(exc)} (the workload's "
@@ -256,8 +268,12 @@ def checker_of(scenario: Scenario, target: Target) -> Validator | None:
     return workload.validator_for(target)
 
 
-def _baseline(scenario: Scenario, discovery: Discovery | None) -> Baseline | None:
-    """What the fault-free runs returned, when this cell's rank 0 got the same inputs."""
+def _baseline(scenario: Scenario, discovery: Discovery | None,
+              learning: Learning | None = None) -> Baseline | None:
+    """What the fault-free runs returned, when this cell's rank 0 got the same inputs (or
+    whatever it got, when the run was a reference: the user's own data)."""
+    if discovery is not None and learning is not None and learning.reference:
+        return discovery.baseline
     if discovery is None or 0 in scenario.host_workload_inputs or \
             scenario.workload_inputs != WORKLOADS[scenario.workload].inputs():
         return None
@@ -290,7 +306,7 @@ def run_matrix(plans: list[CellPlan], jobs: int | None = None, seed: int = 0,
     try:
         found = discover_targets(plans, use_cache, jobs)
         one = cell_runner or run_cell  # looked up now: a test may replace run_cell
-        futures = {workers.submit(one, plan, known, found.get(plan.target.name)): i
+        futures = {workers.submit(one, plan, known, found.get(learning_key(plan))): i
                    for i, plan in enumerate(plans)}
         for future in as_completed(futures):
             plan = plans[futures[future]]

@@ -9,6 +9,7 @@ new workload is one package and one entry-point line, not an edit of the harness
 from __future__ import annotations
 
 import inspect
+import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from harness import refs
 from harness.checkers.common import Baseline, Judgement
+from harness.filesystem.mounts import Mount
 from harness.filesystem.sandbox import Leftover
 from harness.rank.validator import Validator, validator
 from harness.topology import Topology
@@ -112,6 +114,25 @@ def _positional_arity(fn: Callable[..., Any]) -> int:
 
 
 @dataclass(frozen=True)
+class Learning:
+    """The fault-free world a target is learned from for some scenarios (its roles, imports
+    and baseline), where the workload's defaults would not do: the user's own data."""
+
+    topology: str
+    inputs: WorkloadInputs
+    mounts: tuple[Mount, ...] = ()
+    #: what changes when the world would (the data's names, sizes and times): part of the cache key
+    fingerprint: str = ""
+    #: its rank 0's value judges every cell learned from it, whatever the cell's inputs
+    reference: bool = False
+
+    @property
+    def key(self) -> str:
+        return json.dumps([self.topology, self.inputs.model_dump(mode="json"),
+                           [repr(m) for m in self.mounts], self.fingerprint], sort_keys=True)
+
+
+@dataclass(frozen=True)
 class Workload:
     """Everything the harness needs to run and judge a workload's cells."""
 
@@ -126,8 +147,9 @@ class Workload:
     known_failures: Mapping[str, frozenset[str]] = field(default_factory=dict)
     #: modules the warm fork server imports for the reference targets
     preload: tuple[str, ...] | None = None
-    #: (inputs, topology, seed) -> files placed in the sandbox before the world starts
-    setup: Callable[[Any, Topology, int], list[Leftover]] | None = None
+    #: (inputs, topology, seed, roles) -> files placed in the sandbox before the world
+    #: starts (``roles``: what the target's fault-free run did with files, None in that run)
+    setup: Callable[[Any, Topology, int, Any], list[Leftover]] | None = None
     #: (inputs) -> virtual globs whose content the history records at every exit
     watch: Callable[[Any], list[str]] | None = None
     #: this workload's catalog scenarios in the order reports list them
@@ -154,6 +176,12 @@ class Workload:
     call_error: Callable[[inspect.Signature, bool, object], str | None] = takes_inputs
     #: how this workload calls a user's target, as an error refusing one says it
     contract: str = "def run(inputs: dict) -> dict, called on every rank"
+    #: (a scenario's inputs) -> the fault-free world its target is learned from, when the
+    #: workload's defaults on its base scenario's setting would not do (None: they do)
+    learning: Callable[[Any], Learning | None] | None = None
+
+    def learning_for(self, inputs: WorkloadInputs) -> Learning | None:
+        return self.learning(inputs) if self.learning is not None else None
 
     def judge(self, result: WorldResult, baseline: Baseline | None = None) -> Judgement:
         """The checker's judgement of ``result``, given ``baseline`` if it takes one."""

@@ -219,3 +219,77 @@ def test_the_shape_of_a_target_is_read_from_its_signature_or_its_declaration():
     assert shape_of(run) == "run"
     with pytest.raises(ContractError, match="neither run"):
         shape_of(lambda a, b: None)
+
+
+# -- your own data (--data) ----------------------------------------------------------------
+
+OWN = Path(__file__).resolve().parents[1] / "user_targets" / "own_data"
+
+
+def _npz_data(where: Path) -> Path:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_npz", OWN / "make_npz.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    where.mkdir(parents=True)
+    module.write(str(where))
+    return where
+
+
+def test_data_from_the_command_line_under_the_working_directory_is_each_hosts_copy(tmp_path):
+    # The user's checkout (the working directory) under /tmp, the data inside it: under
+    # kernel isolation each host has a /tmp of its own, the checkout is bound back into it,
+    # and the data mounted inside that.
+    data = _npz_data(tmp_path / "proj" / "data")
+    out = tmp_path / "out"
+    done = run_cli("run", "--target", f"{OWN / 'npz_shards.py'}:ShardedTokens", "--workload",
+                   "data-sharding", "--data", "data", "--scenario", "uneven-shards",
+                   "--scenario", "missing-data-on-host", "--format", "json",
+                   "--report-dir", str(out), cwd=tmp_path / "proj")
+    assert "Traceback" not in done.stderr, done.stderr
+    got = {c["scenario"]: c for c in json.loads((out / "latest" / "matrix.json").read_text())["cells"]}
+    assert got["uneven-shards"]["outcome"] == "PASS", got["uneven-shards"]["detail"]
+    assert f"rank 3 raised FileNotFoundError: no shard-*.npz under {data}" \
+        in got["missing-data-on-host"]["detail"]
+    replay = got["uneven-shards"]["replay"]
+    assert f"--data {data}" in replay and "--workload data-sharding" in replay
+    again = run_cli(*replay.split()[1:], cwd=tmp_path)  # from anywhere: the path is absolute
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "PASS (expected pass" in again.stdout
+
+
+def test_a_scenario_file_names_its_data_relative_to_itself_and_where_the_code_reads_it(tmp_path):
+    _npz_data(tmp_path / "scenarios" / "sample")
+    path = tmp_path / "scenarios" / "mine.yaml"
+    path.write_text(DATA_BASELINE.replace("name: baseline", "name: mine")
+                    + "data: sample:/srv/tokens\n")
+    loader = tmp_path / "loader.py"
+    loader.write_text((OWN / "npz_shards.py").read_text().replace(
+        "def __init__(self, root,", "def __init__(self, root='/srv/tokens',"))
+    got = cells(tmp_path, f"{loader}:ShardedTokens", "data-sharding", str(path))
+    assert got["mine"]["outcome"] == "PASS", got["mine"]["detail"]
+    assert f"--data {tmp_path / 'scenarios' / 'sample'}:/srv/tokens" not in got["mine"]["replay"]
+    assert got["mine"]["replay"].split()[3] == str(path)  # the file says it: replayed from it
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--data", "nowhere"], "does not exist"),
+    (["--data", "{file}"], "is not a directory"),
+    (["--data", "{empty}"], "holds no file"),
+    (["--data", "{data}", "--scenario", "missing-file"],
+     "none of the chosen scenarios reads a dataset"),
+])
+def test_data_that_cannot_be_a_worlds_dataset_is_refused_naming_it(tmp_path, args, words):
+    from support import run_cli_here
+
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "a.jsonl").write_text("{}\n")
+    values = [a.format(file=tmp_path / "file", empty=tmp_path / "empty", data=tmp_path / "data")
+              for a in args]
+    done = run_cli_here("run", "--target", f"{OWN / 'jsonl_docs.py'}:make_loader",
+                        "--workload", "data-sharding", *values, cwd=tmp_path)
+    assert done.returncode == 2, done.stdout
+    assert "--data" in done.stderr and words in done.stderr, done.stderr

@@ -142,10 +142,10 @@ def test_a_run_with_a_timeout_gives_its_learning_run_that_deadline(tmp_path, mon
     monkeypatch.setattr(discovery, "DISCOVERY_TIMEOUT", 1.0)
     slow = target(f"{TARGETS}:slow_to_sync")
     plans = plan_cells([find("baseline")], [slow], seed=0, timeout=20)
-    assert discover_targets(plans)[slow.name].outcome == "PASS"
+    assert discover_targets(plans)[(slow.name, "")].outcome == "PASS"
     plans = plan_cells([find("baseline")], [slow], seed=0)  # the scenario's own: the default
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "fresh"))
-    found = discover_targets(plans)[slow.name]
+    found = discover_targets(plans)[(slow.name, "")]
     assert found.outcome == "HANG" and "deadline 1 s" in found.detail, found.detail
 
 
@@ -157,7 +157,7 @@ def test_a_data_sharding_loader_s_imports_are_learned_like_any_workload_s(tmp_pa
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path))
     loader = target(f"{TARGETS}:loader_importing_inside", workload="data-sharding")
     plans = plan_cells([find("uneven-shards")], [loader], seed=0)  # a scenario without roles
-    found = discover_targets(plans)[loader.name]
+    found = discover_targets(plans)[(loader.name, "")]
     assert found.outcome == "PASS", found.detail
     assert "iniconfig" in found.imported
 

@@ -49,8 +49,10 @@ def streams(total: int, workers: int, seed: int) -> dict[int, list[dict[str, Any
     return out
 
 
-def setup(inputs: CheckpointResumeInputs, topology: Topology, seed: int) -> list[Leftover]:
+def setup(inputs: CheckpointResumeInputs, topology: Topology, seed: int,
+          roles: object = None) -> list[Leftover]:
     """One stream per host, on every host's disk, except ``missing_streams``."""
+    del roles  # the streams are the harness's own: no target's file to aim at
     workdir = inputs.workdir.rstrip("/")
     missing = set(inputs.missing_streams)
     files = []

@@ -43,7 +43,7 @@ import numpy as np
 import torch  # imported at the top so that the warm fork server preloads it
 
 from harness.workloads.data_sharding import ADAPTER_PREFIX as PREFIX
-from harness.workloads.data_sharding import ALIASES, shape
+from harness.workloads.data_sharding import ALIASES, content, shape
 
 MODULE = __name__
 CONTRACT = "see the data-sharding contract (harness.workloads.data_sharding)"
@@ -139,21 +139,67 @@ def ids_of_values(values: Any) -> list[int]:
     return [int(i) for i in array]
 
 
-def batches_of(loader: Any, local_batch_size: int) -> Iterable[list[int]]:
-    """The sample ids of every batch the loader gives, in order."""
+class Identity:
+    """How a batch's samples are known: by the id column of the harness's own data, by the
+    target's ``harness_ids(batch)``, or (the user's own data) by content (``content``)."""
+
+    def __init__(self, by_content: bool, ids: Callable[[Any], Any] | None = None) -> None:
+        self.by_content, self.user_ids = by_content and ids is None, ids
+        self.padding = 0
+        self.names: dict[int, str] = {}
+
+    def of_batch(self, batch: Any) -> list[int]:
+        if self.user_ids is not None:
+            try:
+                return ids_of_values(self.user_ids(batch))
+            except ContractError as exc:
+                raise ContractError(f"harness_ids(batch): {exc}") from None
+        if not self.by_content:
+            return ids_of(batch)
+        return self._digests(batch, content.elements)
+
+    def of_items(self, items: list[Any]) -> list[int]:
+        """The samples of a map-style dataset's items (one sample each)."""
+        if self.user_ids is not None:
+            return [i for item in items for i in self.of_batch(item)]
+        if not self.by_content:
+            return [i for item in items for i in ids_of(item, item=True)]
+        return self._digests(items, list)
+
+    def _digests(self, batch: Any, split: Callable[[Any], list[Any]]) -> list[int]:
+        out = []
+        try:
+            for element in split(batch):
+                if content.is_padding(element):
+                    self.padding += 1
+                    continue
+                d = content.digest(element)
+                if len(self.names) < MAX_NAMES and d not in self.names:
+                    self.names[d] = content.name(element)
+                out.append(d)
+        except content.ContentError as exc:
+            raise ContractError(str(exc)) from None
+        return out
+
+
+#: Sample names a rank sends with its batches (a small dataset's every sample).
+MAX_NAMES = 4096
+
+
+def batches_of(loader: Any, local_batch_size: int,
+               identity: Identity | None = None) -> Iterable[list[int]]:
+    """The samples of every batch the loader gives, in order, as ``identity`` knows them."""
+    identity = identity or Identity(False)
     if hasattr(loader, "__iter__") and not _is_map_style(loader):
         for batch in loader:
-            yield ids_of(batch)
+            yield identity.of_batch(batch)
         return
     if _is_map_style(loader):
         # A map-style dataset built for this rank is its shard: read it in index order,
         # local batches as DataLoader(dataset, batch_size=local, shuffle=False) would.
         n = len(loader)
         for start in range(0, n, local_batch_size):
-            ids: list[int] = []
-            for index in range(start, min(n, start + local_batch_size)):
-                ids += ids_of(loader[index], item=True)
-            yield ids
+            yield identity.of_items([loader[i] for i in range(start, min(n, start + local_batch_size))])
         return
     raise ContractError(f"the factory returned a {type(loader).__name__}, which is neither "
                         "iterable (batches) nor a map-style dataset (__len__ and __getitem__)")
@@ -185,12 +231,13 @@ def run_loader(factory: Callable[..., Any], inputs: dict[str, Any]) -> dict[str,
               "world_size": world_size, "seed": int(inputs.get("seed", 0)),
               "global_batch_size": gbs}
     local = max(1, gbs // world_size)
+    identity = Identity(bool(inputs.get("data")), ids_function(factory))
     passes: list[list[list[int]]] = []
     dropped = None
     for _ in range(2):
         loader = build_loader(factory, values)
         batches = []
-        for ids in batches_of(loader, local):
+        for ids in batches_of(loader, local, identity):
             batches.append(ids)
             train_step(ids)
         passes.append(batches)
@@ -198,9 +245,22 @@ def run_loader(factory: Callable[..., Any], inputs: dict[str, Any]) -> dict[str,
         if reported is not None:
             dropped = [int(i) for i in reported]
     out: dict[str, Any] = {"batches": passes[0], "restart": passes[1]}
-    if dropped is not None:
+    if dropped is not None and not identity.by_content:
         out["dropped"] = dropped
+    if identity.by_content:
+        out["padding"] = identity.padding // 2  # counted over both passes
+        out["names"] = {str(d): text for d, text in identity.names.items()}
     return out
+
+
+def ids_function(target: Any) -> Callable[[Any], Any] | None:
+    """The target's ``harness_ids(batch)`` (an attribute, or a function of its module):
+    the sample ids of a batch, where content is not stable (augmentation)."""
+    fn = getattr(target, "harness_ids", None)
+    if fn is None:
+        module = inspect.getmodule(target)
+        fn = getattr(module, "harness_ids", None) if module is not None else None
+    return fn if callable(fn) else None
 
 
 def run_user(spec: str, inputs: dict[str, Any]) -> Any:

@@ -50,12 +50,14 @@ import hashlib
 import io
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from harness.filesystem.sandbox import Leftover
+from harness.roles import Roles
 from harness.topology import Topology
 
 if TYPE_CHECKING:
@@ -153,11 +155,22 @@ def expected_of(inputs: DataShardingInputs) -> dict[str, Any]:
             "num_samples": inputs.num_samples, "global_batch_size": inputs.global_batch_size}
 
 
-def build(inputs: DataShardingInputs, topology: Topology, seed: int) -> list[Leftover]:
+def build(inputs: DataShardingInputs, topology: Topology, seed: int,
+          roles: Roles | None = None) -> list[Leftover]:
     """The workload's setup: the dataset (and its variants) on every host, and the ground truth.
 
-    ``inputs`` were validated at load (sizes, budgets, hosts of the topology): used as they are.
+    ``inputs`` were validated at load (sizes, budgets, hosts of the topology): used as they
+    are. With ``inputs.data`` (the user's own dataset), that is copied instead
+    (``own_data``), its variants aimed at the files ``roles`` say the target read.
     """
+    if inputs.data is not None:
+        from harness.workloads.data_sharding import own_data
+
+        files, acted = own_data.build(inputs, topology, seed, roles)
+        truth = {"identity": "content", "data_dir": inputs.data_dir.rstrip("/"),
+                 "data": inputs.data, "global_batch_size": inputs.global_batch_size,
+                 "acted_on": acted}
+        return [*files, Leftover(EXPECTED_PATH, json.dumps(truth, sort_keys=True).encode())]
     n, k, seq_len = inputs.num_samples, inputs.examples_per_puzzle, inputs.seq_len
     missing, divergent = set(inputs.missing_on_hosts), set(inputs.divergent_on_hosts)
     corrupt_file, where = inputs.corrupt_file, inputs.corrupt_where
@@ -179,17 +192,25 @@ def build(inputs: DataShardingInputs, topology: Topology, seed: int) -> list[Lef
                                           row_bytes, seed)
         return tuple(sorted(files.items()))
 
+    out = placed(files_of, topology, inputs.data_dir)
+    out.append(Leftover(EXPECTED_PATH, json.dumps(expected_of(inputs), sort_keys=True).encode()))
+    return out
+
+
+def placed(files_of: Callable[[int], tuple[tuple[str, bytes], ...] | None], topology: Topology,
+           data_dir: str) -> list[Leftover]:
+    """Each host's files (``files_of(host)``: name -> bytes, None: no dataset) under
+    ``data_dir``, one copy per distinct set of hosts."""
     by_content: dict[tuple[tuple[str, bytes], ...], list[int]] = {}
     for host in range(topology.hosts):
         files = files_of(host)
         if files is not None:
             by_content.setdefault(files, []).append(host)
-    root = inputs.data_dir.rstrip("/")
+    root = data_dir.rstrip("/")
     out: list[Leftover] = []
     for files, hosts in by_content.items():
         which = None if len(hosts) == topology.hosts else tuple(hosts)
         out += [Leftover(f"{root}/{name}", content, hosts=which) for name, content in files]
-    out.append(Leftover(EXPECTED_PATH, json.dumps(expected_of(inputs), sort_keys=True).encode()))
     return out
 
 

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
 from harness.checkers import sharding
-from harness.checkers.common import Judgement
+from harness.checkers.common import Baseline, Judgement, end_of_world
+from harness.filesystem.mounts import Mount
 from harness.filesystem.sandbox import Leftover
+from harness.roles import Roles
 from harness.topology import Topology
-from harness.vocabulary import MAX_SEED, MAX_TIMEOUT
-from harness.workloads.base import AbsolutePath, HostList, Workload, WorkloadInputs
+from harness.vocabulary import FAIL, MAX_SEED, MAX_TIMEOUT, PASS
+from harness.workloads.base import AbsolutePath, HostList, Learning, Workload, WorkloadInputs
 from harness.workloads.data_sharding import PRELOAD, TARGETS, call_error, user_ref
 from harness.world.result import WorldResult
 
@@ -25,6 +28,9 @@ class DataShardingInputs(WorkloadInputs):
     """The loader's keys, then the builder's (see ``dataset.py``)."""
 
     data_dir: AbsolutePath = "/mnt/data/puzzles"
+    #: the user's own dataset, a directory of this machine (``--data``): copied to
+    #: ``data_dir`` on every host instead of the harness's, its samples known by content
+    data: AbsolutePath | None = None
     # (the sizes the sample counts are checked against come first)
     examples_per_puzzle: int = Field(default=1, ge=1, le=_SIZE)
     seq_len: int = Field(default=16, ge=1, le=4096)
@@ -44,6 +50,16 @@ class DataShardingInputs(WorkloadInputs):
     corrupt_where: Literal["data", "header"] = "data"
     corrupt_rows: int = Field(default=2, ge=1, le=_SIZE)
 
+    @field_validator("data")
+    @classmethod
+    def _small_directory(cls, data: str | None) -> str | None:
+        """A directory a world can copy to every host (``own_data.scan``)."""
+        if data is not None:
+            from harness.workloads.data_sharding.own_data import scan
+
+            scan(data)
+        return data
+
     @field_validator("num_samples", "divergent_num_samples")
     @classmethod
     def _buildable(cls, n: int | None, info: ValidationInfo) -> int | None:
@@ -58,16 +74,52 @@ class DataShardingInputs(WorkloadInputs):
         return n
 
 
-def check(result: WorldResult) -> Judgement:
+def check(result: WorldResult, baseline: Baseline | None = None) -> Judgement:
+    """The sharding invariants against the builder's ground truth, or, for the user's own
+    data, against the epoch a fault-free world of one rank read (``baseline``)."""
     from harness.workloads.data_sharding.dataset import expected_from_files
 
     expected = expected_from_files(result.files)
-    return sharding.check(result, sharding.Epoch.from_expected(expected) if expected else None)
+    if expected is None or expected.get("identity") != "content":
+        return sharding.check(result, sharding.Epoch.from_expected(expected) if expected else None)
+    reference = baseline.this_run if baseline is not None else None
+    where = expected["data"] if expected["data"] == expected["data_dir"] else \
+        f"{expected['data']} (at {expected['data_dir']})"
+    epoch = sharding.Epoch.from_reference(reference, int(expected["global_batch_size"]), where)
+    if epoch is None:
+        ended = end_of_world(result)
+        return ended or Judgement(FAIL, "no reference epoch: the target's fault-free world of "
+                                        "one rank returned no batches, so its samples cannot "
+                                        "be told apart from another version's")
+    judgement = sharding.check(result, epoch)
+    acted = expected.get("acted_on") or []
+    if acted and judgement.outcome in (PASS, FAIL):
+        shown = ", ".join(acted[:3]) + (f" (+{len(acted) - 3} more)" if len(acted) > 3 else "")
+        judgement = dataclasses.replace(
+            judgement, detail=f"{judgement.detail} (the scenario changed {shown}: what the "
+                              "target's fault-free run read)")
+    return judgement
 
 
-def _setup(inputs: DataShardingInputs, topology: Topology, seed: int) -> list[Leftover]:
+def _setup(inputs: DataShardingInputs, topology: Topology, seed: int,
+           roles: Roles | None = None) -> list[Leftover]:
     from harness.workloads.data_sharding.dataset import build  # numpy: only when a cell runs
-    return build(inputs, topology, seed)
+    return build(inputs, topology, seed, roles)
+
+
+def _learning(inputs: DataShardingInputs) -> Learning | None:
+    """With the user's own data: a world of one rank (a real one: a loader asking torch_xla
+    for the world size gets 1) reads the whole epoch, with the scenario's batch size and
+    seed, from the data as it is; its samples are the reference a cell's ranks are judged
+    against. Without: the workload's defaults."""
+    if inputs.data is None:
+        return None
+    plain = DataShardingInputs(data=inputs.data, data_dir=inputs.data_dir,
+                               global_batch_size=inputs.global_batch_size, seed=inputs.seed)
+    from harness.workloads.data_sharding.own_data import fingerprint
+
+    return Learning("1x1", plain, (Mount(path=inputs.data_dir, scope="shared", mode="ro"),),
+                    fingerprint(inputs.data), reference=True)
 
 
 def _watch(inputs: DataShardingInputs) -> list[str]:
@@ -86,7 +138,7 @@ _SEED_LOADER_KNOWN = frozenset({"missing-data-on-host", "divergent-dataset", "co
 WORKLOAD = Workload(
     "data-sharding", DataShardingInputs, check, targets=TARGETS,
     known_failures={"seed-loader": _SEED_LOADER_KNOWN}, preload=PRELOAD,
-    setup=_setup, watch=_watch, user_ref=user_ref, call_error=call_error,
+    setup=_setup, watch=_watch, user_ref=user_ref, call_error=call_error, learning=_learning,
     contract="def run(inputs: dict) -> dict, or a loader factory (a class or function) taking "
              "some of data_dir, rank, num_replicas, seed, global_batch_size by name "
              "(harness.workloads.data_sharding)",

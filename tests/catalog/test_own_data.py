@@ -1,0 +1,99 @@
+"""Issue 27's acceptance: your own data and your own loader, unmodified.
+
+Three loaders written as strangers would (``tests/user_targets/own_data/``), each with its
+own on-disk format and no adapter, run against the data-sharding catalog with ``--data``:
+their samples are known by content, against the epoch a world of one rank read.
+
+- ``npz_shards``: .npz token shards, one permutation from the config's seed: passes every
+  scenario a loader without checks can pass, and fails the rest the way the code would;
+- ``jsonl_docs``: a JSONL file of documents, each rank shuffling with ``seed + rank``:
+  unequal step counts, so the last step's collective hangs, named;
+- ``grouped_puzzles``: a puzzle dataset picking a group's puzzle with an unseeded
+  ``np.random``: FAIL with no fault at all, the samples two ranks both read named.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from harness.runner.cells import Cell
+from harness.runner.run import plan_cells, run_matrix
+from harness.scenarios import catalog
+from harness.workloads.registry import target as resolve_target
+
+from support import REPO
+
+OWN = REPO / "tests" / "user_targets" / "own_data"
+
+
+def _maker(name: str):  # noqa: ANN202 - the stranger's own writer
+    spec = importlib.util.spec_from_file_location(name, OWN / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.write
+
+
+@functools.cache
+def _data(kind: str, root: str) -> str:
+    path = Path(root) / kind
+    path.mkdir()
+    _maker(f"make_{kind}")(str(path))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(tmp_path_factory.mktemp("own-data"))
+
+
+def matrix(ref: str, data: str) -> dict[str, Cell]:
+    scenarios = [s.with_data(data) for s in catalog() if s.workload == "data-sharding"]
+    target = resolve_target(f"{OWN / ref}", "data-sharding")
+    cells = run_matrix(plan_cells(scenarios, [target], seed=0), jobs=2).cells
+    return {c.scenario: c for c in cells}
+
+
+def test_npz_shards_with_a_seeded_sampler_pass_where_a_loader_without_checks_can(
+        data_root: str) -> None:
+    cells = matrix("npz_shards.py:ShardedTokens", _data("npz", data_root))
+    for name in ("uneven-shards", "readonly-data-mount", "divergent-seed"):
+        assert cells[name].outcome == "PASS", (name, cells[name].detail)
+        assert "covering all 96 samples" in cells[name].detail
+    # the checks it lacks: host 3 without data leaves the others in the first step ...
+    missing = cells["missing-data-on-host"]
+    assert missing.outcome == "HANG"
+    assert "rank 3 raised FileNotFoundError" in missing.detail
+    assert "ranks 0-2 wait in all_reduce (step 0)" in missing.detail
+    # ... another version on host 2 is trained on silently, named by content
+    divergent = cells["divergent-dataset"]
+    assert divergent.outcome == "FAIL"
+    assert "rank 2 trained on 24 samples that a world of one rank never read" in divergent.detail
+    assert "sample {tokens: [" in divergent.detail
+    assert "the scenario changed shard-00000.npz, shard-00001.npz, shard-00002.npz" \
+        in divergent.detail
+    # a garbled shard: np.load's CRC check is the loud error every rank raises
+    assert cells["corrupt-npy"].outcome == "ERROR" and cells["corrupt-npy"].met
+    assert "BadZipFile" in cells["corrupt-npy"].detail
+
+
+def test_jsonl_reader_seeded_per_rank_runs_unequal_steps_and_its_last_step_hangs(
+        data_root: str) -> None:
+    cells = matrix("jsonl_docs.py:make_loader", _data("jsonl", data_root))
+    plain = cells["readonly-data-mount"]  # no fault: the data as it is
+    assert plain.outcome == "HANG", plain.detail
+    assert "wait in all_reduce (step " in plain.detail and "returned" in plain.detail
+    assert cells["divergent-seed"].outcome == "HANG"
+
+
+def test_grouped_puzzles_with_unseeded_numpy_fail_with_no_fault_naming_the_overlap(
+        data_root: str) -> None:
+    cells = matrix("grouped_puzzles.py:PuzzleDataset", _data("puzzles", data_root))
+    plain = cells["readonly-data-mount"]  # 8 ranks, no fault
+    assert plain.outcome == "FAIL", plain.detail
+    assert "read more than once" in plain.detail
+    assert "in rank " in plain.detail and "sample #" in plain.detail  # named by place and content
+    assert "or on unseeded randomness" in plain.detail
