@@ -105,3 +105,16 @@ def test_garbling_changes_rows_behind_an_intact_npy_header():
     assert (loaded != np.arange(40).reshape(10, 4)).any(axis=1).sum() == 2
     with pytest.raises(ValueError):
         np.load(io.BytesIO(garbled("a.npy", buf.getvalue(), "header", 2, 0)))
+
+
+def test_a_loaders_own_ids_function_is_used_where_content_is_not_stable():
+    from harness.workloads.data_sharding.adapter import Identity, ids_function
+
+    def make_loader(data_dir):  # a loader with random augmentation, and its ids
+        return []
+    make_loader.harness_ids = lambda batch: batch["id"]
+    identity = Identity(True, ids_function(make_loader))
+    noisy = {"id": np.array([3, 4]), "x": np.random.default_rng().normal(size=(2, 5))}
+    assert identity.of_batch(noisy) == [3, 4]
+    assert identity.of_items([{"id": 7, "x": 0.5}]) == [7]
+    assert not identity.by_content and identity.names == {}

@@ -80,6 +80,15 @@ function taking any of those names is a loader factory; anything else is a
 contract violation. (The return type cannot decide: the call differs before
 anything is returned.)
 
+**Your own data** (``--data DIR[:PATH]``, or ``data:`` in a scenario file): DIR is
+copied to PATH (``data_dir``; default DIR itself) on every host instead of the data below
+(``own_data``), and a sample is known by its content rather than an id column: every
+field of one row of a batch, digested and counted as a multiset, a row whose every field
+repeats one value taken for padding (``content``), or the ids a ``harness_ids(batch)``
+function beside the loader returns. The reference is the epoch a fault-free world of one
+rank read with the same batch size and seed (``Workload.learning``); the invariants below
+are judged against it, and a sample is named by its place in it and what it holds.
+
 **The data.** ``data_dir`` (default ``/mnt/data/puzzles``) holds
 ``inputs.npy`` and ``labels.npy`` (int32, ``(N, 1 + seq_len)``, column 0 the
 sample id, rows in no particular order), ``puzzle_indices.npy`` and the

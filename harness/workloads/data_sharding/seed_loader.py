@@ -48,8 +48,9 @@ Deliberately not reproduced: the DataLoader worker process
 (``num_workers=1``) and ``torch.manual_seed(config.seed + rank)``. In the real
 script the worker reseeds NumPy from torch's per-rank generator, so the
 "rank's own random state" above differs between ranks even without any fault;
-here ranks start with the same state (the harness seeds them alike) and the
-``divergent-seed`` scenario makes them differ.
+here each rank starts with fresh entropy of its own, as a new process does
+(``harness.rank.environment``), and ``divergent-seed`` makes its generators differ
+on top of that.
 
 The second pass ``run`` returns (the "restart") is a fresh ``PuzzleDataset``
 built from the same config in the same process: the Philox order repeats,
