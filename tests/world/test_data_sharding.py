@@ -33,6 +33,7 @@ from harness.workloads.data_sharding.dataset import (
 )
 from harness.workloads.data_sharding.workload import DataShardingInputs
 from harness.workloads.registry import BUILTIN_TARGETS, WORKLOADS
+from harness.workloads.registry import target as resolve_target
 from harness.world.result import ERROR, FAIL, HANG, PASS, WorldResult
 from harness.world.world import run_world
 
@@ -42,7 +43,7 @@ from support import REPO
 HERE = Path(__file__).resolve()
 SEEDS = (0, 1, 7)
 SCENARIOS = ("uneven-shards", "missing-data-on-host", "divergent-dataset", "corrupt-npy",
-             "readonly-data-mount", "divergent-seed")
+             "readonly-data-mount", "divergent-seed", "uneven-groups")
 WORKLOAD = WORKLOADS["data-sharding"]
 
 
@@ -282,13 +283,14 @@ def test_bad_builder_inputs_are_refused_before_the_builder_runs(changes, field, 
 
 # -- the catalog and the registry ----------------------------------------------------
 
-def test_the_catalog_has_the_six_data_sharding_scenarios_with_their_expectations():
+def test_the_catalog_has_the_seven_data_sharding_scenarios_with_their_expectations():
     scenarios = {s.name: s for s in catalog() if s.workload == "data-sharding"}
     assert list(scenarios) == list(SCENARIOS)
     expect = {name: s.expect for name, s in scenarios.items()}
     assert expect == {"uneven-shards": "pass", "missing-data-on-host": "fail-loudly",
                       "divergent-dataset": "fail-loudly", "corrupt-npy": "fail-loudly",
-                      "readonly-data-mount": "pass", "divergent-seed": "pass"}
+                      "readonly-data-mount": "pass", "divergent-seed": "pass",
+                      "uneven-groups": "pass"}
     assert all("seed 00" in s.finding for s in scenarios.values())
 
 
@@ -298,7 +300,8 @@ def test_both_loaders_are_registered_builtin_targets_of_the_workload():
         assert (target.ref, target.workload, target.builtin) == (ref, "data-sharding", True)
     assert BUILTIN_TARGETS["robust-loader"].known_failures == frozenset()
     assert BUILTIN_TARGETS["seed-loader"].known_failures == {
-        "missing-data-on-host", "divergent-dataset", "corrupt-npy", "divergent-seed"}
+        "missing-data-on-host", "divergent-dataset", "corrupt-npy", "divergent-seed",
+        "uneven-groups"}
 
 
 # -- robust-loader in real worlds ------------------------------------------------------
@@ -579,3 +582,30 @@ def global_rng_loader(inputs: dict[str, Any]) -> dict:
 
 def cache_writing_loader(inputs: dict[str, Any]) -> dict:
     return _user_epoch(inputs, cache=True)
+
+
+# -- groups of different sizes (uneven-groups) -----------------------------------------
+
+def test_the_built_puzzles_have_the_sizes_asked_for_and_the_last_takes_what_is_left():
+    from harness.workloads.data_sharding.dataset import puzzle_bounds
+
+    assert puzzle_bounds(20, 1, (1, 4, 2, 5, 3)).tolist() == [0, 1, 5, 7, 12, 15, 16, 20]
+    assert puzzle_bounds(8, 2).tolist() == [0, 2, 4, 6, 8]
+    with pytest.raises(Exception, match="examples_per_puzzle or puzzle_sizes, not both"):
+        WORKLOAD.inputs({"examples_per_puzzle": 2, "puzzle_sizes": [1, 2], "num_samples": 8})
+
+
+def test_a_loader_dealing_whole_puzzles_to_ranks_runs_unequal_steps_on_uneven_groups():
+    dealer = resolve_target(str(REPO / "tests" / "user_targets" / "own_data" / "puzzle_dealer.py")
+                            + ":deal", "data-sharding")
+    done = cell("uneven-groups", dealer)
+    assert done.outcome == HANG, done.detail
+    assert done.detail.startswith("ranks 0-1 wait in all_reduce (step 22)")
+    assert "ranks 2-3 returned" in done.detail
+    assert cell("uneven-shards", dealer).outcome == PASS  # groups of one: equal shares
+
+
+def test_seed_loader_builds_different_global_batches_from_its_ranks_generators():
+    _, judged = world("uneven-groups", TARGETS["seed-loader"])
+    assert judged.outcome == FAIL
+    assert "samples read more than once, by ranks" in judged.detail

@@ -14,7 +14,8 @@ NumPy memory-maps), reduced to what sharding needs:
 - ``labels.npy``: int32 ``(N, 1 + seq_len)``; column 0 repeats the sample id.
 - ``puzzle_indices.npy``: int64 ``(P + 1,)``: puzzle ``p`` is rows
   ``[puzzle_indices[p], puzzle_indices[p + 1])``; every puzzle has
-  ``examples_per_puzzle`` rows (1 for sudoku-like data, more for ARC-like data
+  ``examples_per_puzzle`` rows, or ``puzzle_sizes`` in turn (groups of different
+  sizes, as real ARC-like data has) (1 for sudoku-like data, more for ARC-like data
   with several examples per puzzle).
 - ``dataset.json``: the manifest: version, counts, and the shape, dtype and
   sha256 of every ``.npy`` file as built.
@@ -103,7 +104,19 @@ def npy_data_offset(data: bytes) -> int:
     return f.tell()
 
 
-def build_version(version: Version, seq_len: int, examples_per_puzzle: int) -> dict[str, bytes]:
+def puzzle_bounds(n: int, examples_per_puzzle: int, sizes: tuple[int, ...] = ()) -> np.ndarray:
+    """``puzzle_indices``: puzzles of ``examples_per_puzzle`` rows, or of ``sizes`` in turn
+    (the last one takes what is left)."""
+    if not sizes:
+        return np.arange(n // examples_per_puzzle + 1, dtype=np.int64) * examples_per_puzzle
+    bounds = [0]
+    while bounds[-1] < n:
+        bounds.append(min(n, bounds[-1] + sizes[(len(bounds) - 1) % len(sizes)]))
+    return np.asarray(bounds, dtype=np.int64)
+
+
+def build_version(version: Version, seq_len: int, examples_per_puzzle: int,
+                  puzzle_sizes: tuple[int, ...] = ()) -> dict[str, bytes]:
     """Every file of one dataset version: ``{file name: bytes}``."""
     n = version.num_samples
     rng = np.random.default_rng([version.seed, version.id_start, n])
@@ -112,14 +125,15 @@ def build_version(version: Version, seq_len: int, examples_per_puzzle: int) -> d
     inputs = np.concatenate([ids[:, None].astype(np.int32), tokens], axis=1)
     # A label per token, as a puzzle's solution: here a fixed function of the input.
     labels = np.concatenate([ids[:, None].astype(np.int32), (tokens % 9) + 1], axis=1)
-    puzzles = n // examples_per_puzzle
-    puzzle_indices = np.arange(puzzles + 1, dtype=np.int64) * examples_per_puzzle
+    puzzle_indices = puzzle_bounds(n, examples_per_puzzle, puzzle_sizes)
+    puzzles = len(puzzle_indices) - 1
     files = {"inputs.npy": _npy(inputs), "labels.npy": _npy(labels),
              "puzzle_indices.npy": _npy(puzzle_indices)}
     arrays = {"inputs.npy": inputs, "labels.npy": labels, "puzzle_indices.npy": puzzle_indices}
     manifest = {
         "version": version.name, "num_samples": n, "seq_len": seq_len, "vocab_size": VOCAB_SIZE,
-        "examples_per_puzzle": examples_per_puzzle, "total_puzzles": puzzles,
+        "examples_per_puzzle": None if puzzle_sizes else examples_per_puzzle,
+        "puzzle_sizes": list(puzzle_sizes) or None, "total_puzzles": puzzles,
         "files": {name: {"shape": list(arrays[name].shape), "dtype": str(arrays[name].dtype),
                          "sha256": hashlib.sha256(files[name]).hexdigest()} for name in ARRAYS},
     }
@@ -178,9 +192,11 @@ def build(inputs: DataShardingInputs, topology: Topology, seed: int,
                      else set(range(topology.hosts)))
     n2 = inputs.divergent_num_samples or n
 
-    versions = {"v1": build_version(Version("v1", 0, n, seed), seq_len, k)}
+    sizes = tuple(inputs.puzzle_sizes)
+    versions = {"v1": build_version(Version("v1", 0, n, seed), seq_len, k, sizes)}
     if divergent:
-        versions["v2"] = build_version(Version("v2", DIVERGENT_ID_START, n2, seed + 1), seq_len, k)
+        versions["v2"] = build_version(Version("v2", DIVERGENT_ID_START, n2, seed + 1), seq_len, k,
+                                       sizes)
 
     def files_of(host: int) -> tuple[tuple[str, bytes], ...] | None:
         if host in missing:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
@@ -33,6 +33,10 @@ class DataShardingInputs(WorkloadInputs):
     data: AbsolutePath | None = None
     # (the sizes the sample counts are checked against come first)
     examples_per_puzzle: int = Field(default=1, ge=1, le=_SIZE)
+    #: puzzles of these sizes in turn instead (the last takes what is left): groups of
+    #: different sizes, so a loader that deals out whole puzzles gives ranks unequal shares
+    puzzle_sizes: list[Annotated[int, Field(ge=1, le=_SIZE)]] = Field(default_factory=list,
+                                                                      max_length=64)
     seq_len: int = Field(default=16, ge=1, le=4096)
     num_samples: int = Field(default=96, ge=1, le=_SIZE, validate_default=True)
     global_batch_size: int = Field(default=8, ge=1, le=_SIZE)
@@ -66,6 +70,8 @@ class DataShardingInputs(WorkloadInputs):
         k, seq_len = info.data.get("examples_per_puzzle"), info.data.get("seq_len")
         if n is None or k is None or seq_len is None:
             return n  # an earlier field already failed
+        if info.data.get("puzzle_sizes") and k != 1:
+            raise ValueError("give examples_per_puzzle or puzzle_sizes, not both")
         if n % k:
             raise ValueError(f"{n} is not a multiple of examples_per_puzzle {k}")
         if n * (1 + seq_len) > MAX_CELLS:
@@ -131,9 +137,11 @@ def _watch(inputs: DataShardingInputs) -> list[str]:
 # without the files leaves the others blocked in their first step's collective
 # (HANG); another version, garbled rows or divergent generators are trained on
 # silently (FAIL). It passes uneven-shards (it drops the last partial batch on
-# every rank alike) and readonly-data-mount (it writes nothing).
+# every rank alike) and readonly-data-mount (it writes nothing). Puzzles of several
+# examples (divergent-seed, uneven-groups) have their examples drawn from each rank's own
+# generator: the ranks build different global batches.
 _SEED_LOADER_KNOWN = frozenset({"missing-data-on-host", "divergent-dataset", "corrupt-npy",
-                                "divergent-seed"})
+                                "divergent-seed", "uneven-groups"})
 
 WORKLOAD = Workload(
     "data-sharding", DataShardingInputs, check, targets=TARGETS,
@@ -143,7 +151,7 @@ WORKLOAD = Workload(
              "some of data_dir, rank, num_replicas, seed, global_batch_size by name "
              "(harness.workloads.data_sharding)",
     catalog_order=("uneven-shards", "missing-data-on-host", "divergent-dataset", "corrupt-npy",
-                   "readonly-data-mount", "divergent-seed"),
+                   "readonly-data-mount", "divergent-seed", "uneven-groups"),
     # what a loader meets: a flaky or slow data disk, a file it may not read, ranks whose
     # generators or pace differ. Not a rank lost for good: once the data is checked, its
     # peers wait for it in the training step's all-reduce on a pod whatever the loader
