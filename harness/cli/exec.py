@@ -38,14 +38,21 @@ _SHOWN_TRACEBACKS = 3  # of a whole script's world; the rest are one line each i
 @click.option("--require-exercised", is_flag=True, default=False,
               help="A script that started no rank (NOT-EXERCISED: a test file that skipped "
                    "itself) fails (exit 1).")
+@click.option("--scenario", "-s", "scenario_name", default=None, metavar="NAME",
+              help="Apply a scenario's faults and mounts (a catalog name or a scenario file), "
+                   "on its topology, deadline and profile unless given; the run passes when "
+                   "the script meets the scenario's expectation.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
-def exec_command(topology: str, timeout: float, profile: str, seed: int, output: bool,
-                 require_exercised: bool, command: tuple[str, ...]) -> None:
+@click.pass_context
+def exec_command(ctx: click.Context, topology: str, timeout: float, profile: str, seed: int,
+                 output: bool, require_exercised: bool, scenario_name: str | None,
+                 command: tuple[str, ...]) -> None:
     """Run a whole training script on every host of a world, with the shim active.
 
     \b
     harness exec --topology v4-64 -- python train.py --config baseline
     harness exec -t v4-64 -- python -m torch_xla.distributed.xla_dist --tpu=x -- python train.py
+    harness exec --scenario partial-write -- python train.py
 
     Each host runs the script once, as its launcher; the script's own
     xmp.spawn (or the legacy xla_dist launcher) starts the ranks.
@@ -53,6 +60,7 @@ def exec_command(topology: str, timeout: float, profile: str, seed: int, output:
     import contextlib
 
     from rich.console import Console
+    from rich.text import Text
 
     from harness.world.world import run_world
 
@@ -63,19 +71,42 @@ def exec_command(topology: str, timeout: float, profile: str, seed: int, output:
         raise click.UsageError("nothing to run: give the command after --, e.g. -- python train.py")
     if argv[0] != "-m" and not os.path.isfile(argv[0]):
         raise click.UsageError(f"no such script: {argv[0]}")
+    scenario = None
+    if scenario_name is not None:
+        from harness.cli.common import scenarios_from
+
+        chosen = scenarios_from((scenario_name,))
+        if len(chosen) != 1:
+            raise click.BadParameter(f"{scenario_name!r} names {len(chosen)} scenarios: give one",
+                                     param_hint="'--scenario'")
+        scenario = chosen[0]
+    given = {name: value for name, value in (("topology", topology), ("timeout", timeout),
+                                             ("profile", profile))
+             if scenario is None or ctx.get_parameter_source(name)
+             is not click.core.ParameterSource.DEFAULT}
     # On a terminal, a status line on stderr says where the world is while it runs.
     err = Console(stderr=True)
     status = err.status("harness exec: starting the world") if err.is_terminal else None
-    with status if status is not None else contextlib.nullcontext():
-        result = run_world(
-            argv=tuple(argv), topology=topology, timeout=timeout, profile=profile, seed=seed,
-            progress=(lambda p: status.update(f"harness exec: {p.describe()}")) if status else None)
-    from harness.runner.script import judge
+    progress = (lambda p: status.update(f"harness exec: {p.describe()}")) if status else None
+    from harness.runner.script import apply, judge
 
-    verdict = judge(result)
-    render_world(result, Console(), show_output=output, verdict=verdict)
-    failed = verdict.outcome not in (PASS, NOT_EXERCISED) or (
-        require_exercised and verdict.outcome == NOT_EXERCISED)
+    with status if status is not None else contextlib.nullcontext():
+        if scenario is None:
+            result = run_world(argv=tuple(argv), seed=seed, progress=progress, **given)
+            applied = None
+        else:
+            applied = apply(tuple(argv), scenario, seed, progress=progress, **given)
+            result = applied.result
+    verdict = judge(result) if applied is None else applied.verdict
+    console = Console()
+    render_world(result, console, show_output=output, verdict=verdict)
+    if applied is None:
+        failed = verdict.outcome not in (PASS, NOT_EXERCISED) or (
+            require_exercised and verdict.outcome == NOT_EXERCISED)
+    else:
+        console.print(Text(applied.describe()))
+        failed = not applied.met if applied.unexercised is None else (
+            require_exercised or verdict.outcome != PASS)
     sys.exit(ExitCode.FAILED if failed else ExitCode.OK)
 
 

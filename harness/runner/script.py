@@ -14,12 +14,21 @@ Two things a world's outcome alone gets wrong for a script:
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+from harness.checkers.common import end_of_world
+from harness.faults.plan import make_plan
 from harness.history import ranks_phrase
-from harness.vocabulary import NOT_EXERCISED, PASS
+from harness.roles import Roles, derive
+from harness.scenarios import Scenario
+from harness.topology import get_topology
+from harness.vocabulary import ERROR, NOT_EXERCISED, PASS, Expect
 from harness.world.result import RankResult, WorldResult
+from harness.world.world import run_world
 
 #: unittest (and absltest, which prints through it): the last "Ran N tests" and its verdict
 _UNITTEST = re.compile(r"^Ran (\d+) tests? in [\d.]+s\s*\n\s*\n(OK|FAILED)\b(.*)$", re.M)
@@ -72,3 +81,53 @@ def judge(result: WorldResult) -> Verdict:
                              f"{ranks_phrase(failed)} ended {result.outcome} as it expected "
                              f"({result.detail()})")
     return Verdict(result.outcome, result.detail())
+
+
+@dataclass(frozen=True)
+class Applied:
+    """A scenario's faults and mounts applied to a whole script (``harness exec --scenario``):
+    the script's verdict, and whether it met the scenario's expectation."""
+
+    scenario: Scenario
+    result: WorldResult
+    verdict: Verdict
+    met: bool
+    #: why the scenario's faults did not happen to the script (None: they did)
+    unexercised: str | None = None
+
+    def describe(self) -> str:
+        expect = self.scenario.expect.value
+        if self.unexercised is not None:
+            return f"scenario {self.scenario.name} (expect {expect}): not exercised: {self.unexercised}"
+        return (f"scenario {self.scenario.name} (expect {expect}): "
+                f"{'met' if self.met else 'not met'}: the script ended {self.verdict.outcome}")
+
+
+def apply(argv: tuple[str, ...], scenario: Scenario, seed: int = 0, topology: str | None = None,
+          timeout: float | None = None, profile: str | None = None,
+          run: Callable[..., WorldResult] = run_world, **world: Any) -> Applied:
+    """Run the script ``argv`` under ``scenario``: its topology, deadline and profile unless
+    given, its mounts and its faults. Faults aimed at a role (the file one rank writes and
+    another reads) need the script's roles: a fault-free run of it, recording every file
+    operation, learns them first, as a target's discovery does. The workload's inputs and
+    planted files are not applied: a script brings its own."""
+    from harness.runner.run import not_exercised
+
+    home = os.path.expanduser("~")
+    topo = get_topology(topology or scenario.topology)
+    setting = {"argv": tuple(argv), "topology": topo, "timeout": timeout or scenario.timeout,
+               "profile": profile or scenario.profile, **world}
+    roles = Roles()
+    if scenario.uses_roles:
+        learned = run(**setting, seed=0, record_files=True, mounts=scenario.mount_list(home))
+        roles = derive(learned.history)
+    faults = make_plan(scenario.faults, seed=seed, world_size=topo.world_size, hosts=topo.hosts,
+                       home=home, roles=roles)
+    result = run(**setting, seed=seed, faults=faults, mounts=scenario.mount_list(home, roles))
+    verdict = judge(result)
+    ended = end_of_world(result) if verdict.outcome == ERROR else None
+    met = verdict.outcome == PASS or (scenario.expect == Expect.FAIL_LOUDLY
+                                      and ended is not None and ended.loud)
+    why = not_exercised(faults, result.history, scenario.unresolved_mounts(home, roles)) \
+        if scenario.uses_roles or scenario.faults else None
+    return Applied(scenario, result, verdict, met and why is None, why)
