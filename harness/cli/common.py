@@ -137,8 +137,10 @@ def target_from(spec: str, workload: str, checker: Any = None) -> Any:
         raise click.BadParameter(str(exc), param_hint="'--target'") from None
 
 
-def targets_from(specs: tuple[str, ...], workload: str, checker: str | None = None) -> list[Any]:
-    """``--target`` values (or the built-in targets), with ``--checker`` read once."""
+def targets_from(specs: tuple[str, ...], workload: str, checker: str | None = None,
+                 data: str | None = None) -> list[Any]:
+    """``--target`` values (or the built-in targets), with ``--checker`` read once; with
+    ``--data``, your own target is wanted: the built-in loaders read the harness's layout."""
     from harness.rank.validator import validator
     from harness.workloads.registry import BUILTIN_TARGETS
 
@@ -151,6 +153,9 @@ def targets_from(specs: tuple[str, ...], workload: str, checker: str | None = No
             judge = validator(checker)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="'--checker'") from None
+    if data is not None and (not specs or any(t in BUILTIN_TARGETS for t in specs)):
+        raise click.UsageError("--data is your own dataset, for your own loader: give it with "
+                               "--target (the built-in loaders read the harness's own layout)")
     if not specs:
         return list(BUILTIN_TARGETS.values())
     return [target_from(t, workload, judge) for t in specs]

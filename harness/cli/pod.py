@@ -98,7 +98,7 @@ def run_command(tpu: str | None, zone: str | None, project: str | None, hosts_fi
                                (f" (got {' and '.join(chosen)})" if chosen else ""))
     known = common.known_from(baseline)
     scenario_list = common.scenarios_from(scenarios, data)
-    target_list = common.targets_from(targets, workload, checker)
+    target_list = common.targets_from(targets, workload, checker, data)
     files = common.report_formats(formats)
     run_dir = common.new_run_dir(report_dir)
     echo = (lambda line: click.echo(line, err=True)) if verbose else None

@@ -52,7 +52,7 @@ def run_command(ctx: click.Context, scenarios: tuple[str, ...], targets: tuple[s
         raise click.UsageError("--jobs is the cluster's threads with --cluster: leave it out")
     known = common.known_from(baseline)
     scenario_list = common.scenarios_from(scenarios, data)
-    target_list = common.targets_from(targets, workload, checker)
+    target_list = common.targets_from(targets, workload, checker, data)
     plans = [p for s in seeds for p in plan_cells(scenario_list, target_list, s, topology, timeout)]
     if not plans:
         raise click.UsageError("no cell to run: no target belongs to these scenarios' workloads")
@@ -112,7 +112,7 @@ def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workloa
     chosen = common.scenarios_from(scenarios, data) if scenarios else []
     if len(chosen) != 1 or len(targets) != 1:  # a glob may name several
         raise click.UsageError("replay runs one cell: give one --scenario and one --target")
-    plans = plan_cells(chosen, common.targets_from(targets, workload, checker), seed, topology,
+    plans = plan_cells(chosen, common.targets_from(targets, workload, checker, data), seed, topology,
                        timeout)
     if not plans:
         raise click.UsageError("this target does not belong to the scenario's workload")
