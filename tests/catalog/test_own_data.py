@@ -75,6 +75,11 @@ def test_npz_shards_with_a_seeded_sampler_pass_where_a_loader_without_checks_can
     assert "sample {tokens: [" in divergent.detail
     assert "the scenario changed shard-00000.npz, shard-00001.npz, shard-00002.npz" \
         in divergent.detail
+    # a copy interrupted on host 1: its ranks alone raise, the others wait in the first step
+    truncated = cells["truncated-data-on-host"]
+    assert truncated.outcome == "HANG"
+    assert "rank 1 raised zipfile.BadZipFile" in truncated.detail
+    assert "the scenario changed" not in truncated.detail  # a HANG's detail is the world's
     # a garbled shard: np.load's CRC check is the loud error every rank raises
     assert cells["corrupt-npy"].outcome == "ERROR" and cells["corrupt-npy"].met
     assert "BadZipFile" in cells["corrupt-npy"].detail

@@ -107,7 +107,7 @@ def test_the_built_in_targets_keep_their_names_preloads_and_known_failures():
         "baseline", "divergent-slugs", "divergent-input"}
     assert targets["seed-loader"].known_failures == {
         "missing-data-on-host", "divergent-dataset", "corrupt-npy", "divergent-seed",
-        "uneven-groups"}
+        "uneven-groups", "truncated-data-on-host"}
     assert targets["naive-worker"].known_failures == {
         "preempt-mid-shard", "preempt-mid-checkpoint", "preempt-storm", "upload-failure",
         "duplicate-worker-id"}

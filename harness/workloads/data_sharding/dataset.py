@@ -30,6 +30,8 @@ ones: the default '/' of every topology, or a ``scope: host`` mount; on a
 ``scope: shared`` mount there is one copy, which they would overwrite):
 
 - ``missing_on_hosts: [3]``: those hosts have no dataset at all;
+- ``truncated_on_hosts: [1]``: those hosts' ``inputs.npy`` is its first half (a copy
+  interrupted: the header intact, the rows cut);
 - ``divergent_on_hosts: [2]``: those hosts have version v2;
 - ``corrupt_file: inputs.npy``: bytes of that file garbled after the manifest
   was written (bit rot, a bad copy), on ``corrupt_on_hosts`` (default: every
@@ -163,6 +165,11 @@ def corrupt(data: bytes, where: str, rows: int, row_bytes: int, seed: int) -> by
     return bytes(out)
 
 
+def truncated(data: bytes) -> bytes:
+    """What an interrupted copy leaves: the first half of the file (mid-row, mid-record)."""
+    return data[:len(data) // 2 + 1]
+
+
 def expected_of(inputs: DataShardingInputs) -> dict[str, Any]:
     """The checker's ground truth: the canonical version's ids and the global batch size."""
     return {"data_dir": inputs.data_dir.rstrip("/"), "version": "v1", "id_start": 0,
@@ -206,6 +213,8 @@ def build(inputs: DataShardingInputs, topology: Topology, seed: int,
             row_bytes = 4 * (1 + seq_len) if corrupt_file != "puzzle_indices.npy" else 8
             files[corrupt_file] = corrupt(files[corrupt_file], where, inputs.corrupt_rows,
                                           row_bytes, seed)
+        if host in inputs.truncated_on_hosts:
+            files["inputs.npy"] = truncated(files["inputs.npy"])
         return tuple(sorted(files.items()))
 
     out = placed(files_of, topology, inputs.data_dir)

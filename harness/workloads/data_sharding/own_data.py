@@ -6,6 +6,7 @@ role under the data directory; every file of the data when the harness saw no
 read, as when C code opens them):
 
 - ``missing_on_hosts``: those hosts have no dataset;
+- ``truncated_on_hosts``: those hosts' copy of the largest file read is its first half;
 - ``divergent_on_hosts``: those hosts have another version of every data file read
   (``another_version``; a one-document ``.json`` manifest is kept);
 - ``corrupt_file``: the largest file read is garbled on ``corrupt_on_hosts``
@@ -32,7 +33,7 @@ import numpy as np
 from harness.filesystem.sandbox import Leftover
 from harness.roles import Roles
 from harness.topology import Topology
-from harness.workloads.data_sharding.dataset import placed
+from harness.workloads.data_sharding.dataset import placed, truncated
 
 if TYPE_CHECKING:
     from harness.workloads.data_sharding.workload import DataShardingInputs
@@ -198,9 +199,13 @@ def build(inputs: DataShardingInputs, topology: Topology, seed: int,
     other = {n: another_version(n, original[n], seed) for n in read} if divergent else {}
     other = {n: data for n, data in other.items() if data != original[n]}
     acted += other
-    target = max(read, key=lambda n: (len(original[n]), n)) if inputs.corrupt_file else None
+    largest = max(read, key=lambda n: (len(original[n]), n))
+    target = largest if inputs.corrupt_file else None
     if target is not None:
         acted.append(target)
+    truncated_hosts = set(inputs.truncated_on_hosts)
+    if truncated_hosts:
+        acted.append(largest)
 
     def files_of(host: int) -> tuple[tuple[str, bytes], ...] | None:
         if host in missing:
@@ -209,6 +214,8 @@ def build(inputs: DataShardingInputs, topology: Topology, seed: int,
         if target is not None and host in corrupt_hosts:
             files[target] = garbled(target, files[target], inputs.corrupt_where,
                                     inputs.corrupt_rows, seed)
+        if host in truncated_hosts:
+            files[largest] = truncated(files[largest])
         return tuple(sorted(files.items()))
 
     return placed(files_of, topology, inputs.data_dir), sorted(set(acted))

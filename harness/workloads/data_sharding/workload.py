@@ -45,6 +45,9 @@ class DataShardingInputs(WorkloadInputs):
     #: robust-loader's deadline for its dataset check
     sync_timeout_s: float = Field(default=30.0, gt=0, le=MAX_TIMEOUT)
     missing_on_hosts: HostList = Field(default_factory=list)
+    #: those hosts' copy of the largest data file (``inputs.npy``) is cut to half its size,
+    #: as an interrupted copy leaves it
+    truncated_on_hosts: HostList = Field(default_factory=list)
     divergent_on_hosts: HostList = Field(default_factory=list)
     divergent_num_samples: int | None = Field(default=None, ge=1, le=_SIZE,
                                               validate_default=True)
@@ -141,7 +144,7 @@ def _watch(inputs: DataShardingInputs) -> list[str]:
 # examples (divergent-seed, uneven-groups) have their examples drawn from each rank's own
 # generator: the ranks build different global batches.
 _SEED_LOADER_KNOWN = frozenset({"missing-data-on-host", "divergent-dataset", "corrupt-npy",
-                                "divergent-seed", "uneven-groups"})
+                                "divergent-seed", "uneven-groups", "truncated-data-on-host"})
 
 WORKLOAD = Workload(
     "data-sharding", DataShardingInputs, check, targets=TARGETS,
@@ -151,7 +154,8 @@ WORKLOAD = Workload(
              "some of data_dir, rank, num_replicas, seed, global_batch_size by name "
              "(harness.workloads.data_sharding)",
     catalog_order=("uneven-shards", "missing-data-on-host", "divergent-dataset", "corrupt-npy",
-                   "readonly-data-mount", "divergent-seed", "uneven-groups"),
+                   "readonly-data-mount", "divergent-seed", "uneven-groups",
+                   "truncated-data-on-host"),
     # what a loader meets: a flaky or slow data disk, a file it may not read, ranks whose
     # generators or pace differ. Not a rank lost for good: once the data is checked, its
     # peers wait for it in the training step's all-reduce on a pod whatever the loader
