@@ -11,7 +11,11 @@ Roles:
 
 ``handoff``      a file written by one rank and looked at (opened, stat'ed) by another
 ``handoff-dir``  the directory each handoff lives in
-``output``       a file a rank writes that no other rank looks at (a checkpoint, a log)
+``output``       a file a rank writes that no other rank looks at (a shard it uploads, a log);
+                 a fault aims at the directories outputs are written to (numbered ones as
+                 one: ``tpu_*``), as the next run writes other names there
+``state``        a file a rank writes again and again (a checkpoint it resumes from, rewritten
+                 as its work goes on)
 ``input``        a file ranks read that no rank writes (a dataset, a vocabulary)
 """
 
@@ -19,21 +23,25 @@ from __future__ import annotations
 
 import fnmatch
 import posixpath
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.history import Event, ranks_phrase
 
-ROLES = ("handoff", "handoff-dir", "output", "input")
+ROLES = ("handoff", "handoff-dir", "output", "state", "input")
 #: What each role means, for messages ("resolved to nothing: no file ...").
 MEANING = {
     "handoff": "file one rank writes and another rank reads",
     "handoff-dir": "directory holding a file one rank writes and another rank reads",
     "output": "file a rank writes that no other rank reads",
+    "state": "file a rank writes again and again (a checkpoint)",
     "input": "file ranks read that no rank writes",
 }
 _LOOKS = ("open-read", "stat")
+#: a directory name's number (``tpu_3``, ``worker-12``): every worker's directory is one place
+_DIGITS = re.compile(r"\d+")
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,8 @@ class Roles:
     def globs(self, role: str) -> tuple[str, ...]:
         """What a trigger matches for a role: its paths, and the names a writer stages
         them under (``cfg.yaml.tmp`` then renamed onto ``cfg.yaml``)."""
+        if role == "output":  # the next run (or life) writes other names in the same places
+            return tuple(dict.fromkeys(place_of(u.path) for u in self.of(role)))
         out: list[str] = []
         for use in self.of(role):
             out.append(use.path)
@@ -114,6 +124,12 @@ class Roles:
         return cls(uses, {p: bytes.fromhex(h) for p, h in data.get("previous", {}).items()})
 
 
+def place_of(path: str) -> str:
+    """The files beside ``path``, every worker's numbered directory as one:
+    ``/b/tpu_3/shard_7.jsonl`` -> ``/b/tpu_*/*``."""
+    return _DIGITS.sub("*", posixpath.dirname(path)) + "/*"
+
+
 def _staging_glob(staged: str, final: str) -> str:
     """``/d/.cfg.yaml.x8f2`` renamed onto ``/d/cfg.yaml`` -> ``/d/*cfg.yaml*``: the same
     writer stages under another random name in the next run."""
@@ -139,6 +155,7 @@ def derive(history: Iterable[Event]) -> Roles:
     staging: dict[str, list[str]] = {}
     written_by: dict[str, set[int]] = {}  # every closed write, staging names included
     read_ok: set[str] = set()  # opened for reading and there
+    rewrites: dict[str, int] = {}  # closed writes of a path, renames onto it included
     order: list[str] = []  # first appearance, for a stable report
     for e in history:
         if e.kind != "file" or e.rank is None:
@@ -151,11 +168,13 @@ def derive(history: Iterable[Event]) -> Roles:
         if e.op == "close" and ok:
             written_by.setdefault(path, set()).add(e.rank)
             writers.setdefault(path, set()).add(e.rank)
+            rewrites[path] = rewrites.get(path, 0) + 1
         elif e.op == "rename" and ok and isinstance(e.detail.get("dst"), str):
             dst = e.detail["dst"]
             order.append(dst)
             if path in written_by:
                 writers.setdefault(dst, set()).add(e.rank)
+                rewrites[dst] = rewrites.get(dst, 0) + 1
                 staging.setdefault(dst, []).append(path)
                 writers.pop(path, None)  # a staging name is not a file of its own
         elif e.op in _LOOKS:
@@ -184,8 +203,9 @@ def derive(history: Iterable[Event]) -> Roles:
             d = posixpath.dirname(path)
             dirs.setdefault(d, FileUse(d, use.writers, use.readers))
         elif w:
-            uses["output"].append(FileUse(path, tuple(sorted(w)), (),
-                                          tuple(dict.fromkeys(staging.get(path, [])))))
+            role = "state" if rewrites.get(path, 0) > 1 else "output"
+            uses[role].append(FileUse(path, tuple(sorted(w)), (),
+                                      tuple(dict.fromkeys(staging.get(path, [])))))
         elif path in read_ok and path not in written_by:
             uses["input"].append(FileUse(path, (), tuple(sorted(lookers[path]))))
     uses["handoff-dir"] = list(dirs.values())

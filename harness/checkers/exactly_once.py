@@ -13,7 +13,11 @@ and nothing a reference worker happens to do:
 - the input streams ``{workdir}/data/streams/stream_NNN.jsonl`` (the harness's
   builder writes them: one JSON sample with an ``"id"`` per line);
 - the outputs in the bucket, ``{bucket}/activations/tpu_N/*.jsonl`` (any object
-  name; one JSON record with the sample's ``"id"`` per line);
+  name; one JSON record with the sample's ``"id"`` per line), or any other object
+  under the bucket in the worker's own layout and format: each line holding one
+  sample's id (``sample-00017``, as JSON or as a column) is a record of that sample;
+  lines without one are not records (a header), and neither is an object that is one
+  JSON document (a manifest, a checkpoint kept in the bucket);
 - optionally, the worker's checkpoints: any ``{workdir}/checkpoints/*.json``
   holding a JSON object. Its ``processed_sample_ids`` (a list) are the samples
   it claims are uploaded, and every integer ``total_*`` is a counter that must
@@ -54,6 +58,8 @@ from harness.vocabulary import CRASH, ERROR, FAIL, HANG, PASS
 from harness.world.result import WorldResult
 
 STREAM = re.compile(r"/data/streams/stream_(\d+)\.jsonl$")
+#: a sample's id inside a line of a worker's own output format
+SAMPLE_ID = re.compile(r"sample-\d+")
 OUTPUT = re.compile(r"/activations/tpu_(\d+)/([^/]+\.jsonl)$")
 CHECKPOINT = re.compile(r"/checkpoints/[^/]+\.json$")
 SHOWN = 4  # ids named in a detail line before "(+n more)"
@@ -87,7 +93,20 @@ class Audit:
     with_claims: int = 0  # of those, the ones that ever listed processed_sample_ids
 
 
-def audit(result: WorldResult) -> Audit:
+def _one_document(text: str) -> bool:
+    """A file that is one JSON document over several lines (not JSON lines)."""
+    if text.count("\n") < 2:
+        return False
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def audit(result: WorldResult, bucket: str | None = None) -> Audit:
+    """What the files say; ``bucket``: where the outputs are (None: the contract's
+    ``activations/tpu_N/*.jsonl`` objects only)."""
     a = Audit()
     final = result.files or {}
     snapshots = [e for e in result.history if e.kind == "snapshot"]
@@ -107,11 +126,26 @@ def audit(result: WorldResult) -> Audit:
     objects: dict[str, str] = {}
     for files in final.values():
         for path, text in files.items():
-            if OUTPUT.search(path):
+            if bucket is None and OUTPUT.search(path) or \
+                    bucket is not None and path.startswith(bucket.rstrip("/") + "/"):
                 objects.setdefault(path, text)
     a.objects = len(objects)
     for path, text in sorted(objects.items()):
         short = "/".join(path.rsplit("/", 2)[-2:])
+        if not OUTPUT.search(path):  # the worker's own layout: the ids its lines hold
+            if _one_document(text):
+                a.objects -= 1
+                continue
+            for line in text.splitlines():
+                ids = set(SAMPLE_ID.findall(line))
+                if len(ids) != 1:
+                    continue
+                sid = ids.pop()
+                if sid in a.expected:
+                    a.seen.setdefault(sid, []).append(short)
+                else:
+                    a.unknown.setdefault(sid, []).append(short)
+            continue
         for number, line in enumerate(text.splitlines(), 1):
             try:
                 sid = json.loads(line)["id"]
@@ -184,14 +218,16 @@ def _backwards(old: dict[str, Any], new: dict[str, Any]) -> str | None:
     return "; ".join(parts) or None
 
 
-def check(result: WorldResult, worker_of_rank: Mapping[int, int]) -> Judgement:
-    """``worker_of_rank``: which worker (stream) each rank is meant to be (its host)."""
+def check(result: WorldResult, worker_of_rank: Mapping[int, int],
+          bucket: str | None = None) -> Judgement:
+    """``worker_of_rank``: which worker (stream) each rank is meant to be (its host);
+    ``bucket``: the bucket's mount point, where a worker's own layout puts its outputs."""
     ended = end_of_world(result)
     if ended is not None and ended.outcome in (HANG, CRASH):
         return ended
     if ended is not None and ended.outcome == FAIL and not judged(result):
         return ended
-    a = audit(result)
+    a = audit(result, bucket)
     ranks = {r.rank: r for r in judged(result)}
     killed = {r.rank for r in result.ranks if r.killed_by_fault}
     raised = {rank for rank, r in ranks.items() if r.outcome == ERROR}
@@ -262,8 +298,8 @@ def check(result: WorldResult, worker_of_rank: Mapping[int, int]) -> Judgement:
     silent.extend(a.backwards)
 
     if not a.objects and lost_by_worker:
-        notes.append("no output object in the bucket at activations/tpu_N/*.jsonl (the layout "
-                     "the checkpoint-resume contract asks for)")
+        notes.append("no output object in the bucket (activations/tpu_N/*.jsonl, or any object "
+                     "whose lines hold the samples' ids)")
     if explained and not a.with_claims and not a.unreadable:  # (a torn one says so below)
         notes.append(_NO_CLAIMS + ": whether the raising workers had claimed the missing samples "
                      "is not judged")

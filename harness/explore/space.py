@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import posixpath
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +28,7 @@ from hypothesis import strategies as st
 
 from harness.faults.kinds import KINDS, FaultKind
 from harness.faults.kinds._base import Placed
-from harness.roles import ROLES, Roles
+from harness.roles import ROLES, Roles, place_of
 from harness.scenarios import Scenario
 from harness.topology import get_topology
 from harness.vocabulary import Expect
@@ -38,7 +36,6 @@ from harness.workloads.registry import WORKLOADS
 
 #: The most faults one plan holds: most bugs need three or fewer (CrashMonkey/ACE).
 MAX_FAULTS = 3
-_DIGITS = re.compile(r"\d+")
 #: The operations a fault aimed at a file is drawn at, the classic crash point first.
 FILE_STEPS = ("write", "open-write", "close", "fsync", "rename", "open-read", "read", "remove")
 #: Occurrences drawn for a trigger (None, the default, comes first: every match).
@@ -191,8 +188,8 @@ def _aims(kind: type[FaultKind], roles: Roles) -> list[tuple[str, str]]:
     found = [r for r in ROLES if roles.paths(r)]
     if issubclass(kind, Placed):
         return [("role", r) for r in found if r != "handoff-dir"]  # a file, not a directory
-    globs = dict.fromkeys(_DIGITS.sub("*", posixpath.dirname(p)) + "/*"
-                          for r in ("handoff", "output", "input") for p in roles.paths(r))
+    globs = dict.fromkeys(place_of(p) for r in ("handoff", "output", "state", "input")
+                          for p in roles.paths(r))
     return [("role", r) for r in found] + [("path", g) for g in globs if g != "/*"]
 
 

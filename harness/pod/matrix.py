@@ -99,10 +99,10 @@ def run_on_pod(pod: Pod, plans: list[CellPlan], seed: int, not_run: dict[str, st
 
 
 def written_files(discovery: Discovery) -> tuple[str, ...]:
-    """The files the target's ranks write (its handoffs and outputs, and the names it
+    """The files the target's ranks write (its handoffs, outputs and states, and the names it
     stages them under): what an earlier cell may have left, removed before each cell.
     Never a directory, never an input: a pod's other files are not the harness's."""
-    uses = [u for role in ("handoff", "output") for u in discovery.roles.of(role)]
+    uses = [u for role in ("handoff", "output", "state") for u in discovery.roles.of(role)]
     home = os.path.expanduser("~")  # the simulator's home is this machine's; a worker has its own
     return tuple(dict.fromkeys("~" + p[len(home):] if is_under(p, home) else p
                                for u in uses for p in (u.path, *u.staging)))

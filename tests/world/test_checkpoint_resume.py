@@ -70,7 +70,7 @@ def test_streams_split_the_dataset_with_the_remainder_first_and_depend_on_the_se
     assert a == dataset.streams(50, 4, seed=1) and a != b, "text from the seed, ids fixed"
     files = dataset.setup(WORKLOAD.inputs({"missing_streams": [3]}), get_topology("4x1"), 0)
     assert [f.path for f in files] == [
-        f"{WORKDIR}/data/streams/stream_{w:03d}.jsonl" for w in range(3)]
+        f"{WORKDIR}/data/streams/stream_{w:03d}.jsonl" for w in range(3)] + [dataset.LAYOUT_PATH]
     assert all(f.hosts is None for f in files), "every VM's disk holds every stream"
     assert [json.loads(line)["id"] for line in files[2].content.decode().splitlines()] == ids(26, 38)
 
@@ -397,3 +397,37 @@ def test_checker_leaves_hangs_to_the_common_judgement():
     result.hang_report = "rank 0 still blocked"
     j = judge(result)
     assert (j.outcome, j.detail) == (HANG, "rank 0 still blocked")
+
+
+# -- a stranger's worker with its own layout -------------------------------------------
+
+def test_a_workers_own_output_layout_and_checkpoint_are_aimed_at_by_their_roles():
+    """TSV parts under the bucket's embeddings/worker-N/, progress in state/progress-N.json
+    through a temporary file: the catalog's faults aim at what its fault-free run showed
+    (its outputs, its rewritten checkpoint, its stream), and the checker finds each sample's
+    id in its own format."""
+    from harness.workloads.registry import target as resolve_target
+
+    worker = resolve_target(f"{REPO}/tests/user_targets/own_data/embed_worker.py:main",
+                            "checkpoint-resume")
+    scenarios = [s for s in catalog() if s.workload == "checkpoint-resume"]
+    cells = {c.scenario: c for c in run_matrix(plan_cells(scenarios, [worker], seed=0),
+                                                jobs=2).cells}
+    for name in ("preempt-mid-shard", "preempt-mid-checkpoint", "preempt-storm"):
+        assert cells[name].outcome == PASS, (name, cells[name].detail)
+        assert cells[name].faults_fired, name  # the faults found its own files
+        assert "all 50 samples of 4 streams uploaded exactly once (12 objects" in cells[name].detail
+    assert "state/progress-0.json" in cells["preempt-mid-checkpoint"].roles["state"]
+    # what it lacks: a retry of a failed upload, and a check of its identity
+    assert cells["upload-failure"].outcome == ERROR
+    assert "Input/output error: '/mnt/bucket/embeddings/worker-" in cells["upload-failure"].detail
+    dup = cells["duplicate-worker-id"]
+    assert dup.outcome == FAIL and "rank 1 (host of worker 1) ran as worker 0" in dup.detail
+    assert "worker 1 (rank 1): 13 samples lost" in dup.detail
+
+
+def test_a_checkpoint_kept_in_the_bucket_is_not_taken_for_records():
+    from harness.checkers.exactly_once import _one_document
+
+    assert _one_document('{\n  "done": [\n    "sample-00001",\n    "sample-00002"\n  ]\n}\n')
+    assert not _one_document('{"id": "sample-00001"}\n{"id": "sample-00002"}\n')

@@ -44,8 +44,13 @@ index), ``HOSTNAME`` and ``TPU_WORKER_HOSTNAMES`` as on a real slice;
 
 **What it must write**: for every sample of its stream, one output record,
 a JSON object on its own line carrying the sample's ``"id"``, in an object
-``{bucket}/activations/tpu_{id}/<any name>.jsonl``. Object names are the
-worker's choice (idempotent names make a redone shard replace itself).
+``{bucket}/activations/tpu_{id}/<any name>.jsonl``; or, in a layout of its own,
+a line holding the sample's id (as a JSON field or a column) in any object under
+the bucket (an object that is one JSON document holds no records). Object names
+are the worker's choice (idempotent names make a redone shard replace itself).
+The catalog's faults aim at the worker's roles, learned from its fault-free run
+(``harness.roles``): ``output`` (the directories its uploads go to), ``state`` (a
+file it rewrites: its checkpoint) and ``input`` (its stream).
 
 **What it may write**: a checkpoint, any ``{workdir}/checkpoints/*.json``
 holding a JSON object. If it lists ``processed_sample_ids`` (the samples the

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from harness.workloads.checkpoint_resume.workload import CheckpointResumeInputs
 
 STREAM = "data/streams/stream_{worker:03d}.jsonl"
+#: Where the builder tells the checker the world's bucket (on every host's '/'; watched)
+LAYOUT_PATH = "/var/lib/harness/checkpoint-resume/layout.json"
 _WORDS = ("grid", "rotate", "mirror", "fill", "count", "colour", "shape", "border", "tile",
           "object", "pattern", "symmetry", "crop", "scale", "sort", "gravity")
 
@@ -61,11 +63,22 @@ def setup(inputs: CheckpointResumeInputs, topology: Topology, seed: int,
             continue
         text = "".join(json.dumps(s) + "\n" for s in samples)
         files.append(Leftover(f"{workdir}/{STREAM.format(worker=worker)}", text.encode()))
+    files.append(Leftover(LAYOUT_PATH, json.dumps({"bucket": inputs.bucket}).encode()))
     return files
 
 
+def bucket_of(files: dict[int, dict[str, str]]) -> str | None:
+    """The world's bucket, as the builder recorded it (any rank's copy)."""
+    for per_rank in files.values():
+        text = per_rank.get(LAYOUT_PATH)
+        if text:
+            return str(json.loads(text)["bucket"])
+    return None
+
+
 def watch(inputs: CheckpointResumeInputs) -> list[str]:
-    """The streams (the checker's ground truth), the checkpoints and the bucket."""
+    """The streams (the checker's ground truth), the checkpoints and the whole bucket (a
+    worker's own layout may put its outputs anywhere in it)."""
     workdir, bucket = inputs.workdir.rstrip("/"), inputs.bucket.rstrip("/")
-    return [f"{workdir}/data/streams/*.jsonl", f"{workdir}/checkpoints/*",
-            f"{bucket}/activations/*"]
+    return [f"{workdir}/data/streams/*.jsonl", f"{workdir}/checkpoints/*", f"{bucket}/*",
+            LAYOUT_PATH]

@@ -27,7 +27,8 @@ class CheckpointResumeInputs(WorkloadInputs):
 
 def check(result: WorldResult) -> Judgement:
     topo = get_topology(result.topology)  # one worker per host: worker id = host index
-    return exactly_once.check(result, {r: topo.host_of(r) for r in range(topo.world_size)})
+    return exactly_once.check(result, {r: topo.host_of(r) for r in range(topo.world_size)},
+                              dataset.bucket_of(result.files))
 
 
 # Seed 003's worker (see its module docstring): a restart re-uses shard names and
