@@ -58,6 +58,8 @@ def scan(source: str) -> tuple[list[str], int]:
         for filename in sorted(filenames):
             path = Path(dirpath, filename)
             if path.is_file():
+                if not os.access(path, os.R_OK):
+                    raise ValueError(f"cannot read {path}: permission denied")
                 names.append(path.relative_to(root).as_posix())
                 total += path.stat().st_size
             if len(names) > MAX_FILES or total > MAX_BYTES:
