@@ -84,6 +84,7 @@ class Audit:
     streams: set[int] = field(default_factory=set)  # workers whose stream exists on some host
     seen: dict[str, list[str]] = field(default_factory=dict)  # sample id -> objects holding it
     objects: int = 0
+    no_records: list[str] = field(default_factory=list)  # objects of an own layout without one
     corrupt: list[str] = field(default_factory=list)  # "object:line"
     unknown: dict[str, list[str]] = field(default_factory=dict)  # id not in any stream -> objects
     claimed: dict[str, set[int]] = field(default_factory=dict)  # sample id -> ranks claiming it
@@ -136,15 +137,19 @@ def audit(result: WorldResult, bucket: str | None = None) -> Audit:
             if _one_document(text):
                 a.objects -= 1
                 continue
+            records = 0
             for line in text.splitlines():
                 ids = set(SAMPLE_ID.findall(line))
                 if len(ids) != 1:
                     continue
                 sid = ids.pop()
+                records += 1
                 if sid in a.expected:
                     a.seen.setdefault(sid, []).append(short)
                 else:
                     a.unknown.setdefault(sid, []).append(short)
+            if not records:
+                a.no_records.append(short)
             continue
         for number, line in enumerate(text.splitlines(), 1):
             try:
@@ -300,6 +305,11 @@ def check(result: WorldResult, worker_of_rank: Mapping[int, int],
     if not a.objects and lost_by_worker:
         notes.append("no output object in the bucket (activations/tpu_N/*.jsonl, or any object "
                      "whose lines hold the samples' ids)")
+    elif a.no_records and lost_by_worker:
+        notes.append(f"{_plural(len(a.no_records), 'object')} in the bucket "
+                     f"{'holds' if len(a.no_records) == 1 else 'hold'} no record "
+                     f"({', '.join(a.no_records[:SHOWN])}): a record is a line holding one "
+                     "sample's id (see the checkpoint-resume contract)")
     if explained and not a.with_claims and not a.unreadable:  # (a torn one says so below)
         notes.append(_NO_CLAIMS + ": whether the raising workers had claimed the missing samples "
                      "is not judged")

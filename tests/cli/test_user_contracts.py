@@ -192,8 +192,9 @@ def test_a_worker_writing_outside_the_contracts_layout_is_told_where_outputs_go(
                 baseline(tmp_path, CKPT_BASELINE))["baseline"]
     assert got["outcome"] == "FAIL", got["detail"]
     assert "50 samples lost" in got["detail"]
-    assert ("no output object in the bucket at activations/tpu_N/*.jsonl (the layout the "
-            "checkpoint-resume contract asks for)") in got["detail"]
+    assert ("4 objects in the bucket hold no record (results/worker0.json, results/worker1.json, "
+            "results/worker2.json, results/worker3.json): a record is a line holding one "
+            "sample's id") in got["detail"]
 
 
 # -- the adapter's choice of shape, without a world --------------------------------------------
