@@ -30,7 +30,7 @@ from typing import Any
 
 from harness import refs
 from harness.history import Event
-from harness.pod import sync
+from harness.pod import stack, sync
 from harness.pod.fabric import FabricAddress, free_port
 from harness.pod.host import RANKS_START_LIMIT_S, READY
 from harness.pod.rank import read_result
@@ -113,6 +113,7 @@ class Pod:
         self.on_line = prefixed(log_dir, echo)
         self.lib = ""
         self.code: sync.CodeSource | None = None
+        self.stacks: dict[int, stack.Stack | None] = {}  # by worker, once prepared
         self._cells = 0
 
     # -- before the first cell ---------------------------------------------------
@@ -125,10 +126,7 @@ class Pod:
             raise PodFailure(failures, stage="cannot connect to every worker "
                              f"({len(self.workers) - len(failures)} of {len(self.workers)} answered; "
                              "the pod run stops here, on every worker)")
-        self._each("checking Python on the workers", sync.check_command(self.python),
-                   lambda f: f"its Python ({self.python}) lacks {f.stdout.strip()}: install "
-                             "them there (pip install pyyaml pydantic numpy click rich coolname "
-                             "torch)" if f.ok and f.stdout.strip() else None)
+        self._check_stacks()
         self._each("ending what an earlier pod run left running", _STALE, lambda f: None)
         key, archive = sync.harness_archive()
         self.lib = sync.lib_dir(key)
@@ -140,6 +138,26 @@ class Pod:
         if code is not None:
             self._sync_code(code)
         self.code = code
+
+    def _check_stacks(self) -> None:
+        """Every worker's Python and packages (``stack``): kept for the report; a worker
+        that lacks a module, cannot import the real torch_xla on a TPU pod, or runs another
+        version than the others is a PodFailure naming it and the fix."""
+        tpu = self.fabric_host is None  # a local pod runs the shim, a real one torch_xla
+        results = self.session.run_all(lambda w: stack.probe_command(self.python, tpu),
+                                       timeout=300)
+        failures = [r for r in results.values() if isinstance(r, WorkerFailure)]
+        failures += [WorkerFailure(w, f"its Python ({self.python}) did not run: {r.describe()}: "
+                                      f"{_tail(r.stderr or r.stdout)}")
+                     for w in self.workers if not isinstance(r := results[w.index], WorkerFailure)
+                     and not r.ok]
+        found = {w.index: stack.Stack.parse(r.stdout) for w in self.workers
+                 if not isinstance(r := results[w.index], WorkerFailure) and r.ok}
+        self.stacks = found
+        why = stack.problems(found, self.python, tpu)
+        failures += [WorkerFailure(w, why[w.index]) for w in self.workers if w.index in why]
+        if failures:
+            raise PodFailure(failures, stage="checking the workers' Python and packages")
 
     def _each(self, stage: str, command: str, judge: Callable[[Finished], str | None],
               failed: Callable[[Finished], str] | None = None, timeout: float = 300) -> None:

@@ -23,8 +23,6 @@ from pathlib import Path
 from harness.pod.spec import REMOTE_ROOT
 from harness.vocabulary import UsageError
 
-#: What a worker's Python must import to run a cell (the harness's own dependencies).
-NEEDED = ("yaml", "pydantic", "numpy", "click", "rich", "coolname", "torch")
 _SKIP = {"__pycache__", ".git", ".venv", ".ci-venv", "reports", ".pytest_cache", ".mypy_cache"}
 
 
@@ -81,13 +79,6 @@ def unpack_command(archive: str, target: str) -> str:
     a, t = shlex.quote(archive), shlex.quote(target)
     return (f"cd ~ && if [ ! -e {t}/.complete ]; then rm -rf {t} && mkdir -p {t} && "
             f"tar -xzf {a} -C {t} && touch {t}/.complete; fi")
-
-
-def check_command(python: str) -> str:
-    """Prints the modules the worker's Python lacks (nothing: it has them all)."""
-    probe = ("import importlib.util as u; "
-             f"print(' '.join(m for m in {NEEDED!r} if u.find_spec(m) is None))")
-    return f"{shlex.quote(python)} -c {shlex.quote(probe)}"
 
 
 # -- the user's code ------------------------------------------------------------

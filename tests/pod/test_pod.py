@@ -139,6 +139,12 @@ def test_pod_run_of_isolated_tmp_fails_naive_sync_as_the_simulator_on_v4_64(tmp_
         data = json.loads((tmp_path / side / "latest" / "matrix.json").read_text())
         cells[side] = data["cells"][0]
         assert data["mode"] == side
+        if side == "pod":  # every worker's stack, in the report
+            import platform
+
+            assert sorted(data["pod"]["stacks"], key=int) == [str(w) for w in range(8)]
+            assert {s["python"] for s in data["pod"]["stacks"].values()} == \
+                {platform.python_version()}
     assert (cells["pod"]["outcome"], cells["pod"]["verdict"]) == \
         (cells["sim"]["outcome"], cells["sim"]["verdict"]) == ("ERROR", "known")
     assert cells["pod"]["detail"].startswith("ranks 1-7 raised FileNotFoundError: [Errno 2] No "
@@ -149,6 +155,58 @@ def test_pod_run_of_isolated_tmp_fails_naive_sync_as_the_simulator_on_v4_64(tmp_
     calls = [e for e in cells["pod"]["history"] if e["kind"] == "call"]
     assert sorted(e["rank"] for e in calls) == list(range(8))  # every rank's, from its own record
     assert {e["op"] for e in calls} == {"rendezvous"}
+
+
+# -- the workers' stack ------------------------------------------------------------------------
+
+def _python_seeing(where: Path) -> Path:
+    """A worker's Python: this one, but a worker whose home holds ``site`` sees what is there
+    first (a worker on which someone installed another torch)."""
+    where.mkdir()
+    wrapper = where / "python"
+    wrapper.write_text(f'#!/bin/sh\n[ -d "$HOME/site" ] && export PYTHONPATH="$HOME/site"\n'
+                       f'exec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+def test_a_worker_whose_torch_differs_is_a_pod_failure_naming_it(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"  # shared: under /tmp, a worker would see its own /tmp
+    python = _python_seeing(bin_dir)
+    with LocalPod(3, tmp_path / "pod", share=(bin_dir,)) as local:
+        info = local.local[1].disk / "home" / "site" / "torch-2.8.0.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.8.0\n")
+        pod = _pod(local)
+        pod.python = str(python)
+        try:
+            with pytest.raises(PodFailure) as caught:
+                pod.prepare(None)
+        finally:
+            pod.close()
+    message = caught.value.describe()
+    assert message.startswith("checking the workers' Python and packages: worker 1 (")
+    assert "its torch is 2.8.0, the other workers' " in message
+    assert "(workers 0,2): a pod's workers must run one stack" in message
+    assert "worker 0" not in message.split("workers 0,2")[0]
+    assert pod.stacks[0].versions["torch"] == pod.stacks[2].versions["torch"] != "2.8.0"
+
+
+def test_a_tpu_pod_whose_python_cannot_import_torch_xla_names_the_fix(tmp_path: Path) -> None:
+    with LocalPod(2, tmp_path / "pod") as local:
+        pod = _pod(local)
+        pod.fabric_host = None  # as on a real pod: the ranks import the real torch_xla
+        try:
+            with pytest.raises(PodFailure) as caught:
+                pod.prepare(None)
+        finally:
+            pod.close()
+    message = caught.value.describe()
+    for w in (0, 1):
+        assert f"worker {w} (" in message
+    assert "cannot import torch_xla with PJRT_DEVICE=TPU (ModuleNotFoundError: No module " \
+           "named 'torch_xla'): install it there: " in message
+    assert "'torch_xla[tpu]==" in message and "storage.googleapis.com/libtpu-releases" in message
 
 
 # -- pod failures --------------------------------------------------------------------------------
