@@ -235,11 +235,23 @@ def _where(f):  # noqa: ANN001, ANN202 - a click decorator stack
 @click.option("--ssh-public-key", type=click.Path(dir_okay=False), default=None,
               help="Put this key in the TPU's ssh-keys metadata (with --ssh-user), for `pod run`.")
 @click.option("--ssh-user", default=None, help="The user that key logs in as on every worker.")
+@click.option("--startup-script", type=click.Path(dir_okay=False), default=None,
+              help="Every worker runs this file as root when it boots (its startup-script "
+                   "metadata), e.g. examples/pod/startup-tpu.sh, which installs torch_xla.")
 def provision_command(name: str, zone: str, project: str | None, accelerator_type: str,
                       runtime_version: str, ttl: float, wait_s: float, poll_s: float, spot: bool,
-                      ssh_public_key: str | None, ssh_user: str | None) -> None:
+                      ssh_public_key: str | None, ssh_user: str | None,
+                      startup_script: str | None) -> None:
     """Request a TPU as a queued resource and wait until it is ACTIVE (exit 4 if not)."""
+    from harness.inputs import InputError, read_text
     from harness.pod.cloud import CloudError, provision, ssh_keys_entry
+
+    script = None
+    if startup_script is not None:
+        try:  # a metadata value holds at most 256 KiB
+            script = read_text(startup_script, 256 << 10, "a startup script")
+        except InputError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--startup-script'") from None
 
     ssh_key = None
     if (ssh_public_key is None) != (ssh_user is None):
@@ -255,7 +267,8 @@ def provision_command(name: str, zone: str, project: str | None, accelerator_typ
                                  param_hint="'--ttl'")
     try:
         node = provision(name, zone, accelerator_type, runtime_version, project=project,
-                         ttl=f"{ttl:g}s", wait_s=wait_s, spot=spot, poll_s=poll_s, ssh_key=ssh_key)
+                         ttl=f"{ttl:g}s", wait_s=wait_s, spot=spot, poll_s=poll_s, ssh_key=ssh_key,
+                         startup_script=script)
     except CloudError as exc:
         _cloud_failed(exc)
     hosts = ", ".join(w.host for w in node.workers)

@@ -258,6 +258,7 @@ def ssh_keys_entry(user: str, public_key_file: str | Path) -> str:
 def provision(name: str, zone: str, accelerator_type: str, runtime_version: str,
               project: str | None = None, ttl: str = "6h", wait_s: float = 3600, spot: bool = False,
               poll_s: float = 30, *, ssh_key: str | None = None,
+              startup_script: str | None = None,
               clock: Callable[[], float] = time.time,
               sleep: Callable[[float], None] = time.sleep) -> TpuNode:
     """Request a TPU as a queued resource and wait until it is ACTIVE; the node it made.
@@ -269,6 +270,8 @@ def provision(name: str, zone: str, accelerator_type: str, runtime_version: str,
     we gave up would leave workers holding quota. ``ssh_key`` (``USER:ssh-ed25519 AAAA...``,
     see ``ssh_keys_entry``) goes into the node's ``ssh-keys`` metadata, so the harness's own
     SSH client can log in as USER on every worker (``gcloud ... ssh`` is never used).
+    ``startup_script`` (its text) goes into ``startup-script``: every worker runs it as
+    root when it boots (``examples/pod/startup-tpu.sh`` installs the torch_xla stack).
     """
     ttl_s = parse_duration(ttl)
     if ttl_s <= wait_s:
@@ -284,10 +287,15 @@ def provision(name: str, zone: str, accelerator_type: str, runtime_version: str,
         args.append("--spot")
     try:
         with tempfile.TemporaryDirectory(prefix="harness-gcloud-") as tmp:
-            if ssh_key is not None:
-                keys = Path(tmp) / "ssh-keys"
-                keys.write_text(ssh_key + "\n", encoding="utf-8")
-                args += ["--metadata-from-file", f"ssh-keys={keys}"]
+            metadata = {"ssh-keys": ssh_key + "\n" if ssh_key is not None else None,
+                        "startup-script": startup_script}
+            pairs = []
+            for key, text in metadata.items():
+                if text is not None:
+                    (Path(tmp) / key).write_text(text, encoding="utf-8")
+                    pairs.append(f"{key}={Path(tmp) / key}")
+            if pairs:  # one flag: gcloud keeps the last of a repeated one
+                args += ["--metadata-from-file", ",".join(pairs)]
             _gcloud(args, project=project, timeout=_DESCRIBE_TIMEOUT_S)
     except _TimedOut as exc:  # the request may exist: do not leave it queued
         raise CloudError(f"{exc}; {_cancel(name, zone, project)}") from None

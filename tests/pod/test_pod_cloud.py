@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -22,7 +23,7 @@ from harness.durations import parse_duration
 from harness.pod import cloud
 from harness.pod.cloud import CloudError
 
-from support import run_cli
+from support import REPO, run_cli
 
 FAKE = r'''#!{python}
 import json, sys
@@ -33,9 +34,12 @@ with open(here / "log.jsonl", "a") as f:
     f.write(json.dumps(args) + "\n")
 for a, b in zip(args, args[1:]):
     if a == "--metadata-from-file":  # gone once gcloud returns: keep what it said
-        key, _, path = b.partition("=")
+        said = {}
+        for pair in b.split(","):
+            key, _, path = pair.partition("=")
+            said[key] = Path(path).read_text()
         with open(here / "files.jsonl", "a") as f:
-            f.write(json.dumps({key: Path(path).read_text()}) + "\n")
+            f.write(json.dumps(said) + "\n")
 words = [a for a in args if not a.startswith("-")]
 key = " ".join(words[2:4])  # compute tpus <group> <verb>
 state = json.loads((here / "state.json").read_text())
@@ -374,6 +378,37 @@ def test_cli_provision_prints_the_workers(gcloud: FakeGcloud) -> None:
                    "--type", "v4-64", "--runtime-version", "rt", env=_env(gcloud))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "harness-n in z: v4-64, READY, 2 workers: 10.0.0.5, 10.0.0.4"
+
+
+def test_cli_provision_gives_every_worker_the_startup_script(gcloud: FakeGcloud,
+                                                              tmp_path: Path) -> None:
+    """The example that installs the torch_xla stack on a bare VM, with the harness's key:
+    both in the node's metadata, in one flag (gcloud keeps the last of a repeated one)."""
+    pub = tmp_path / "id.pub"
+    pub.write_text("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJx harness@ci\n")
+    script = REPO / "examples" / "pod" / "startup-tpu.sh"
+    gcloud.answer("queued-resources create", OK)
+    gcloud.answer("queued-resources describe", qr_state("ACTIVE"))
+    gcloud.answer("tpu-vm describe", node_json(["10.0.0.5"]))
+    proc = run_cli("pod", "provision", "--name", "harness-n", "--zone", "z", "--type", "v4-8",
+                   "--runtime-version", "tpu-ubuntu2204-base", "--startup-script", str(script),
+                   "--ssh-public-key", str(pub), "--ssh-user", "tpu", env=_env(gcloud))
+    assert proc.returncode == 0, proc.stderr
+    files = [json.loads(line) for line in (gcloud.root / "files.jsonl").read_text().splitlines()]
+    assert files == [{"ssh-keys": "tpu:ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJx harness@ci\n",
+                      "startup-script": script.read_text()}]
+    binary = tmp_path / "startup.bin"
+    binary.write_bytes(b"\x00\xff")
+    bad = run_cli("pod", "provision", "--name", "harness-n", "--zone", "z", "--type", "v4-8",
+                  "--runtime-version", "rt", "--startup-script", str(binary), env=_env(gcloud))
+    assert bad.returncode == 2 and "'--startup-script'" in bad.stderr and "UTF-8" in bad.stderr
+
+
+def test_the_example_startup_script_is_valid_bash_and_waits_for_the_dpkg_lock() -> None:
+    script = REPO / "examples" / "pod" / "startup-tpu.sh"
+    assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0
+    text = script.read_text()
+    assert "fuser /var/lib/dpkg/lock-frontend" in text and "torch_xla[tpu]==$TORCH_VERSION" in text
 
 
 @pytest.mark.parametrize("args, message", [
