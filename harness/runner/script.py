@@ -130,4 +130,9 @@ def apply(argv: tuple[str, ...], scenario: Scenario, seed: int = 0, topology: st
                                       and ended is not None and ended.loud)
     why = not_exercised(faults, result.history, scenario.unresolved_mounts(home, roles)) \
         if scenario.uses_roles or scenario.faults else None
+    given = sorted({*scenario.inputs, *(k for i in scenario.host_inputs.values() for k in i)})
+    if why is None and not scenario.faults and given:
+        why = (f"it acts through its workload's inputs ({', '.join(given)}: the files the "
+               "harness builds for a target), which a script does not take; only a scenario's "
+               "faults and mounts apply to a script")
     return Applied(scenario, result, verdict, met and why is None, why)

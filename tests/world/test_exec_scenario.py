@@ -78,6 +78,14 @@ def test_a_scenario_whose_faults_cannot_happen_to_the_script_says_so(script):
     assert strict.returncode == 1
 
 
+def test_a_scenario_that_acts_through_its_workloads_inputs_says_a_script_does_not_take_them(script):
+    done = run_cli("exec", "--scenario", "missing-data-on-host", "--", "python", script(NO_FILE))
+    out = " ".join(done.stdout.split())
+    assert done.returncode == 0, out
+    assert "scenario missing-data-on-host (expect fail-loudly): not exercised: it acts through " \
+           "its workload's inputs (missing_on_hosts: the files the harness builds" in out
+
+
 def test_an_unknown_scenario_is_a_usage_error_naming_it(script):
     done = run_cli("exec", "--scenario", "partial-wrte", "--", "python", script(NO_FILE))
     assert done.returncode == 2
