@@ -159,6 +159,16 @@ def test_pod_run_of_isolated_tmp_fails_naive_sync_as_the_simulator_on_v4_64(tmp_
 
 # -- the workers' stack ------------------------------------------------------------------------
 
+def _prepare_fails(pod: Pod) -> str:
+    """What the PodFailure that ``pod.prepare`` must raise says; the pod closed either way."""
+    try:
+        with pytest.raises(PodFailure) as caught:
+            pod.prepare(None)
+    finally:
+        pod.close()
+    return caught.value.describe()
+
+
 def _python_seeing(where: Path) -> Path:
     """A worker's Python: this one, but a worker whose home holds ``site`` sees what is there
     first (a worker on which someone installed another torch)."""
@@ -179,12 +189,7 @@ def test_a_worker_whose_torch_differs_is_a_pod_failure_naming_it(tmp_path: Path)
         (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.8.0\n")
         pod = _pod(local)
         pod.python = str(python)
-        try:
-            with pytest.raises(PodFailure) as caught:
-                pod.prepare(None)
-        finally:
-            pod.close()
-    message = caught.value.describe()
+        message = _prepare_fails(pod)
     assert message.startswith("checking the workers' Python and packages: worker 1 (")
     assert "its torch is 2.8.0, the other workers' " in message
     assert "(workers 0,2): a pod's workers must run one stack" in message
@@ -196,12 +201,7 @@ def test_a_tpu_pod_whose_python_cannot_import_torch_xla_names_the_fix(tmp_path: 
     with LocalPod(2, tmp_path / "pod") as local:
         pod = _pod(local)
         pod.fabric_host = None  # as on a real pod: the ranks import the real torch_xla
-        try:
-            with pytest.raises(PodFailure) as caught:
-                pod.prepare(None)
-        finally:
-            pod.close()
-    message = caught.value.describe()
+        message = _prepare_fails(pod)
     for w in (0, 1):
         assert f"worker {w} (" in message
     assert "cannot import torch_xla with PJRT_DEVICE=TPU (ModuleNotFoundError: No module " \
@@ -214,12 +214,7 @@ def test_a_tpu_pod_whose_python_cannot_import_torch_xla_names_the_fix(tmp_path: 
 def test_an_unreachable_worker_is_named_and_nothing_starts(tmp_path: Path) -> None:
     with LocalPod(2, tmp_path / "pod", unreachable=frozenset({1})) as local:
         pod = _pod(local)
-        try:
-            with pytest.raises(PodFailure) as caught:
-                pod.prepare(None)
-        finally:
-            pod.close()
-    message = caught.value.describe()
+        message = _prepare_fails(pod)
     assert message.startswith("cannot connect to every worker (1 of 2 answered; the pod run stops "
                               "here, on every worker): worker 1 (")
     assert "connection refused (nothing listens on its SSH port)" in message
