@@ -178,6 +178,11 @@ class Scenario(BaseModel):
         workload's data directory move to PATH, and without one PATH is a host's own
         read-only disk. ``ValueError`` saying what is wrong with ``spec``."""
         source, at = parse_data(spec, base)
+        try:
+            MountSpec(path=at)  # a path a mount may take (not the kernel's, no '..')
+        except ValidationError as exc:
+            why = exc.errors()[0]["msg"].removeprefix("Value error, ")
+            raise ValueError(f"the data cannot be mounted at {at}: {why}") from None
         model = registry.WORKLOADS[self.workload].inputs_model
         if "data" not in model.model_fields:
             raise ValueError(f"scenario {self.name} is the {self.workload} workload's, which "
@@ -187,7 +192,6 @@ class Scenario(BaseModel):
                   else m for m in self.mounts]
         if not any(m.path and is_under(at, m.normalized()) for m in mounts):
             mounts.append(MountSpec(path=at, scope="host", mode="ro"))
-        MountSpec(path=at)  # a path a mount may take (not the kernel's, no '..')
         where = self.source or self.name
         new = self.model_copy(update={"mounts": mounts, "data": source if at == source else f"{source}:{at}",
                                       "inputs": {**self.inputs, "data": source, "data_dir": at}})

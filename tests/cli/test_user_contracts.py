@@ -281,6 +281,8 @@ def test_a_scenario_file_names_its_data_relative_to_itself_and_where_the_code_re
     (["--data", "{data}", "--scenario", "missing-file"],
      "none of the chosen scenarios reads a dataset"),
     (["--data", "{data}", "--target", "seed-loader"], "for your own loader"),
+    (["--data", "{data}:/proc/x"], "the data cannot be mounted at /proc/x: cannot mount over "
+                                   "the kernel's /proc"),
 ])
 def test_data_that_cannot_be_a_worlds_dataset_is_refused_naming_it(tmp_path, args, words):
     from support import run_cli_here
