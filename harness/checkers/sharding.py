@@ -30,7 +30,7 @@ from numbers import Integral
 from typing import Any
 
 from harness.checkers.common import Judgement, end_of_world, judged, ranks_phrase
-from harness.vocabulary import FAIL, PASS
+from harness.vocabulary import FAIL, HANG, PASS
 from harness.world.result import WorldResult
 
 _EXAMPLES = 4
@@ -110,6 +110,8 @@ def _batches(value: Any, key: str) -> list[list[int]] | None:
 
 def check(result: WorldResult, epoch: Epoch | None) -> Judgement:
     ended = end_of_world(result)
+    if ended is not None and ended.outcome == HANG:
+        return Judgement(HANG, ended.detail + _steps_taken(result))
     if ended is not None:
         return ended
     if epoch is None:
@@ -260,6 +262,25 @@ def check_values(values: dict[int, Any], epoch: Epoch) -> Judgement:
         covered += f", and {padding} padding row{'s' if padding != 1 else ''}"
     return Judgement(PASS, f"{len(first)} ranks x {n_batches} batches: disjoint shards {covered}; "
                            "the same batches from a fresh loader with the same seed")
+
+
+def _steps_taken(result: WorldResult) -> str:
+    """For a HANG: how many batches the ranks that returned ran (the others wait in a step
+    they never take: unequal batch counts)."""
+    counts: dict[int, list[int]] = {}
+    for r in judged(result):
+        if r.outcome == PASS:
+            batches = _batches(r.value, "batches")
+            if batches is not None:
+                counts.setdefault(len(batches), []).append(r.rank)
+    if not counts:
+        return ""
+    groups = [(ranks_phrase(rs), f"{n} batch{'es' if n != 1 else ''}")
+              for n, rs in sorted(counts.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+    ran = f"{groups[0][0]} returned after {groups[0][1]} an epoch" + "".join(
+        f" and {who} after {n}" for who, n in groups[1:])
+    return (f" ({ran}: the ranks still waiting have more batches, and wait in the all-reduce "
+            "of a step the others never take; unequal batch counts)")
 
 
 def _kind(value: Any) -> str:
