@@ -38,6 +38,12 @@ def test_the_elements_of_each_batch_shape(batch, n):
     assert len(content.elements(batch)) == n
 
 
+def test_a_bfloat16_batch_is_read_as_its_values():
+    batch = torch.arange(6, dtype=torch.bfloat16).reshape(3, 2)
+    rows = content.elements(batch)
+    assert len(rows) == 3 and content.digest(rows[0]) != content.digest(rows[1])
+
+
 def test_a_batch_whose_fields_disagree_on_rows_or_hold_none_is_refused_saying_why():
     with pytest.raises(content.ContentError, match="different numbers of rows"):
         content.elements({"a": np.zeros((3, 2)), "b": np.zeros((4, 2))})

@@ -43,7 +43,11 @@ def _array(value: Any) -> np.ndarray | None:
     if isinstance(value, np.ndarray):
         return value
     if type(value).__module__.startswith("torch") and hasattr(value, "detach"):
-        return value.detach().cpu().numpy()
+        tensor = value.detach().cpu()
+        try:
+            return tensor.numpy()
+        except TypeError:  # bfloat16 and the like: NumPy has no such dtype
+            return tensor.float().numpy()
     return None
 
 
