@@ -122,6 +122,7 @@ class Pod:
 
         Any worker failing any step is a PodFailure naming it; nothing is left running."""
         failures = self.session.connect()
+        self._log_each(failures, "connected")
         if failures:
             raise PodFailure(failures, stage="cannot connect to every worker "
                              f"({len(self.workers) - len(failures)} of {len(self.workers)} answered; "
@@ -156,8 +157,19 @@ class Pod:
         self.stacks = found
         why = stack.problems(found, self.python, tpu)
         failures += [WorkerFailure(w, why[w.index]) for w in self.workers if w.index in why]
+        for w in self.workers:
+            if (s := found.get(w.index)) is not None:
+                self.on_line(w, "harness", f"{self.python}: {s.describe()}")
+        self._log_each(failures, "its Python and packages will do")
         if failures:
             raise PodFailure(failures, stage="checking the workers' Python and packages")
+
+    def _log_each(self, failures: list[WorkerFailure], done: str) -> None:
+        """Each worker's log says how this stage went for it (a silent pod run still leaves
+        one log per worker, as it announces)."""
+        failed = {f.worker.index: f.what for f in failures}
+        for w in self.workers:
+            self.on_line(w, "harness", failed.get(w.index, done))
 
     def _each(self, stage: str, command: str, judge: Callable[[Finished], str | None],
               failed: Callable[[Finished], str] | None = None, timeout: float = 300) -> None:

@@ -65,8 +65,14 @@ def seed_group(matrix: Matrix, scenario: str, target: str) -> tuple[Cell | None,
 
 
 def isolation_text(matrix: Matrix) -> str:
-    """``, kernel isolation``: what every report's heading adds ("" when no cell says)."""
-    return f", {matrix.isolation} isolation" if matrix.isolation else ""
+    """``, kernel isolation``: what every report's heading adds ("" when no cell says, and
+    on a pod, whose workers are real machines)."""
+    return f", {matrix.isolation} isolation" if matrix.isolation and matrix.mode != "pod" else ""
+
+
+def plural(n: int, word: str) -> str:
+    """``1 cell``, ``2 cells``."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def needs_attention(cell: Cell) -> bool:

@@ -14,6 +14,7 @@ from harness.reports._common import (
     attention_cells,
     cell_name,
     isolation_text,
+    plural,
     seconds,
     seed_group,
     seeds_text,
@@ -131,7 +132,7 @@ def to_markdown(matrix: Matrix) -> str:
     verdict_counts = ", ".join((f"**{n} {v}**" if v == UNEXPECTED else f"{n} {v}") for v, n in verdicts)
     lines = ["# harness matrix", "",
              f"{seeds_text(matrix)} · harness {text(matrix.harness_version)} · {text(matrix.created)} · "
-             f"{len(matrix.cells)} cells in {seconds(matrix.duration_s)}"
+             f"{plural(len(matrix.cells), 'cell')} in {seconds(matrix.duration_s)}"
              f"{text(isolation_text(matrix))}", "",
              f"**{counts}**" + (f" · {verdict_counts}" if verdict_counts else ""), ""]
     if not matrix.cells:

@@ -22,6 +22,7 @@ from harness.reports._common import (
     attention_cells,
     isolation_text,
     marker,
+    plural,
     seconds,
     seed_group,
     seeds_text,
@@ -133,7 +134,7 @@ def summary_lines(matrix: Matrix) -> list[Text]:
     """The counts of outcomes, then of verdicts with the bottom line; each fits 80 columns."""
     outcomes, verdicts = summary_parts(matrix)
     first = Text()
-    first.append(f"{len(matrix.cells)} cells", style="bold")
+    first.append(plural(len(matrix.cells), "cell"), style="bold")
     first.append(f" in {seconds(matrix.duration_s)} ({seeds_text(matrix)}{isolation_text(matrix)})")
     if outcomes:
         first.append(": " + ", ".join(f"{n} {o}" for o, n in outcomes))

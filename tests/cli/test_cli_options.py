@@ -239,7 +239,7 @@ def test_run_prints_failing_cells_compactly_then_the_grid_and_verbose_in_full(cl
     for done in (short, full):
         out = done.stdout
         # the failing cell first, the grid and the summary after it
-        assert out.index("isolated-tmp[naive-sync]") < out.index("scenario ") < out.index("1 cells")
+        assert out.index("isolated-tmp[naive-sync]") < out.index("scenario ") < out.index("1 cell in")
     assert "ranks 1-7 (hosts 1-7): ERROR, exit 1" not in short.stdout
     assert "ranks 1-7 (hosts 1-7): ERROR, exit 1" in full.stdout
 

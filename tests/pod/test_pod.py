@@ -145,6 +145,12 @@ def test_pod_run_of_isolated_tmp_fails_naive_sync_as_the_simulator_on_v4_64(tmp_
             assert sorted(data["pod"]["stacks"], key=int) == [str(w) for w in range(8)]
             assert {s["python"] for s in data["pod"]["stacks"].values()} == \
                 {platform.python_version()}
+            # the logs it announces are there, one per worker, even when the ranks are quiet
+            logs = [(tmp_path / "pod" / "latest" / f"worker-{w}.log") for w in range(8)]
+            assert all("harness: connected\n" in log.read_text() for log in logs)
+            assert f"python {platform.python_version()}, torch " in logs[7].read_text()
+            assert "worker-N.log (one per worker)" in pod.stdout
+            assert "isolation" not in pod.stdout.split("cell in")[1].splitlines()[0]
     assert (cells["pod"]["outcome"], cells["pod"]["verdict"]) == \
         (cells["sim"]["outcome"], cells["sim"]["verdict"]) == ("ERROR", "known")
     assert cells["pod"]["detail"].startswith("ranks 1-7 raised FileNotFoundError: [Errno 2] No "

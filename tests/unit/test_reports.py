@@ -449,3 +449,16 @@ def test_harness_report_output_replaces_the_old_file_whole(matrix: Matrix, tmp_p
     assert seen == ["the old report\n"]
     assert out.read_text() == to_markdown(matrix)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "matrix.md"]
+
+
+def test_one_cell_is_one_cell_and_a_pods_workers_have_no_isolation_mode(matrix: Matrix) -> None:
+    import dataclasses
+
+    one = dataclasses.replace(matrix, cells=matrix.cells[:1])
+    assert "1 cell in 6.50 s" in render_terminal_text(one, width=100)
+    assert " 1 cell in 6.50 s" in to_markdown(one)
+    kernel = dataclasses.replace(matrix, cells=[dataclasses.replace(c, isolation="kernel")
+                                                for c in matrix.cells])
+    assert "(seed 7, kernel isolation)" in render_terminal_text(kernel, width=100)
+    on_pod = dataclasses.replace(kernel, mode="pod")
+    assert "(seed 7)" in render_terminal_text(on_pod, width=100)  # real machines: no mode
