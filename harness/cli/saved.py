@@ -36,10 +36,13 @@ def report_command(report: str, fmt: str, output: str | None) -> None:
               "each with its reason; exit 1 only for differences it does not list.")
 @click.option("--allow-infra", is_flag=True,
               help="Cells the pod itself failed (INFRA) do not fail the diff (exit 4 otherwise).")
+@click.option("--common", is_flag=True,
+              help="Compare only the cells both reports ran (a run of a few scenarios "
+                   "against a full one); the others are counted, not listed.")
 @click.option("--format", "fmt", default="text", show_default=True,
               type=click.Choice(["text", "json"]), help="json: the groups as one object.")
 def diff_command(before: str, after: str, expected_file: str | None, allow_infra: bool,
-                 fmt: str) -> None:
+                 common: bool, fmt: str) -> None:
     """Compare two saved reports cell by cell: a simulator run with a pod run (or before
     with after a fix). Cells that differ, cells only one side ran, cells the pod failed.
 
@@ -66,7 +69,7 @@ def diff_command(before: str, after: str, expected_file: str | None, allow_infra
             expected = load_expected(expected_file)
         except ScenarioError as exc:
             raise click.BadParameter(str(exc), param_hint="'--expected'") from None
-    comparison = compare(*sides(a, b, before, after), expected)
+    comparison = compare(*sides(a, b, before, after), expected, common)
     if fmt == "json":
         click.echo(json.dumps(to_json_dict(comparison, allow_infra), indent=2, ensure_ascii=False))
     else:

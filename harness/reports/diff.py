@@ -173,8 +173,10 @@ def _outcome(cell: Cell | None) -> str | None:
     return cell.outcome if cell is not None else None
 
 
-def compare(a: Side, b: Side, expected: Expected | None = None) -> Comparison:
-    """Group every cell of the two reports and hold each difference against ``expected``.
+def compare(a: Side, b: Side, expected: Expected | None = None,
+            common: bool = False) -> Comparison:
+    """Group every cell of the two reports and hold each difference against ``expected``;
+    with ``common``, only the cells both reports ran (a subset run against a full one).
 
     An expected entry's ``sim``/``pod`` are the outcomes of the report with that mode (the
     first and second report when both have the same mode).
@@ -189,6 +191,10 @@ def compare(a: Side, b: Side, expected: Expected | None = None) -> Comparison:
     in_a = {key(c): c for c in a.matrix.cells}
     pairs = [(c, in_b.get(key(c))) for c in a.matrix.cells]
     pairs += [(None, c) for c in b.matrix.cells if key(c) not in in_a]
+    left_out = 0
+    if common:
+        left_out = sum(ca is None or cb is None for ca, cb in pairs)
+        pairs = [(ca, cb) for ca, cb in pairs if ca is not None and cb is not None]
     rows: list[Row] = []
     for ca, cb in pairs:
         some = ca if ca is not None else cb
@@ -212,6 +218,9 @@ def compare(a: Side, b: Side, expected: Expected | None = None) -> Comparison:
             row = replace(row, expected=True)
         rows.append(row)
     comparison = Comparison(a, b, rows, notes(a, b), expected)
+    if left_out:
+        comparison.notes.append(f"--common: {_count(left_out, 'cell', 'cells')} only one "
+                                "report ran left out")
     if expected is not None:
         comparison.warnings = _stale(comparison, expected)
     return comparison

@@ -177,6 +177,25 @@ def test_a_cell_only_one_side_ran_without_a_reason_is_a_difference(cli, tmp_path
     assert "FAILED: 1 difference is not listed" in done.stdout
 
 
+def test_common_compares_only_the_cells_both_reports_ran(cli, tmp_path: Path) -> None:
+    """A run of one scenario against the full catalog: without --common every other cell is
+    a difference; with it, only the cells both ran are compared, the rest counted."""
+    full, subset = sim_matrix(), sim_matrix()
+    subset.cells = [c for c in subset.cells if c.scenario == "isolated-tmp"]
+    (tmp_path / "full.json").write_text(to_json(full))
+    (tmp_path / "subset.json").write_text(to_json(subset))
+    plain = cli("diff", str(tmp_path / "subset.json"), str(tmp_path / "full.json"))
+    assert plain.returncode == 1 and "3 only in" in plain.stdout
+    done = cli("diff", "--common", str(tmp_path / "subset.json"), str(tmp_path / "full.json"))
+    assert done.returncode == 0, done.stdout
+    assert "--common: 3 cells only one report ran left out" in done.stdout
+    assert "only in" not in done.stdout and "1 cell agrees, 0 differ" in done.stdout
+    subset.cells[0].outcome = "PASS"  # a real difference still fails
+    (tmp_path / "subset.json").write_text(to_json(subset))
+    assert cli("diff", "--common", str(tmp_path / "subset.json"),
+               str(tmp_path / "full.json")).returncode == 1
+
+
 # -- cells the pod itself failed --------------------------------------------------------------
 
 def pod_that_lost_a_host() -> Matrix:
