@@ -30,7 +30,7 @@ from typing import Any
 
 from harness import refs
 from harness.history import Event
-from harness.pod import stack, sync
+from harness.pod import setup, stack, sync
 from harness.pod.fabric import FabricAddress, free_port
 from harness.pod.host import RANKS_START_LIMIT_S, READY
 from harness.pod.rank import read_result
@@ -103,31 +103,70 @@ class Pod:
     """Connected workers that run cells: ``prepare`` once, then ``run_world`` per cell."""
 
     def __init__(self, workers: list[Worker], info: PodInfo, ssh: SshOptions | None = None,
-                 python: str = "python3", fabric_host: str | None = None,
+                 python: str | None = "python3", fabric_host: str | None = None,
                  log_dir: Path | None = None, echo: Callable[[str], None] | None = None) -> None:
         self.workers, self.info = workers, info
         self.session = PodSession(workers, ssh)
-        self.python = python
+        self.python = python  # None: the one `harness pod setup` made where every worker has it
         self.fabric_host = fabric_host  # a local pod: the shim's collectives over gloo
         self.run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
         self.on_line = prefixed(log_dir, echo)
         self.lib = ""
         self.code: sync.CodeSource | None = None
         self.stacks: dict[int, stack.Stack | None] = {}  # by worker, once prepared
+        self.set_up: dict[int, setup.Outcome] = {}  # by worker, once set up
         self._cells = 0
 
     # -- before the first cell ---------------------------------------------------
-    def prepare(self, code: sync.CodeSource | None) -> None:
-        """Connect to every worker, check its Python, install this harness and the code.
-
-        Any worker failing any step is a PodFailure naming it; nothing is left running."""
+    def connect(self) -> None:
+        """Connect to every worker (once); a PodFailure naming each that did not answer."""
+        if all(self.session.connected(w.index) for w in self.workers):
+            return
         failures = self.session.connect()
         self._log_each(failures, "connected")
         if failures:
             raise PodFailure(failures, stage="cannot connect to every worker "
                              f"({len(self.workers) - len(failures)} of {len(self.workers)} answered; "
                              "the pod run stops here, on every worker)")
-        self._check_stacks()
+
+    def setup(self, plan: setup.SetupPlan) -> dict[int, setup.Outcome]:
+        """Install ``plan`` on every worker at once (``harness pod setup``); from then on the
+        cells run with the environment it made. A PodFailure names each worker it failed on."""
+        self.connect()
+        base = self.python or "python3"
+        for data, path in ((plan.text.encode(), plan.requirements_path),
+                           (setup.script(), plan.script_path)):
+            failures = self.session.put_all(data, path)
+            if failures:
+                raise PodFailure(failures, stage="cannot send the setup to every worker")
+        results = self.session.run_all(lambda w: plan.command(base),
+                                       timeout=plan.lock_wait_s + 3600, on_line=self.on_line)
+        failures, outcomes = [], {}
+        for w in self.workers:
+            r = results[w.index]
+            if isinstance(r, WorkerFailure):
+                failures.append(r)
+            elif (outcome := setup.Outcome.parse(r.stdout)) is None or not r.ok:
+                failures.append(WorkerFailure(w, setup.failure_of(r.stdout, r.stderr)))
+            else:
+                outcomes[w.index] = outcome
+        failed = {f.worker.index: f.what for f in failures}
+        for w in self.workers:
+            self.on_line(w, "harness", failed.get(w.index) or outcomes[w.index].describe())
+        self.set_up = outcomes
+        if failures:
+            raise PodFailure(failures, stage="setting up the workers (harness pod setup)")
+        self.python = setup.SET_UP_PYTHON
+        return outcomes
+
+    def prepare(self, code: sync.CodeSource | None) -> None:
+        """Connect to every worker, check its Python, install this harness and the code.
+
+        Any worker failing any step is a PodFailure naming it; nothing is left running."""
+        self.connect()
+        if self.python is None:
+            self.python = self._set_up_python()
+        self.check_stacks()
         self._each("ending what an earlier pod run left running", _STALE, lambda f: None)
         key, archive = sync.harness_archive()
         self.lib = sync.lib_dir(key)
@@ -140,7 +179,34 @@ class Pod:
             self._sync_code(code)
         self.code = code
 
-    def _check_stacks(self) -> None:
+    def _set_up_python(self) -> str:
+        """The environment ``harness pod setup`` made, where every worker has one; python3
+        where none has; a PodFailure naming the workers that lack it where some have."""
+        probe = f"cd ~ && [ -x {setup.SET_UP_PYTHON} ] && echo set-up || echo bare"
+        results = self.session.run_all(lambda w: probe, timeout=60)
+        bare = [w for w in self.workers if isinstance(r := results[w.index], WorkerFailure)
+                or "set-up" not in r.stdout]
+        if not bare:
+            return setup.SET_UP_PYTHON
+        if len(bare) == len(self.workers):
+            return "python3"
+        from harness.history import format_ranks
+
+        have = [w.index for w in self.workers if w not in bare]
+        raise PodFailure([WorkerFailure(w, f"it has no {setup.SET_UP_PYTHON} (workers "
+                                           f"{format_ranks(have)} were set up): run harness "
+                                           "pod setup on this pod") for w in bare],
+                         stage="checking the workers' Python and packages")
+
+    def report(self) -> dict[str, Any]:
+        """What the pod report says of the pod: its shape, every worker's versions and how
+        its setup went."""
+        out = {**self.info.to_dict(), "python": self.python, "stacks": stack.as_report(self.stacks)}
+        if self.set_up:
+            out["setup"] = {str(w): o.describe() for w, o in sorted(self.set_up.items())}
+        return out
+
+    def check_stacks(self) -> None:
         """Every worker's Python and packages (``stack``): kept for the report; a worker
         that lacks a module, cannot import the real torch_xla on a TPU pod, or runs another
         version than the others is a PodFailure naming it and the fix."""

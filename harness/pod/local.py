@@ -66,6 +66,9 @@ class LocalPod:
     #: directories of this machine every worker reaches at the same path (under /tmp they
     #: would be hidden by the worker's own /tmp): a git remote, as a pod reaches origin
     share: tuple[Path, ...] = ()
+    #: workers start from a Python with no packages (a TPU VM's image): ``python3`` on their
+    #: PATH is a virtualenv made without pip, and nothing of this machine's environment
+    bare: bool = False
     user: str = field(default_factory=lambda: _user())
     local: list[LocalWorker] = field(default_factory=list)
 
@@ -107,6 +110,8 @@ class LocalPod:
         _check_namespaces()
         self._make_keys()
         keys = self.root / "keys"
+        image = self._make_image() if self.bare else None
+        share = self.share + ((image,) if image is not None else ())
         for i in range(self.size):
             disk = self.root / f"worker-{i}"
             for sub in ("tmp", "shm", "home"):
@@ -119,6 +124,7 @@ class LocalPod:
                 w.port = _closed_port()
                 continue
             port_file = disk / "port"
+            port_file.unlink(missing_ok=True)  # an earlier start's, on disks kept to reuse
             # the server reads its keys inside its namespace: from its own disk
             sshd = disk / "sshd"
             sshd.mkdir(exist_ok=True)
@@ -126,9 +132,11 @@ class LocalPod:
             shutil.copy(keys / ("stranger.pub" if w.refuses_key else "client.pub"),
                         sshd / "authorized_keys")
             w.process = subprocess.Popen(
-                _namespaced(disk, self.share, [sys.executable, "-m", "harness.pod.local", "--disk", str(disk),
-                                   "--host-key", str(sshd / "host"), "--authorized",
-                                   str(sshd / "authorized_keys"), "--port-file", str(port_file)]),
+                _namespaced(disk, share, [
+                    sys.executable, "-m", "harness.pod.local", "--disk", str(disk),
+                    "--host-key", str(sshd / "host"), "--authorized", str(sshd / "authorized_keys"),
+                    "--port-file", str(port_file),
+                    *(("--image", str(image)) if image is not None else ())]),
                 stdin=subprocess.DEVNULL, stdout=open(disk / "server.log", "ab"),  # noqa: SIM115
                 stderr=subprocess.STDOUT, env=_server_env(), preexec_fn=_die_with_parent)
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -148,6 +156,21 @@ class LocalPod:
                 time.sleep(0.02)
             w.port = int(port_file.read_text())
         return self.workers
+
+    def _make_image(self) -> Path:
+        """The bare workers' Python: this machine's interpreter in a virtualenv with no
+        packages, not even pip (made once per pod directory)."""
+        image = self.root / "image"
+        python = image / "bin" / "python3"
+        if not python.exists():
+            base = Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+            made = subprocess.run([str(base if base.exists() else sys.executable), "-m", "venv",
+                                   "--without-pip", str(image)], capture_output=True, text=True,
+                                  timeout=120)
+            if made.returncode != 0:
+                raise LocalPodError(f"cannot make the bare workers' Python in {image}: "
+                                    f"{made.stderr.strip()[-300:]}")
+        return image
 
     @property
     def workers(self) -> list[Worker]:
@@ -315,7 +338,7 @@ def _all_pids() -> list[int]:
 
 # -- the worker's server (runs inside its namespaces) -----------------------------------
 
-async def _run_command(process: object, disk: Path) -> None:
+async def _run_command(process: object, disk: Path, image: Path | None = None) -> None:
     """One exec request: ``sh -c COMMAND`` in the worker's home, its output streamed back.
 
     As sshd without a pty: when the client goes away, the command's pipes close
@@ -328,9 +351,14 @@ async def _run_command(process: object, disk: Path) -> None:
     env = {"HOME": str(home), "USER": _user(), "LOGNAME": _user(),
            "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
            "SHELL": "/bin/sh", "HARNESS_LOCAL_POD_DISK": str(disk)}
-    for name in ("PYTHONPATH", "VIRTUAL_ENV"):
-        if name in os.environ:
-            env[name] = os.environ[name]
+    if image is None:  # this machine's environment, as the local pod's workers share it
+        for name in ("PYTHONPATH", "VIRTUAL_ENV"):
+            if name in os.environ:
+                env[name] = os.environ[name]
+    else:  # a bare worker: its image's python3 first, no trace of this machine's environment
+        here = {os.path.realpath(os.path.dirname(sys.executable))}
+        rest = [d for d in env["PATH"].split(os.pathsep) if os.path.realpath(d) not in here]
+        env["PATH"] = os.pathsep.join([str(image / "bin"), *rest])
     env.update({k: v for k, v in (process.env or {}).items() if isinstance(v, str)})
     command = process.command or "exec /bin/sh"
     child = await asyncio.create_subprocess_exec(
@@ -367,14 +395,15 @@ async def _run_command(process: object, disk: Path) -> None:
             process.exit(code)
 
 
-async def _serve(disk: Path, host_key: str, authorized: str, port_file: Path) -> None:
+async def _serve(disk: Path, host_key: str, authorized: str, port_file: Path,
+                 image: Path | None = None) -> None:
     import asyncssh
 
     os.chdir(disk / "home")  # SFTP's relative paths start in the home directory, as sshd's do
     server = await asyncssh.create_server(
         asyncssh.SSHServer, "127.0.0.1", 0, server_host_keys=[host_key],
         authorized_client_keys=authorized, encoding=None, sftp_factory=True,
-        process_factory=lambda p: _run_command(p, disk), allow_scp=True)
+        process_factory=lambda p: _run_command(p, disk, image), allow_scp=True)
     port = server.sockets[0].getsockname()[1]
     tmp = port_file.with_suffix(".tmp")
     tmp.write_text(str(port))
@@ -388,9 +417,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host-key", required=True)
     parser.add_argument("--authorized", required=True)
     parser.add_argument("--port-file", required=True, type=Path)
+    parser.add_argument("--image", default=None, type=Path)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    asyncio.run(_serve(args.disk, args.host_key, args.authorized, args.port_file))
+    asyncio.run(_serve(args.disk, args.host_key, args.authorized, args.port_file, args.image))
 
 
 if __name__ == "__main__":

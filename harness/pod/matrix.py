@@ -28,7 +28,6 @@ from harness.vocabulary import INFRA, POD_DEADLINE, UNEXERCISED
 from harness.workloads.base import Target
 from harness.workloads.registry import WORKLOADS
 
-from . import stack
 from .controller import Pod, PodFailure
 
 log = logging.getLogger(__name__)
@@ -95,8 +94,7 @@ def run_on_pod(pod: Pod, plans: list[CellPlan], seed: int, not_run: dict[str, st
 
     matrix = run_matrix(plans, jobs=1, seed=seed, known=known, on_cell=on_cell, cell_runner=one)
     matrix.mode = "pod"
-    matrix.pod = {**pod.info.to_dict(), "stacks": stack.as_report(pod.stacks),
-                  "not_run": dict(not_run)}
+    matrix.pod = {**pod.report(), "not_run": dict(not_run)}
     return matrix
 
 
@@ -131,8 +129,7 @@ def infra_matrix(plans: list[CellPlan], failure: PodFailure, seed: int, pod: Pod
     cells = [infra_cell(p, failure) for p in plans]
     created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     return Matrix(cells=cells, seed=seed, created=created, harness_version=__version__,
-                  mode="pod", pod={**pod.info.to_dict(), "stacks": stack.as_report(pod.stacks),
-                                   "not_run": dict(not_run)})
+                  mode="pod", pod={**pod.report(), "not_run": dict(not_run)})
 
 
 

@@ -48,7 +48,7 @@ print("HARNESS-STACK " + json.dumps(out))
 def probe_command(python: str, tpu: bool) -> str:
     """The shell command a worker runs: one ``HARNESS-STACK {...}`` line on stdout."""
     code = f"NEEDED = {NEEDED!r}\nLISTED = {LISTED!r}\nTPU = {tpu!r}\n{_PROBE}"
-    return f"{shlex.quote(python)} -c {shlex.quote(code)}"
+    return f"cd ~ && {shlex.quote(python)} -c {shlex.quote(code)}"
 
 
 @dataclass(frozen=True)
@@ -90,12 +90,13 @@ def problems(stacks: Mapping[int, Stack | None], python: str, tpu: bool) -> dict
         if stack is None:
             out[w] = f"its Python ({python}) did not say what it holds (is it Python 3?)"
         elif stack.missing:
-            out[w] = (f"its Python ({python}) lacks {' '.join(stack.missing)}: install them "
-                      f"there ({python} -m pip install pyyaml pydantic numpy click rich "
-                      "coolname torch)")
+            out[w] = (f"its Python ({python}) lacks {' '.join(stack.missing)}: run harness "
+                      "pod setup (or harness pod run --setup), which installs them in a "
+                      f"virtualenv of its own, or install them there ({python} -m pip install "
+                      "pyyaml pydantic numpy click rich coolname torch)")
         elif tpu and stack.torch_xla_error:
             out[w] = (f"its Python ({python}) cannot import torch_xla with PJRT_DEVICE=TPU "
-                      f"({stack.torch_xla_error}): install it there: "
+                      f"({stack.torch_xla_error}): run harness pod setup, or install it there: "
                       f"{fix_command(python, stack.versions.get('torch'))}")
     answered = {w: s for w, s in stacks.items() if s is not None and w not in out}
     for key in AGREE:

@@ -211,7 +211,7 @@ def test_a_tpu_pod_whose_python_cannot_import_torch_xla_names_the_fix(tmp_path: 
     for w in (0, 1):
         assert f"worker {w} (" in message
     assert "cannot import torch_xla with PJRT_DEVICE=TPU (ModuleNotFoundError: No module " \
-           "named 'torch_xla'): install it there: " in message
+           "named 'torch_xla'): run harness pod setup, or install it there: " in message
     assert "'torch_xla[tpu]==" in message and "storage.googleapis.com/libtpu-releases" in message
 
 

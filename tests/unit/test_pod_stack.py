@@ -27,10 +27,12 @@ def test_a_missing_module_and_a_torch_xla_that_does_not_import_name_their_fix():
     stacks = {0: Stack(BASE, missing=("yaml", "coolname")),
               1: Stack(BASE, torch_xla_error="ImportError: libtpu.so: cannot open shared object")}
     said = problems(stacks, "/opt/py/bin/python", tpu=True)
-    assert said[0].startswith("its Python (/opt/py/bin/python) lacks yaml coolname: install them")
+    assert said[0].startswith("its Python (/opt/py/bin/python) lacks yaml coolname: run harness "
+                              "pod setup (or harness pod run --setup)")
     assert said[1] == (
         "its Python (/opt/py/bin/python) cannot import torch_xla with PJRT_DEVICE=TPU "
-        "(ImportError: libtpu.so: cannot open shared object): install it there: "
+        "(ImportError: libtpu.so: cannot open shared object): run harness pod setup, or "
+        "install it there: "
         "/opt/py/bin/python -m pip install 'torch==2.9.0' 'torch_xla[tpu]==2.9.0' "
         "-f https://storage.googleapis.com/libtpu-releases/index.html")
     assert problems(stacks, "python3", tpu=False).keys() == {0}  # the shim needs no torch_xla
