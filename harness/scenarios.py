@@ -203,6 +203,31 @@ class Scenario(BaseModel):
         new._data_in_file = False
         return new
 
+    def moved(self, old: str, new: str) -> Scenario:
+        """This scenario with what it keeps at or under ``old`` kept under ``new`` instead:
+        its mounts there, and every workload input naming a path there (``bucket``,
+        ``data_dir``, whether the file gave it or it is the workload's default). A pod whose
+        bucket is at /mnt/checkpoints runs the scenarios written for /mnt/bucket so."""
+        old, new = _normalized(old), _normalized(new)
+
+        def rebased(path: str) -> str:
+            return new + path[len(old):] if is_under(path, old) else path
+
+        mounts = [m.model_copy(update={"path": rebased(m.normalized())}) if m.path else m
+                  for m in self.mounts]
+        inputs = dict(self.inputs)
+        for name, value in self.workload_inputs.model_dump().items():
+            if isinstance(value, str) and value.startswith("/") and is_under(_normalized(value), old):
+                inputs[name] = rebased(_normalized(value))
+        moved = self.model_copy(update={"mounts": mounts, "inputs": inputs})
+        where = self.source or self.name
+        try:
+            moved._workload_inputs = validate_inputs(moved, moved.topology, where)
+            moved._host_inputs = validate_host_inputs(moved, moved.topology, where)
+        except ScenarioError as exc:
+            raise ValueError(exc.message) from None
+        return moved
+
     @property
     def data_given(self) -> str | None:
         """The dataset a replay of this scenario must be given (None: its file names it)."""

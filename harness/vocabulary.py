@@ -103,6 +103,11 @@ POD_DEADLINE = 60.0
 
 #: The workload a target belongs to unless the user says otherwise.
 DEFAULT_WORKLOAD = "config-sync"
+#: Where a workload keeps what only its checker reads (a built dataset's expected epoch, a
+#: bucket's layout): a path of the simulator's view, never the target's. A pod does not
+#: place these files on its workers (a worker's user may not write /var/lib); the controller
+#: hands them to the checker itself.
+TRUTH_DIR = "/var/lib/harness"
 #: What a run's reports can be written as (``harness run --format``, ``harness report``).
 FORMATS = ("terminal", "json", "junit", "markdown", "html")
 

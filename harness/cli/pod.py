@@ -97,9 +97,24 @@ class _Where:
     wheelhouse: Path | None = None
 
 
+def _pod_mounts(texts: tuple[str, ...], local: bool) -> tuple[Any, ...]:
+    """``--mount PATH=KIND`` as PodMounts; a usage error naming the bad one."""
+    from harness.pod.mounts import parse_all
+
+    try:
+        mounts = parse_all(texts)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--mount'") from None
+    for m in mounts if local else ():
+        if not os.path.isdir(m.path):
+            raise click.BadParameter(f"{m}: a local pod mounts this machine's {m.path}, and "
+                                     "there is no such directory", param_hint="'--mount'")
+    return mounts
+
+
 @contextlib.contextmanager
 def _opened(opts: dict[str, Any], run_dir: Path, share: tuple[Path, ...] = (),
-            setup_wanted: bool = False) -> Iterator[_Where]:
+            setup_wanted: bool = False, mounts: tuple[Any, ...] = ()) -> Iterator[_Where]:
     """Start (a local pod) or find (a real one) the pod ``opts`` name; a local pod is
     stopped after, and its disks removed unless kept."""
     from harness.pod.session import SshOptions
@@ -137,7 +152,8 @@ def _opened(opts: dict[str, Any], run_dir: Path, share: tuple[Path, ...] = (),
         wheelhouse = houses.build(houses.default_dir())
         share = (*share, wheelhouse)
     disks = Path(opts["disks"]).resolve() if opts["disks"] else run_dir / "pod-disks"
-    local_pod = LocalPod(local, disks, share=share, bare=opts["bare"])
+    local_pod = LocalPod(local, disks, share=share, bare=opts["bare"],
+                         mounts=tuple((Path(m.path), m.kind == "ro") for m in mounts))
     try:
         try:
             workers = local_pod.start()
@@ -194,6 +210,12 @@ def _set_up(pod: Any, plan: Any) -> None:
               help="Every cell's deadline, in seconds of real time (a pod has no world clock). "
                    f"Default: the scenario's, at most {POD_DEADLINE:g} s.")
 @options(VERDICT, REPORTS)
+@click.option("--mount", "mount_texts", multiple=True, metavar="PATH=KIND",
+              help="What this pod's own filesystems are, so the scenarios that need them run: "
+                   "ro (a read-only disk on every worker, seed 004's /mnt/data), gcsfuse (a "
+                   "bucket through Cloud Storage FUSE), shared (a read-write shared "
+                   "filesystem). Checked on every worker first. A local pod mounts this "
+                   "machine's PATH there (gcsfuse: shared by every worker, POSIX, no FUSE).")
 @click.option("--setup", "do_setup", is_flag=True, default=False,
               help="Run harness pod setup first: install the stack on every worker (seconds "
                    "where it is already there).")
@@ -209,7 +231,8 @@ def _set_up(pod: Any, plan: Any) -> None:
 def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: str,
                 data: str | None, checker: str | None, seed: int, timeout: float | None,
                 require_exercised: bool, report_dir: str, formats: tuple[str, ...],
-                baseline: str | None, do_setup: bool, torch_version: str | None,
+                baseline: str | None, mount_texts: tuple[str, ...], do_setup: bool,
+                torch_version: str | None,
                 requirements: str | None, sync_mode: str, verbose: bool,
                 **where_opts: Any) -> None:
     """Run scenarios x targets on a pod: the same cells, checkers and reports as harness
@@ -233,6 +256,7 @@ def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: 
     if (torch_version or requirements) and not do_setup:
         raise click.UsageError("--torch and --requirements say what --setup installs: add "
                                "--setup (or run harness pod setup first)")
+    pod_mounts = _pod_mounts(mount_texts, where_opts["local"] is not None)
     known = common.known_from(baseline)
     scenario_list = common.scenarios_from(scenarios, data)
     target_list = common.targets_from(targets, workload, checker, data)
@@ -249,11 +273,14 @@ def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: 
     # a git remote on this machine is reachable from the local pod, as origin is from a pod
     share = (Path(code.remote),) if code is not None and code.remote is not None and \
         os.path.isdir(code.remote) else ()
-    with _opened(where_opts, run_dir, share, do_setup) as where:
+    with _opened(where_opts, run_dir, share, do_setup, pod_mounts) as where:
         plan = _setup_plan(where, torch_version, requirements) if do_setup else None
         info = where.info
         topology = topology_name(len(where.workers), info.chips_per_worker)
-        plans, not_run = plan_pod(scenario_list, target_list, seed, topology, timeout)
+        scratch = f"harness-pod-{run_dir.name}"  # the run's own directory on a writable mount
+        plans, not_run = plan_pod(scenario_list, target_list, seed, topology, timeout,
+                                  pod_mounts, scratch)
+        replay = (*where.replay, *(a for m in pod_mounts for a in ("--mount", str(m))))
         for name, why in not_run.items():
             click.echo(f"not run on a pod: {name}: {why}", err=True)
         if not plans:
@@ -261,7 +288,7 @@ def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: 
                                    "simulator (see above)")
         pod = Pod(where.workers, info, where.ssh, python=where.python,
                   fabric_host="127.0.0.1" if where.local_pod is not None else None,
-                  log_dir=run_dir, echo=echo)
+                  log_dir=run_dir, echo=echo, mounts=pod_mounts, scratch=scratch)
         try:
             try:
                 if plan is not None:
@@ -271,7 +298,7 @@ def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: 
                                                        else ""), err=True)
                 pod.prepare(code)
                 done = iter(range(1, len(plans) + 1))
-                matrix = run_on_pod(pod, plans, seed, not_run, known, where.replay,
+                matrix = run_on_pod(pod, plans, seed, not_run, known, replay,
                                     on_cell=lambda c: click.echo(
                                         f"[{next(done)}/{len(plans)}] {c.scenario}[{c.target}]: "
                                         f"{c.outcome} ({c.verdict}) {c.duration_s:.1f} s", err=True))
@@ -370,7 +397,8 @@ def _real_workers(tpu: str | None, zone: str | None, project: str | None,
         click.echo(f"the pod failed: {exc}", err=True)
         sys.exit(ExitCode.POD_FAILED)
     workers = [dataclasses.replace(w, user=w.user or user) for w in node.workers]
-    info = PodInfo(node.name, node.accelerator_type, len(workers), chips or 4)
+    info = PodInfo(node.name, node.accelerator_type, len(workers), chips or 4,
+                   runtime=node.runtime_version)
     replay = ("harness", "pod", "run", "--tpu", str(tpu), "--zone", zone,
               *(("--project", project) if project else ()))
     return workers, info, replay

@@ -88,6 +88,31 @@ def _whited_out(sandbox: str, mount, key: str, rel: str) -> bool:  # noqa: ANN00
     return os.path.isfile(os.path.join(whiteout_root(sandbox, mount, key), rel))
 
 
+def snapshot_real(globs: list[str], home: str, recorded_home: str = "") -> dict[str, str]:
+    """``snapshot`` on a real filesystem (a pod's host, which has no sandbox): the files
+    matching ``globs`` (``~`` is ``home``), recorded under ``recorded_home`` where they are
+    under ``home`` (the controller's home, as the simulator records them). Every file there
+    is seen, not only those the world wrote: a pod cell cleans what an earlier one left."""
+    found: dict[str, str] = {}
+    budget = [SNAPSHOT_BUDGET]
+    for pattern in globs:
+        real_glob = home + pattern[1:] if pattern == "~" or pattern.startswith("~/") else pattern
+        static = real_glob.split("*")[0].split("?")[0].split("[")[0]
+        start = static if static.endswith("/") else os.path.dirname(static) or "/"
+        for dirpath, dirs, files in os.walk(start):
+            dirs.sort()
+            for name in sorted(files):
+                real = os.path.join(dirpath, name)
+                if not fnmatch.fnmatchcase(real, real_glob):
+                    continue
+                shown = real
+                if recorded_home and (real == home or real.startswith(home.rstrip("/") + "/")):
+                    shown = recorded_home + real[len(home):]
+                if shown not in found and (content := _content(real, budget)) is not None:
+                    found[shown] = content
+    return dict(sorted(found.items()))
+
+
 def _content(path: str, budget: list[int]) -> str | None:
     """What a snapshot records of ``path``; None if it is gone.
 

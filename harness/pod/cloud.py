@@ -77,6 +77,7 @@ class TpuNode:
     accelerator_type: str
     state: str
     workers: list[Worker]
+    runtime_version: str = ""  # the TPU VM software image, e.g. tpu-ubuntu2204-base
 
 
 def gcloud_executable() -> str:
@@ -168,7 +169,8 @@ def _node_from(answer: Any, name: str, zone: str, external: bool) -> TpuNode:
                 raise CloudError(f"TPU {name} in {zone}: worker {i} has no ipAddress")
         workers.append(Worker(i, str(host)))
     return TpuNode(name=name, zone=zone, accelerator_type=str(answer.get("acceleratorType", "unknown")),
-                   state=state, workers=workers)
+                   state=state, workers=workers,
+                   runtime_version=str(answer.get("runtimeVersion") or ""))
 
 
 def describe(name: str, zone: str, project: str | None = None, *, external: bool = False) -> TpuNode:

@@ -29,16 +29,18 @@ from pathlib import Path
 from typing import Any
 
 from harness import refs
+from harness.filesystem.mounts import is_under
 from harness.history import Event
+from harness.pod import mounts as pod_mounts
 from harness.pod import setup, stack, sync
 from harness.pod.fabric import FabricAddress, free_port
 from harness.pod.host import RANKS_START_LIMIT_S, READY
 from harness.pod.rank import read_result
 from harness.pod.session import Finished, PodSession, SshOptions, WorkerFailure, prefixed
-from harness.pod.spec import REMOTE_ROOT, PodCellSpec, host_file, rank_file
+from harness.pod.spec import REMOTE_ROOT, PodCellSpec, host_file, rank_file, watched_file
 from harness.pod.workers import Worker
 from harness.topology import Topology
-from harness.vocabulary import PodError
+from harness.vocabulary import TRUTH_DIR, PodError
 from harness.world import protocol
 from harness.world.assemble import unit_result
 from harness.world.lifecycle import Unit
@@ -51,6 +53,11 @@ LAUNCHER_GRACE_S = 30.0
 #: What a launcher may take to be ready (imports, the target's module) before the cell starts.
 READY_LIMIT_S = 120.0
 _RANK_FILES = ("result", "events", "stdout", "stderr", "stack", "pid")
+
+
+class NotPlaced(Exception):
+    """A cell whose files a read-only disk of the pod does not hold as the scenario needs
+    (``mounts.held_problems``): its fault cannot happen on this pod."""
 
 
 class PodFailure(PodError):
@@ -93,10 +100,12 @@ class PodInfo:
     accelerator: str
     workers: int
     chips_per_worker: int
+    runtime: str = ""  # a Cloud TPU's software image (its runtime version), where known
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "accelerator": self.accelerator, "workers": self.workers,
-                "chips_per_worker": self.chips_per_worker}
+                "chips_per_worker": self.chips_per_worker,
+                **({"runtime": self.runtime} if self.runtime else {})}
 
 
 class Pod:
@@ -104,8 +113,12 @@ class Pod:
 
     def __init__(self, workers: list[Worker], info: PodInfo, ssh: SshOptions | None = None,
                  python: str | None = "python3", fabric_host: str | None = None,
-                 log_dir: Path | None = None, echo: Callable[[str], None] | None = None) -> None:
+                 log_dir: Path | None = None, echo: Callable[[str], None] | None = None,
+                 mounts: tuple[pod_mounts.PodMount, ...] = (), scratch: str = "") -> None:
         self.workers, self.info = workers, info
+        self.mounts = mounts  # what the pod's own filesystems are (``--mount``)
+        #: the run's own directory on each writable pod mount (``PodMount.scratch``)
+        self.scratch = [m.scratch(scratch) for m in mounts if m.writable] if scratch else []
         self.session = PodSession(workers, ssh)
         self.python = python  # None: the one `harness pod setup` made where every worker has it
         self.fabric_host = fabric_host  # a local pod: the shim's collectives over gloo
@@ -167,6 +180,10 @@ class Pod:
         if self.python is None:
             self.python = self._set_up_python()
         self.check_stacks()
+        if self.mounts:
+            self._each("checking the pod's mounts (--mount)",
+                       pod_mounts.check_command(self.python, self.mounts,
+                                                fuse=self.fabric_host is None), _mount_problems)
         self._each("ending what an earlier pod run left running", _STALE, lambda f: None)
         key, archive = sync.harness_archive()
         self.lib = sync.lib_dir(key)
@@ -202,6 +219,8 @@ class Pod:
         """What the pod report says of the pod: its shape, every worker's versions and how
         its setup went."""
         out = {**self.info.to_dict(), "python": self.python, "stacks": stack.as_report(self.stacks)}
+        if self.mounts:
+            out["mounts"] = {m.path: m.kind for m in self.mounts}
         if self.set_up:
             out["setup"] = {str(w): o.describe() for w, o in sorted(self.set_up.items())}
         return out
@@ -267,6 +286,28 @@ class Pod:
             raise PodFailure(failures, stage="cannot send the code to every worker")
         self._each("unpacking the code", sync.unpack_command(tgz, code.remote_dir), lambda f: None)
 
+    def _check_held(self, held: tuple[pod_mounts.Held, ...]) -> None:
+        """The files a cell would place on a read-only pod disk are there as it needs them, on
+        every host; NotPlaced naming the first that is not."""
+        results = self.session.run_all(lambda w: pod_mounts.look_command(self.python, held),
+                                       timeout=300)
+        problems, failures = [], []
+        for w in self.workers:
+            r = results[w.index]
+            look = None if isinstance(r, WorkerFailure) or not r.ok else \
+                pod_mounts.look_answer(r.stdout)
+            if look is None:
+                failures.append(r if isinstance(r, WorkerFailure) else WorkerFailure(
+                    w, f"could not say what its read-only disk holds: {_tail(r.stderr)}"))
+            else:
+                problems += pod_mounts.held_problems(held, w.index, look)
+        if failures:
+            raise PodFailure(failures, stage="checking the files on the pod's read-only disks")
+        if problems:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise NotPlaced(f"this pod's read-only disk does not hold what the scenario places: "
+                            f"{problems[0]}{more}")
+
     # -- one cell ------------------------------------------------------------------
     def run_world(self, target: str, *, topology: Topology, timeout: float, seed: int,
                   profile: str, args: tuple[Any, ...] = (), checker: Any = None,
@@ -283,6 +324,18 @@ class Pod:
         self._cells += 1
         fabric = FabricAddress(self.fabric_host, free_port(self.fabric_host)) \
             if self.fabric_host else None
+        every = tuple(files or ()) + tuple((faults or FaultPlan()).leftovers)
+        truth = {f.path: f.content for f in every if is_under(f.path, TRUTH_DIR)}
+        files, held = pod_mounts.split([f for f in every if f.path not in truth], self.mounts)
+        if held:
+            self._check_held(held)
+        if self.scratch:  # a shared mount: one worker empties it for every other
+            dirs = " ".join(shlex.quote(d) for d in self.scratch)
+            done = self.session.run(self.workers[0], f"rm -rf {dirs} && mkdir -p {dirs}", 120)
+            if not done.ok:
+                raise PodFailure([WorkerFailure(self.workers[0], f"cannot empty {dirs}: "
+                                                f"{_tail(done.stderr)}")],
+                                 stage="emptying the run's directory on the pod's mounts")
         start = time.time()
         spec = PodCellSpec(
             cell_id=f"cell-{self._cells}", run_id=self.run_id, target=target,
@@ -290,8 +343,9 @@ class Pod:
             seed=seed, timeout=timeout, start=start,
             code_dir=self.code.workdir if self.code is not None else REMOTE_ROOT,
             args=args, args_by_host=args_by_host, faults=faults or FaultPlan(), checker=checker,
-            files=tuple(files or ()) + tuple((faults or FaultPlan()).leftovers),
+            files=files,
             clean=tuple(clean), watch=tuple(watch or ()), fabric=fabric,
+            confined=_LOCAL_ROOTS + tuple(self.scratch) if fabric else (),
             home=os.path.expanduser("~"))
         spec_path = posixpath.join(spec.workdir, "spec.pickle")
         failures = self.session.put_all(pickle.dumps(spec), spec_path)
@@ -323,6 +377,7 @@ class Pod:
             for r in results.values() if isinstance(r, Finished) and not r.ok]
         gone = {f.worker.index for f in lost}
         result = self._collect(spec, topology, time.time() - start, gone)
+        _hand_truth(result, truth, spec.watch)
         if lost or broken:
             raise PodFailure(sorted(lost + broken, key=lambda f: f.worker.index), result,
                              stage="the pod failed during the cell (not the target); the other hosts "
@@ -358,16 +413,20 @@ class Pod:
         ranks: list[RankResult] = []
         events: list[dict[str, Any]] = []
         hang_hosts: dict[int, list[int]] = {}
+        watched: dict[int, dict[str, str]] = {}
         for w in self.workers:
             host_ranks = list(spec.ranks_of_host(w.index))
             files: dict[str, bytes | None] = {}
             if w.index not in lost and self.session.connected(w.index):
                 try:
-                    files = self.session.get_many(w, [host_file(spec.workdir, w.index)] + [
+                    files = self.session.get_many(w, [
+                        host_file(spec.workdir, w.index), watched_file(spec.workdir, w.index)] + [
                         rank_file(spec.workdir, r, what) for r in host_ranks for what in _RANK_FILES])
                 except WorkerFailure as failure:
                     unread.append(failure)
             report = _json(files.get(host_file(spec.workdir, w.index))) or {}
+            seen = _json(files.get(watched_file(spec.workdir, w.index))) or {}
+            watched.update({r: {str(k): str(v) for k, v in seen.items()} for r in host_ranks})
             if report.get("ended") == "deadline":
                 hang_hosts[w.index] = list(report.get("alive", []))
             for r in host_ranks:
@@ -386,12 +445,19 @@ class Pod:
         result = WorldResult(world_id=f"{self.run_id}/{spec.cell_id}", topology=topology.name,
                              profile=spec.profile, seed=spec.seed, outcome=world_outcome(ranks),
                              ranks=ranks, history=history, mismatches=[], hang_report=hang,
-                             duration_s=round(duration, 4))
+                             duration_s=round(duration, 4), files=watched if spec.watch else {})
         if unread:
             raise PodFailure(unread, result, stage="cannot collect what every host's ranks left")
         return result
 
     def close(self) -> None:
+        """The run's directories on the pod's mounts removed; every connection closed."""
+        if self.scratch and self.session.connected(self.workers[0].index):
+            dirs = " ".join(shlex.quote(d) for d in self.scratch)
+            try:
+                self.session.run(self.workers[0], f"rm -rf {dirs}", 120)
+            except WorkerFailure as exc:
+                log.warning("could not remove %s: %s", dirs, exc)
         self.session.close()
 
 
@@ -548,3 +614,28 @@ def _json(data: bytes | None) -> dict[str, Any] | None:
 def _tail(text: str, limit: int = 300) -> str:
     flat = " ".join(text.split())
     return flat[-limit:] or "(no output)"
+
+
+#: Where a local pod's worker has directories of its own (``local._namespaced``).
+_LOCAL_ROOTS = ("~", "/tmp", "/dev/shm", *(("/srv",) if os.path.isdir("/srv") else ()))
+
+
+def _mount_problems(finished: Finished) -> str | None:
+    """A worker's ``--mount`` check in words (None: every mount is what the pod said)."""
+    found = pod_mounts.check_answer(finished.stdout)
+    if found is None:
+        return f"it did not say what its mounts are: {_tail(finished.stderr or finished.stdout)}"
+    return "; ".join(f"{path}: {why}" for path, why in sorted(found.items())) or None
+
+
+def _hand_truth(result: WorldResult, truth: dict[str, bytes], watch: tuple[str, ...]) -> None:
+    """What a workload keeps for its checker alone (``TRUTH_DIR``) never went to a worker:
+    it is handed to the checker here, as every rank would have seen it."""
+    import fnmatch
+
+    seen = {p: c.decode("utf-8", "replace") for p, c in truth.items()
+            if any(fnmatch.fnmatchcase(p, g) for g in watch)}
+    if not seen:
+        return
+    for rank in result.ranks:
+        result.files.setdefault(rank.rank, {}).update(seen)

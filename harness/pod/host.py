@@ -16,6 +16,7 @@ host (the controller's way to stop the other hosts when one fails).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import pickle
@@ -25,7 +26,7 @@ import threading
 import time
 from typing import Any
 
-from harness.pod.spec import PodCellSpec, host_file, rank_file
+from harness.pod.spec import PodCellSpec, host_file, rank_file, watched_file
 from harness.vocabulary import UNIT_FAILED
 
 #: What a launcher prints when it is ready to start its ranks (``PodSession.run_all``'s gate).
@@ -69,8 +70,21 @@ def main(argv: list[str]) -> int:
     except BaseException as exc:  # noqa: BLE001 - a rank's death, said in the host's report
         report["spawn_error"] = f"{type(exc).__name__}: {exc}"
     report["statuses"] = {str(r): s for r, s in _statuses.items()}
+    _write_watched(spec, host)
     _write_json(os.path.join(home, host_file(spec.workdir, host)), report)
     return 0
+
+
+def _write_watched(spec: PodCellSpec, host: int) -> None:
+    """The watched files as the ranks left them, for the checker (as the simulator's world
+    records them when it ends)."""
+    if not spec.watch:
+        return
+    from harness.filesystem.snapshot import snapshot_real
+
+    home = os.path.expanduser("~")
+    _write_json(os.path.join(home, watched_file(spec.workdir, host)),
+                snapshot_real(list(spec.watch), home, spec.home))
 
 
 def _warm(spec: PodCellSpec) -> None:
@@ -114,6 +128,10 @@ def prepare(spec: PodCellSpec, host: int) -> None:
         if leftover.hosts is not None and host not in leftover.hosts:
             continue
         path = spec.rehome(os.path.expanduser(leftover.path), home)
+        roots = [home if r == "~" else r for r in spec.confined]
+        if roots and not any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
+            raise SystemExit(f"harness-pod: a local pod's worker places files only in its own "
+                             f"{', '.join(spec.confined)}: {path} is this machine's")
         if leftover.is_dir:
             os.makedirs(path, exist_ok=True)
             continue
@@ -132,6 +150,9 @@ def _remove(path: str) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
+    except OSError as exc:
+        if exc.errno != errno.EROFS:  # on the pod's read-only disk: nothing was written there
+            raise
 
 
 def _install_fabric(spec: PodCellSpec, host: int) -> None:
@@ -152,7 +173,11 @@ def _fork_ranks(spec: PodCellSpec, host: int, runtime: Any, fn: Any, args: tuple
     """The shim's ``xmp.spawn`` on a local pod: one child per chip, waited for, a hard
     death turned into BrokenProcessPool as PJRT's process pool does."""
     from harness.rank.process import die_with_parent
+    from harness.topology import get_topology
 
+    # the TPU VM environment PJRT's spawn gives each rank (TPU_WORKER_ID, TPU_VISIBLE_CHIPS,
+    # ...), as the simulator gives it: a local pod's ranks are the shim's, on this machine
+    topology = get_topology(f"{spec.hosts}x{spec.ranks_per_host}")
     children = {}
     for r in spec.ranks_of_host(host):
         sys.stdout.flush()
@@ -162,6 +187,7 @@ def _fork_ranks(spec: PodCellSpec, host: int, runtime: Any, fn: Any, args: tuple
             code = UNIT_FAILED
             try:
                 die_with_parent()
+                os.environ.update(topology.rank_environment(r, spec.profile))
                 runtime.become_rank(r)
                 code = fn(r, *args) or 0
             except BaseException:  # noqa: BLE001 - before the rank could report it itself
@@ -199,6 +225,7 @@ def _watch(workdir: str, host: int, spec: PodCellSpec) -> None:
 
 def _deadline(workdir: str, host: int, spec: PodCellSpec) -> None:
     stop(workdir, host, "deadline", spec.ranks_of_host(host))
+    _write_watched(spec, host)
     os._exit(0)
 
 

@@ -69,6 +69,9 @@ class LocalPod:
     #: workers start from a Python with no packages (a TPU VM's image): ``python3`` on their
     #: PATH is a virtualenv made without pip, and nothing of this machine's environment
     bare: bool = False
+    #: the pod's own mounts (``--mount``): this machine's directory at the same path on every
+    #: worker, read-only (a data disk) or shared read-write (a shared filesystem)
+    mounts: tuple[tuple[Path, bool], ...] = ()
     user: str = field(default_factory=lambda: _user())
     local: list[LocalWorker] = field(default_factory=list)
 
@@ -111,10 +114,11 @@ class LocalPod:
         self._make_keys()
         keys = self.root / "keys"
         image = self._make_image() if self.bare else None
-        share = self.share + ((image,) if image is not None else ())
+        share = self.share + ((image,) if image is not None else ()) + \
+            tuple(path for path, _ in self.mounts)
         for i in range(self.size):
             disk = self.root / f"worker-{i}"
-            for sub in ("tmp", "shm", "home"):
+            for sub in ("tmp", "shm", "home", "srv"):
                 (disk / sub).mkdir(parents=True, exist_ok=True)
             os.chmod(disk / "tmp", 0o1777)
             w = LocalWorker(i, disk, refuses_key=i in self.refuses_key,
@@ -132,7 +136,7 @@ class LocalPod:
             shutil.copy(keys / ("stranger.pub" if w.refuses_key else "client.pub"),
                         sshd / "authorized_keys")
             w.process = subprocess.Popen(
-                _namespaced(disk, share, [
+                _namespaced(disk, share, self.mounts, [
                     sys.executable, "-m", "harness.pod.local", "--disk", str(disk),
                     "--host-key", str(sshd / "host"), "--authorized", str(sshd / "authorized_keys"),
                     "--port-file", str(port_file),
@@ -249,7 +253,8 @@ def _server_env() -> dict[str, str]:
     return env
 
 
-def _namespaced(disk: Path, share: tuple[Path, ...], argv: list[str]) -> list[str]:
+def _namespaced(disk: Path, share: tuple[Path, ...], mounts: tuple[tuple[Path, bool], ...],
+                argv: list[str]) -> list[str]:
     """``argv`` as the init of a new PID and mount namespace whose /tmp and /dev/shm are
     the worker's own; what must stay reachable under the machine's /tmp (this worker's
     disk, the Python that runs the harness, the harness itself) is bound back in place,
@@ -264,6 +269,13 @@ def _namespaced(disk: Path, share: tuple[Path, ...], argv: list[str]) -> list[st
     for rel in keep:
         script.append(f"mkdir -p {_q('/tmp/' + rel)} && mount --bind {_q('./' + rel)} "
                       f"{_q('/tmp/' + rel)}")
+    if os.path.isdir("/srv"):  # a VM's own /srv (seed 003's workers live there), as its /tmp
+        script += [f"mkdir -p {_q(disk / 'srv')}", f"mount --bind {_q(disk / 'srv')} /srv"]
+    for path, read_only in mounts:  # the pod's own disks, where the machine has them
+        where = _q(Path(path).resolve())
+        script.append(f"mount --bind {where} {where}")
+        if read_only:
+            script.append(f"mount -o remount,bind,ro {where}")
     script.append("cd /")
     if not _under_tmp(str(disk.resolve())):  # else it is under the machine's /tmp, now hidden
         script.append(f"umount -l {_q(disk / '.machine-tmp')}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 import os
+import posixpath
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
@@ -24,26 +25,58 @@ from harness.runner.discovery import Discovery, discover
 from harness.runner.run import CellPlan, learning_key, plan_cells, replay_of, run_cell, run_matrix
 from harness.scenarios import Scenario
 from harness.topology import TOPOLOGIES
-from harness.vocabulary import INFRA, POD_DEADLINE, UNEXERCISED
+from harness.vocabulary import INFRA, NOT_EXERCISED, POD_DEADLINE, UNEXERCISED
 from harness.workloads.base import Target
 from harness.workloads.registry import WORKLOADS
 
-from .controller import Pod, PodFailure
+from .controller import NotPlaced, Pod, PodFailure
+from .mounts import KINDS, PodMount, describe_kind, unprovided
 
 log = logging.getLogger(__name__)
 
 
-def off_pod(scenario: Scenario) -> str | None:
-    """Why ``scenario`` cannot run on a pod (None: it can)."""
-    if scenario.mounts:
-        what = ", ".join(m.path or f"role {m.role}" for m in scenario.mounts)
+def off_pod(scenario: Scenario, mounts: tuple[PodMount, ...] = ()) -> str | None:
+    """Why ``scenario`` cannot run on a pod whose own filesystems are ``mounts`` (None: it
+    can)."""
+    missing = unprovided(scenario.mounts, mounts)
+    if missing:
+        what = ", ".join(m.path or f"role {m.role}" for m in missing)
+        needs = [f"--mount {m.path}={describe_kind(m)}" for m in missing
+                 if m.path and describe_kind(m) in KINDS]
+        hint = (f": if this pod has it, say so ({' '.join(needs)})" if needs and
+                len(needs) == len(missing) else "")
         return (f"it mounts {what} with the simulator's filesystems; a pod's filesystems "
-                "are its own")
+                f"are its own{hint}")
     for fault in scenario.faults:
         why = fault.off_pod()
         if why is not None:
             return f"fault {fault.kind}: {why}"
     return None
+
+
+def aimed(scenario: Scenario, mounts: tuple[PodMount, ...], scratch: str = "") -> Scenario:
+    """``scenario`` on the pod's own filesystems: a mount no pod mount stands for moves to
+    the pod's one mount of the kind it needs (a bucket at /mnt/checkpoints for a scenario's
+    /mnt/bucket), and one on a writable pod mount moves into the run's ``scratch``
+    directory there (``PodMount.scratch``)."""
+    for m in list(scenario.mounts):
+        if m.path is None:
+            continue
+        m = next((x for x in scenario.mounts if x.path == m.path), m)
+        pod = next((p for p in mounts if p.provides(m)), None)
+        old = m.normalized()
+        if pod is None:
+            kind = [p for p in mounts if p.kind == describe_kind(m)]
+            if len(kind) != 1 or not kind[0].provides(m.model_copy(update={"path": kind[0].path})):
+                continue
+            pod, rel = kind[0], ""
+        else:
+            rel = posixpath.relpath(old, pod.path)
+        new = pod.scratch(scratch) if pod.writable and scratch else pod.path
+        new = posixpath.normpath(posixpath.join(new, rel))
+        if new != old:
+            scenario = scenario.moved(old, new)
+    return scenario
 
 
 def topology_name(hosts: int, ranks_per_host: int) -> str:
@@ -57,10 +90,13 @@ def topology_name(hosts: int, ranks_per_host: int) -> str:
 
 
 def plan_pod(scenarios: list[Scenario], targets: list[Target], seed: int, topology: str,
-             timeout: float | None) -> tuple[list[CellPlan], dict[str, str]]:
+             timeout: float | None, mounts: tuple[PodMount, ...] = (), scratch: str = ""
+             ) -> tuple[list[CellPlan], dict[str, str]]:
     """The cells a pod runs (every scenario at the pod's topology, its deadline at most
-    ``POD_DEADLINE`` unless ``timeout`` is given) and the scenarios it cannot, with why."""
-    not_run = {s.name: why for s in scenarios if (why := off_pod(s)) is not None}
+    ``POD_DEADLINE`` unless ``timeout`` is given) and the scenarios it cannot, with why.
+    A scenario's mounts are aimed at the pod's own (``aimed``)."""
+    scenarios = [aimed(s, mounts, scratch) for s in scenarios]
+    not_run = {s.name: why for s in scenarios if (why := off_pod(s, mounts)) is not None}
     runnable = [s for s in scenarios if s.name not in not_run]
     plans = plan_cells(runnable, targets, seed, topology, timeout)
     return [p if p.timeout_overridden else replace(p, timeout=min(p.timeout, POD_DEADLINE))
@@ -89,6 +125,8 @@ def run_on_pod(pod: Pod, plans: list[CellPlan], seed: int, not_run: dict[str, st
             cell = run_cell(plan, known, discovery, execute=partial(pod.run_world, clean=clean))
         except PodFailure as failure:
             cell = infra_cell(plan, failure)
+        except NotPlaced as exc:
+            cell = unplaced_cell(plan, str(exc))
         cell.replay = str(replay_of(plan).on_pod(replay))
         return cell
 
@@ -121,6 +159,15 @@ def infra_cell(plan: CellPlan, failure: PodFailure) -> Cell:
                 detail=f"{failure.describe()}{kept}",
                 replay="", ranks=ranks, workload=plan.scenario.workload,
                 finding=plan.scenario.finding)
+
+
+def unplaced_cell(plan: CellPlan, why: str) -> Cell:
+    """A cell whose files this pod's read-only disk does not hold: its fault could not
+    happen here, and it proves nothing (never a PASS)."""
+    return Cell(scenario=plan.scenario.name, target=plan.target.name, topology=plan.topology,
+                seed=plan.seed, outcome=NOT_EXERCISED, expected=plan.scenario.expect,
+                verdict=UNEXERCISED, duration_s=0.0, detail=why, replay="", ranks=[],
+                workload=plan.scenario.workload, finding=plan.scenario.finding)
 
 
 def infra_matrix(plans: list[CellPlan], failure: PodFailure, seed: int, pod: Pod,

@@ -44,6 +44,9 @@ class PodCellSpec:
     #: the controller's home: paths under it (a role learned in the simulator, a placed
     #: file) are under the worker's own home there
     home: str = ""
+    #: a local pod: the only directories a cell may place files in (its worker's own, and the
+    #: pod's writable mounts); the rest of the filesystem is this machine's
+    confined: tuple[str, ...] = ()
 
     def rehome(self, path: str, home: str) -> str:
         """``path`` as it is on a worker whose home is ``home``."""
@@ -74,3 +77,8 @@ def rank_file(workdir: str, rank: int, what: str) -> str:
 
 def host_file(workdir: str, host: int) -> str:
     return posixpath.join(workdir, f"host-{host}.json")
+
+
+def watched_file(workdir: str, host: int) -> str:
+    """The files a cell's checker watches (``spec.watch``), as this host's ranks left them."""
+    return posixpath.join(workdir, f"watched-{host}.json")

@@ -35,6 +35,12 @@ for dist in LISTED:
         out["versions"][dist.replace("-nightly", "")] = m.version(dist)
     except m.PackageNotFoundError:
         pass
+try:
+    with open("/etc/os-release") as f:
+        os_release = dict(line.strip().split("=", 1) for line in f if "=" in line)
+    out["versions"]["os"] = os_release.get("PRETTY_NAME", "").strip('"')
+except OSError:
+    pass
 if TPU:
     os.environ.setdefault("PJRT_DEVICE", "TPU")
     try:

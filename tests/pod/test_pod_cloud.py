@@ -125,7 +125,8 @@ def node_json(ips: list[str], external: list[str] | None = None) -> dict[str, An
             ep["accessConfig"] = {"externalIp": external[i]}
         endpoints.append(ep)
     return {"json": {"name": "projects/p/locations/z/nodes/harness-n", "acceleratorType": "v4-64",
-                     "state": "READY", "networkEndpoints": endpoints}}
+                     "state": "READY", "networkEndpoints": endpoints,
+                     "runtimeVersion": "tpu-ubuntu2204-base"}}
 
 
 OK: dict[str, Any] = {"json": {"done": True}}
@@ -136,7 +137,8 @@ def test_workers_are_in_network_endpoint_order_never_sorted(gcloud: FakeGcloud) 
     gcloud.answer("tpu-vm describe", node_json(ips, external=[f"34.0.0.{i}" for i in range(4)]))
     node = cloud.describe("harness-n", "us-central2-b", "proj")
     assert [(w.index, w.host, w.port) for w in node.workers] == [(i, ip, 22) for i, ip in enumerate(ips)]
-    assert (node.accelerator_type, node.state) == ("v4-64", "READY")
+    assert (node.accelerator_type, node.state, node.runtime_version) == \
+        ("v4-64", "READY", "tpu-ubuntu2204-base")  # the runtime goes into the pod report
     assert [w.host for w in cloud.workers("harness-n", "z", external=True)] == \
         ["34.0.0.0", "34.0.0.1", "34.0.0.2", "34.0.0.3"]
     first = gcloud.calls("tpu-vm describe")[0]

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from harness.filesystem.sandbox import Leftover
 from harness.topology import Topology
+from harness.vocabulary import TRUTH_DIR
 
 if TYPE_CHECKING:
     from harness.workloads.checkpoint_resume.workload import CheckpointResumeInputs
 
 STREAM = "data/streams/stream_{worker:03d}.jsonl"
 #: Where the builder tells the checker the world's bucket (on every host's '/'; watched)
-LAYOUT_PATH = "/var/lib/harness/checkpoint-resume/layout.json"
+LAYOUT_PATH = f"{TRUTH_DIR}/checkpoint-resume/layout.json"
 _WORDS = ("grid", "rotate", "mirror", "fill", "count", "colour", "shape", "border", "tile",
           "object", "pattern", "symmetry", "crop", "scale", "sort", "gravity")
 

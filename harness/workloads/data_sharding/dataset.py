@@ -62,12 +62,13 @@ import numpy as np
 from harness.filesystem.sandbox import Leftover
 from harness.roles import Roles
 from harness.topology import Topology
+from harness.vocabulary import TRUTH_DIR
 
 if TYPE_CHECKING:
     from harness.workloads.data_sharding.workload import DataShardingInputs
 
 #: Where the builder leaves the checker's ground truth (on every host's '/').
-EXPECTED_PATH = "/var/lib/harness/data-sharding/expected.json"
+EXPECTED_PATH = f"{TRUTH_DIR}/data-sharding/expected.json"
 #: The .npy files of a dataset, in the order the manifest lists them.
 ARRAYS = ("inputs.npy", "labels.npy", "puzzle_indices.npy")
 MANIFEST = "dataset.json"
