@@ -102,6 +102,11 @@ POD_DEADLINE = 60.0
 # -- defaults a user sees -----------------------------------------------------------
 
 #: The workload a target belongs to unless the user says otherwise.
+#: The modules an optional extra of the package brings, by import name: a command that needs
+#: one that is not installed says which extra to install (exit 2), never an internal error.
+EXTRAS = {"asyncssh": "pod", "distributed": "cluster", "jsonschema": "schema",
+          "absl": "conformance", "torch": "torch"}
+
 DEFAULT_WORKLOAD = "config-sync"
 #: Where a workload keeps what only its checker reads (a built dataset's expected epoch, a
 #: bucket's layout): a path of the simulator's view, never the target's. A pod does not

@@ -18,6 +18,7 @@ import logging
 import os
 import sys
 import traceback
+from typing import NoReturn
 
 import click
 
@@ -29,7 +30,7 @@ from harness.cli.pod import pod
 from harness.cli.run import replay_command, run_command
 from harness.cli.saved import diff_command, report_command
 from harness.printable import printable
-from harness.vocabulary import ExitCode, HarnessError
+from harness.vocabulary import EXTRAS, ExitCode, HarnessError
 
 __all__ = ["cli", "main", "render_world"]
 
@@ -80,13 +81,26 @@ def main() -> None:
         sys.exit(ExitCode.USAGE)
     except SystemExit:
         raise
+    except ModuleNotFoundError as exc:
+        extra = EXTRAS.get((exc.name or "").split(".")[0])
+        if extra is None:
+            _internal(exc)
+        click.echo(f"harness: this needs {exc.name}, which is not installed: it comes with "
+                   f"the extra '{extra}' (pip install 'harness[{extra}]', or 'harness[all]')",
+                   err=True)
+        sys.exit(ExitCode.USAGE)
     except Exception as exc:  # noqa: BLE001 - the harness's own bug, reported as such
-        click.echo(printable(f"harness: internal error: {type(exc).__name__}: {exc}"), err=True)
-        if os.environ.get("HARNESS_DEBUG"):
-            traceback.print_exc()
-        else:
-            click.echo("(set HARNESS_DEBUG=1 for the traceback)", err=True)
-        sys.exit(ExitCode.INTERNAL)
+        _internal(exc)
+
+
+def _internal(exc: BaseException) -> NoReturn:
+    """The harness's own bug: one line, exit 3 (the traceback with HARNESS_DEBUG=1)."""
+    click.echo(printable(f"harness: internal error: {type(exc).__name__}: {exc}"), err=True)
+    if os.environ.get("HARNESS_DEBUG"):
+        traceback.print_exception(exc)
+    else:
+        click.echo("(set HARNESS_DEBUG=1 for the traceback)", err=True)
+    sys.exit(ExitCode.INTERNAL)
 
 
 if __name__ == "__main__":

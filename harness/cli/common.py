@@ -48,6 +48,15 @@ def styled(outcome: str) -> Text:
     return Text(outcome, style=f"bold {COLOURS.get(outcome, 'white')}")
 
 
+def need(module: str) -> None:
+    """Before a command makes anything: ``module`` of an optional extra is installed, or the
+    ``ModuleNotFoundError`` that ``main`` turns into exit 2 naming the extra."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise ModuleNotFoundError(f"No module named {module!r}", name=module)
+
+
 def load_report(path: str) -> Any:
     """A saved report, or a ``ReportError`` naming the file, the line and the field (exit 2)."""
     from harness.reports.json_report import load

@@ -253,6 +253,7 @@ def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: 
     from harness.pod.sync import SyncError, code_source
     from harness.reports import write_run
 
+    common.need("asyncssh")
     if (torch_version or requirements) and not do_setup:
         raise click.UsageError("--torch and --requirements say what --setup installs: add "
                                "--setup (or run harness pod setup first)")
@@ -341,6 +342,7 @@ def setup_command(torch_version: str | None, requirements: str | None, log_dir: 
     """
     from harness.pod.controller import Pod, PodFailure
 
+    common.need("asyncssh")
     logs = Path(log_dir)
     try:
         logs.mkdir(parents=True, exist_ok=True)
