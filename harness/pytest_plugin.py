@@ -71,14 +71,32 @@ def catalog_cases(target: str, scenarios: Iterable[str] | None = None,
 
     chosen = select(scenarios) if scenarios else \
         [s for s in catalog() if s.workload == workload]
-    resolved = named_target(target, workload, checker)
+    resolved = named_target(_beside_caller(target), workload, checker)
     return [pytest.param(plan, id=plan.scenario.name)
             for plan in plan_cells(chosen, [resolved], seed)]
+
+
+def _beside_caller(target: str) -> str:
+    """A relative ``file.py:function`` found where the test file that names it is, when it
+    is not under the working directory: ``pytest mycode/test_sync.py`` from the parent
+    directory finds ``sync.py`` beside the test, as ``python mycode/test_sync.py`` would."""
+    import inspect
+    import os
+
+    path, sep, function = target.partition(":")
+    if not sep or not path.endswith(".py") or os.path.isabs(path) or os.path.exists(path):
+        return target
+    frame = inspect.currentframe()
+    caller = frame.f_back.f_back if frame is not None and frame.f_back is not None else None
+    where = caller.f_globals.get("__file__") if caller is not None else None
+    beside = os.path.join(os.path.dirname(os.path.abspath(where)), path) if where else None
+    return f"{beside}:{function}" if beside and os.path.exists(beside) else target
 
 
 def check_cell(case: CellPlan | Cell) -> Cell:
     """Run (or take) a cell and fail the test if its verdict is unexpected; a cell
     whose fault could not happen to the target is skipped with the reason, never passed."""
+    __tracebackhide__ = True  # a failure shows the cell, not this function's source
     from harness.reports.diagnosis import CellFailed, describe
     from harness.runner.cells import Cell
     from harness.runner.run import run_cell

@@ -51,6 +51,11 @@ class CellPlan:
     def key(self) -> tuple[str, str]:
         return (self.scenario.name, self.target.name)
 
+    def __repr__(self) -> str:
+        """One line, as a failing test's header shows its case (not the whole scenario)."""
+        return (f"CellPlan({self.scenario.name}[{self.target.name}] on {self.topology}, "
+                f"seed {self.seed})")
+
 
 def plan_cells(scenarios: Iterable[Scenario], targets: Iterable[Target], seed: int,
                topology: str | None = None, timeout: float | None = None) -> list[CellPlan]:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -143,3 +146,37 @@ def test_catalog_cases_refuse_a_workload_that_does_not_exist() -> None:
 
     with pytest.raises(ValueError, match="unknown workload 'config-synk': use one of config-sync"):
         catalog_cases("naive-sync", workload="config-synk")
+
+
+def test_a_test_file_in_a_subdirectory_finds_its_target_beside_it_and_fails_in_few_lines(
+        tmp_path: Path) -> None:
+    """``pytest mycode/test_sync.py`` from the parent directory: the target named relative
+    to the test file is found there; a failing cell is its diagnosis, not the plugin's source
+    nor the whole scenario's repr."""
+    code = tmp_path / "mycode"
+    code.mkdir()
+    (code / "sync_json.py").write_text(
+        "import json, os\nimport torch_xla.core.xla_model as xm\n\n"
+        "def fn(inputs):\n"
+        "    if xm.get_ordinal() == 0:\n"
+        "        os.makedirs('/tmp/myjob', exist_ok=True)\n"
+        "        with open('/tmp/myjob/cfg.json', 'w') as f:\n"
+        "            json.dump(inputs, f)\n"
+        "    xm.rendezvous('cfg')\n"
+        "    with open('/tmp/myjob/cfg.json') as f:\n"
+        "        return json.load(f)\n")
+    (code / "test_sync.py").write_text(
+        "import pytest\nfrom harness.pytest_plugin import catalog_cases, check_cell\n\n"
+        "@pytest.mark.parametrize('case', catalog_cases('sync_json.py:fn', "
+        "['baseline', 'isolated-tmp']))\n"
+        "def test_sync(case):\n    check_cell(case)\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "mycode/test_sync.py"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+    out = done.stdout
+    assert done.returncode == 1 and "1 failed, 1 passed" in out, out + done.stderr
+    assert f"case = CellPlan(isolated-tmp[{code}/sync_json.py:fn] on v4-64, seed 0)" in out
+    assert "ranks 1-7 raised FileNotFoundError: [Errno 2] No such file or directory: " \
+           "'/tmp/myjob/cfg.json'; rank 0 returned" in out
+    assert "def check_cell" not in out and "description=" not in out
+    assert len(out.splitlines()) < 40, out
