@@ -92,7 +92,10 @@ def exec_command(ctx: click.Context, topology: str, timeout: float, profile: str
 
     with status if status is not None else contextlib.nullcontext():
         if scenario is None:
-            result = run_world(argv=tuple(argv), seed=seed, progress=progress, **given)
+            # the file operations go into the history: what a diagnosis says of a file one
+            # host wrote and the others looked for comes from there
+            result = run_world(argv=tuple(argv), seed=seed, progress=progress,
+                               record_files=True, **given)
             applied = None
         else:
             applied = apply(tuple(argv), scenario, seed, progress=progress, **given)
@@ -135,7 +138,9 @@ def render_world(result: WorldResult, console: Console, show_output: bool = Fals
                       Text(g.result))
     console.print(table)
     outcome, detail = (verdict.outcome, verdict.detail) if verdict else (d.outcome, d.detail)
-    console.print(styled(outcome) + Text(f": {detail}"))
+    console.print(styled(outcome) + Text(f": {detail}"), soft_wrap=True)
+    for hint in d.hints:
+        console.print(Text(hint), soft_wrap=True)
     for note in d.mismatches:
         console.print(Text(f"! {note}", style="yellow"))
     for fault in d.faults:
@@ -147,4 +152,4 @@ def render_world(result: WorldResult, console: Console, show_output: bool = Fals
                for t in found if show_output or not t.passed]
     for title, trace in blocks:
         console.rule(Text(title))
-        console.print(Text(trace.text.rstrip()))
+        console.print(Text(trace.text.rstrip()), soft_wrap=True)  # a path is never cut

@@ -103,7 +103,13 @@ class RecordingView(View):
         if code is not None:
             message["errno"] = code
         message.update({k: v for k, v in extra.items() if v is not None})
-        self.notify(message)
+        try:
+            self.notify(message)
+        except OSError:
+            # a file opened before a fork (pytest's capture file, in the launcher) written
+            # from the rank: its view's channel is the launcher's, closed in the rank. What
+            # it tells is a diagnosis aid, never the rank's fate: it tells nothing more.
+            self._told = LIMIT + 1
 
     def _handled(self, path: Any, dir_fd: int | None = None, follow: bool = True) -> str | None:
         """The virtual path the view handles for ``path``, or None (an fd it never saw,

@@ -12,7 +12,9 @@ and one-line detail are copied from what the world, the checker and the runner s
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from harness.frames import own_frame
 from harness.history import dropped_line, format_ranks, ranks_phrase
@@ -139,6 +141,8 @@ class Diagnosis:
     stdout: list[Trace] = field(default_factory=list)
     stderr: list[Trace] = field(default_factory=list)
     dropped: str = ""  # what a long run's bounded history left out
+    #: what the history says of a file some ranks could not find (``unseen_writes``)
+    hints: list[str] = field(default_factory=list)
 
     #: a bare world's text comes straight from its ranks: made printable here, as a cell's is
     __post_init__ = printable_fields
@@ -179,8 +183,11 @@ def text_groups(rows: list[RankRow], attr: str, noun: str = "rank") -> list[Trac
     return list(seen.values())
 
 
-def _assemble(head: Diagnosis, ranks: list[RankRow], launchers: list[RankRow]) -> Diagnosis:
-    """Fill in the parts read from the rows; launchers come first, as they start the ranks."""
+def _assemble(head: Diagnosis, ranks: list[RankRow], launchers: list[RankRow],
+              history: Iterable[Any] = ()) -> Diagnosis:
+    """Fill in the parts read from the rows; launchers come first, as they start the ranks.
+    What is said once is not said again: a launcher's traceback that ends as a rank's (it
+    re-raised the rank's error) and the tracebacks in a rank's stderr are left out."""
     both = ((launchers, "launcher"), (ranks, "rank"))
     for rows, noun in both:
         groups = rank_groups(rows, noun)
@@ -192,8 +199,78 @@ def _assemble(head: Diagnosis, ranks: list[RankRow], launchers: list[RankRow]) -
         head.tracebacks += text_groups(rows, "traceback", noun)
         head.stacks += text_groups(rows, "stack", noun)
         head.stdout += text_groups(rows, "stdout", noun)
-        head.stderr += text_groups(rows, "stderr", noun)
+        for trace in text_groups(rows, "stderr", noun):
+            trace.text = without_tracebacks(trace.text)
+            if trace.text:
+                head.stderr.append(trace)
+    endings = {_last_line(t.text) for t in head.tracebacks if t.noun == "rank"}
+    head.tracebacks = [t for t in head.tracebacks
+                       if t.noun == "rank" or _last_line(t.text) not in endings]
+    head.hints = unseen_writes(history, ranks)
     return head
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+_CHAINING = ("The above exception was the direct cause of the following exception:",
+             "During handling of the above exception, another exception occurred:")
+
+
+def without_tracebacks(text: str) -> str:
+    """``text`` (a rank's stderr) without its Python tracebacks, which the diagnosis shows
+    apart and cleaned: what else the rank printed is kept."""
+    out: list[str] = []
+    inside = False
+    for line in text.splitlines():
+        if "Traceback (most recent call last):" in line:
+            inside = True
+        elif inside:
+            inside = line[:1] in (" ", "\t")  # a frame; the exception's own line ends it
+        elif line.strip() not in _CHAINING:
+            out.append(line)
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip()
+
+
+_NOT_FOUND = re.compile(r"No such file or directory: '([^']+)'")
+
+
+def unseen_writes(history: Iterable[Any], ranks: list[RankRow]) -> list[str]:
+    """For a file some ranks could not find that other ranks wrote on other hosts only:
+    where it was written (``'/tmp/x' was written on host 0 only (by rank 0); ranks 1-7 on
+    hosts 1-7 looked for it there``). Read from the history's file events."""
+    host_of = {r.rank: r.host for r in ranks}
+    missing: dict[str, list[int]] = {}
+    for r in ranks:
+        m = _NOT_FOUND.search(r.error or "")
+        if m:
+            missing.setdefault(m.group(1), []).append(r.rank)
+    if not missing:
+        return []
+    writers: dict[str, set[int]] = {}
+    for e in history:
+        kind, rank, op, detail = (e.get("kind"), e.get("rank"), e.get("op"),
+                                  e.get("detail") or {}) if isinstance(e, dict) else \
+            (e.kind, e.rank, e.op, e.detail)
+        if kind != "file" or rank is None or not detail.get("ok"):
+            continue
+        path = detail.get("dst") if op == "rename" else detail.get("path") \
+            if op == "open-write" else None
+        if path in missing:
+            writers.setdefault(path, set()).add(rank)
+    hints = []
+    for path, lost in missing.items():
+        wrote = sorted(writers.get(path, ()))
+        wrote_on = sorted({host_of[w] for w in wrote if w in host_of})
+        lost_on = sorted({host_of[r] for r in lost})
+        if wrote and not set(wrote_on) & set(lost_on):
+            hints.append(f"'{path}' was written on {ranks_phrase(wrote_on, 'host')} only (by "
+                         f"{ranks_phrase(wrote)}); {ranks_phrase(lost)} on "
+                         f"{ranks_phrase(lost_on, 'host')} looked for it on their own host, "
+                         "where no rank wrote it")
+    return hints
 
 
 def diagnose(subject: Cell | WorldResult, seeded: bool = False) -> Diagnosis:
@@ -208,7 +285,7 @@ def diagnose(subject: Cell | WorldResult, seeded: bool = False) -> Diagnosis:
                          mismatches=list(subject.mismatches),
                          dropped=dropped_line(subject.history) or "")
         return _assemble(head, [RankRow.of(r) for r in subject.ranks],
-                         [RankRow.of(r) for r in subject.hosts])
+                         [RankRow.of(r) for r in subject.hosts], subject.history)
     title = f"{subject.scenario}[{subject.target}]" + (f" seed {subject.seed}" if seeded else "")
     head = Diagnosis(title=title, outcome=subject.outcome,
                      topology=subject.topology, seed=subject.seed, duration_s=subject.duration_s,
@@ -218,7 +295,7 @@ def diagnose(subject: Cell | WorldResult, seeded: bool = False) -> Diagnosis:
                      roles=dict(subject.roles), checker=subject.checker,
                      faults=list(subject.faults_fired), mismatches=list(subject.mismatches),
                      dropped=dropped_line(subject.history) or "")
-    return _assemble(head, list(subject.ranks), [])
+    return _assemble(head, list(subject.ranks), [], subject.history)
 
 
 def group_line(group: RankGroup) -> str:
@@ -242,6 +319,7 @@ def fault_line(fault: FaultRow) -> str:
 def render_text(d: Diagnosis) -> str:
     """The diagnosis as plain text: what ``harness replay``, a failing pytest and JUnit show."""
     lines = [d.headline, f"  {d.detail or '(no detail recorded)'}"]
+    lines += [f"  {hint}" for hint in d.hints]
     if d.finding:
         lines.append(f"  seed finding: {d.finding}")
     lines += [f"  role {role} = {what}" for role, what in d.roles.items()]

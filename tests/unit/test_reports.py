@@ -462,3 +462,42 @@ def test_one_cell_is_one_cell_and_a_pods_workers_have_no_isolation_mode(matrix: 
     assert "(seed 7, kernel isolation)" in render_terminal_text(kernel, width=100)
     on_pod = dataclasses.replace(kernel, mode="pod")
     assert "(seed 7)" in render_terminal_text(on_pod, width=100)  # real machines: no mode
+
+
+def test_a_ranks_stderr_is_shown_without_the_tracebacks_shown_apart():
+    from harness.reports.diagnosis import without_tracebacks
+
+    stderr = ("loading config\n"
+              "Traceback (most recent call last):\n  File \"a.py\", line 1, in f\n    g()\n"
+              "ValueError: inner\n\n"
+              "The above exception was the direct cause of the following exception:\n\n"
+              "Traceback (most recent call last):\n  File \"b.py\", line 2, in h\n"
+              "RuntimeError: outer\n"
+              "warning: retrying\n")
+    assert without_tracebacks(stderr) == "loading config\n\nwarning: retrying"
+    assert without_tracebacks("Traceback (most recent call last):\n  x\nE: y\n") == ""
+
+
+def test_a_file_written_on_one_host_and_missing_on_the_others_is_said_so():
+    from harness.reports.diagnosis import unseen_writes
+
+    def row(rank: int, host: int, error: str | None = None) -> RankRow:
+        return RankRow(rank, host, "ERROR" if error else "PASS", 1 if error else 0, error)
+
+    missing = "FileNotFoundError: [Errno 2] No such file or directory: '/tmp/c.json'"
+    rows = [row(0, 0), row(1, 0), row(2, 1, missing), row(3, 1, missing)]
+    wrote = [{"kind": "file", "rank": 0, "op": "open-write", "detail": {"path": "/tmp/c.json",
+                                                                        "ok": True}},
+             {"kind": "file", "rank": 2, "op": "open-write", "detail": {"path": "/tmp/c.json",
+                                                                        "ok": False}}]
+    assert unseen_writes(wrote, rows) == [
+        "'/tmp/c.json' was written on host 0 only (by rank 0); ranks 2-3 on host 1 looked for "
+        "it on their own host, where no rank wrote it"]
+    renamed = [{"kind": "file", "rank": 1, "op": "rename",
+                "detail": {"path": "/tmp/c.json.tmp", "dst": "/tmp/c.json", "ok": True}}]
+    assert "by rank 1" in unseen_writes(renamed, rows)[0]
+    # written on the failing ranks' own host too: not this story, nothing said
+    same_host = [{"kind": "file", "rank": 3, "op": "open-write",
+                  "detail": {"path": "/tmp/c.json", "ok": True}}]
+    assert unseen_writes(wrote + same_host, rows) == []
+    assert unseen_writes([], rows) == []  # no file events (a plain world): nothing guessed

@@ -161,3 +161,42 @@ def test_ranks_that_raised_in_a_launcher_that_caught_it_say_the_launcher_went_on
                                "ranks 1,3 raised ValueError: rank 1 refuses; launchers 0-1 "
                                "exited 0 all the same (the script caught what its xmp.spawn "
                                "raised)")
+
+
+STRANGER = """
+import json, os
+import torch_xla.core.xla_model as xm
+import torch_xla.distributed.xla_multiprocessing as xmp
+
+def main(index):
+    path = "/tmp/myjob/cfg.json"
+    if xm.get_ordinal() == 0:
+        os.makedirs("/tmp/myjob", exist_ok=True)
+        with open(path, "w") as f:
+            json.dump({"lr": 0.1}, f)
+    xm.rendezvous("cfg")
+    with open(path) as f:
+        print("lr", json.load(f)["lr"])
+
+if __name__ == "__main__":
+    xmp.spawn(main, args=())
+"""
+
+
+def test_one_missing_file_is_said_once_with_where_it_was_written(tmp_path):
+    """A stranger's script whose rank 0 writes its config to /tmp and the others read it: the
+    error once (a launcher re-raising its ranks' error, and a stderr that is only the
+    traceback, are not said again), where the file was written, no harness frame, no path
+    cut at 80 columns."""
+    (tmp_path / "train.py").write_text(STRANGER)
+    done = run_cli("exec", "-t", "v4-64", "--", "python", "train.py", cwd=tmp_path)
+    out = done.stdout
+    assert done.returncode == 1, out + done.stderr
+    assert "ERROR: ranks 1-7 raised FileNotFoundError: [Errno 2] No such file or directory: " \
+           "'/tmp/myjob/cfg.json'\n" in out
+    assert "'/tmp/myjob/cfg.json' was written on host 0 only (by rank 0); ranks 1-7 on hosts " \
+           "1-7 looked for it on their own host, where no rank wrote it\n" in out
+    assert out.count("Traceback (most recent call last):") == 1
+    assert "traceback of launchers" not in out and "stderr of" not in out
+    assert "harness/" not in out.split("traceback of ranks 1-7")[1]
+    assert len(out.splitlines()) < 30, out
