@@ -22,7 +22,7 @@ from harness import __version__
 from harness.filesystem.mounts import is_under
 from harness.runner.cells import Cell, Matrix, RankRow
 from harness.runner.discovery import Discovery, discover
-from harness.runner.run import CellPlan, learning_key, plan_cells, replay_of, run_cell, run_matrix
+from harness.runner.run import CellPlan, finding_of, learning_key, plan_cells, replay_of, run_cell, run_matrix
 from harness.scenarios import Scenario
 from harness.topology import TOPOLOGIES
 from harness.vocabulary import INFRA, NOT_EXERCISED, POD_DEADLINE, UNEXERCISED
@@ -158,7 +158,7 @@ def infra_cell(plan: CellPlan, failure: PodFailure) -> Cell:
                 verdict=UNEXERCISED, duration_s=partial_result.duration_s if partial_result else 0.0,
                 detail=f"{failure.describe()}{kept}",
                 replay="", ranks=ranks, workload=plan.scenario.workload,
-                finding=plan.scenario.finding)
+                finding=finding_of(plan))
 
 
 def unplaced_cell(plan: CellPlan, why: str) -> Cell:
@@ -167,7 +167,7 @@ def unplaced_cell(plan: CellPlan, why: str) -> Cell:
     return Cell(scenario=plan.scenario.name, target=plan.target.name, topology=plan.topology,
                 seed=plan.seed, outcome=NOT_EXERCISED, expected=plan.scenario.expect,
                 verdict=UNEXERCISED, duration_s=0.0, detail=why, replay="", ranks=[],
-                workload=plan.scenario.workload, finding=plan.scenario.finding)
+                workload=plan.scenario.workload, finding=finding_of(plan))
 
 
 def infra_matrix(plans: list[CellPlan], failure: PodFailure, seed: int, pod: Pod,

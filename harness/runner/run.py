@@ -57,6 +57,13 @@ class CellPlan:
                 f"seed {self.seed})")
 
 
+def finding_of(plan: CellPlan) -> str:
+    """What a cell's report says the scenario found in the seeds' code: said of the reference
+    targets only. Of a team's own target it would name code it does not have (the seed's
+    ``/tmp/temp_config.yaml``, its ``PretrainConfig``)."""
+    return plan.scenario.finding if plan.target.builtin else ""
+
+
 def plan_cells(scenarios: Iterable[Scenario], targets: Iterable[Target], seed: int,
                topology: str | None = None, timeout: float | None = None) -> list[CellPlan]:
     """Every (scenario, target) pair whose workloads agree, in catalog order.
@@ -242,7 +249,7 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
         ranks=[RankRow.of(r, output_limit=4000) for r in result.ranks],
         faults_fired=FaultRow.fired(result.history),
         history=[e.to_dict() for e in result.history], mismatches=list(result.mismatches),
-        finding=scenario.finding, workload=scenario.workload, met=met,
+        finding=finding_of(plan), workload=scenario.workload, met=met,
         roles=_roles_shown(scenario, discovery), checker=checker.ref if checker else "",
         world_time_s=result.world_time_s,
         isolation=result.isolation + (f" (kernel refused: {result.isolation_note})"
