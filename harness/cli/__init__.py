@@ -26,6 +26,7 @@ from harness import __version__
 from harness.cli.catalog import list_command
 from harness.cli.exec import exec_command, render_world
 from harness.cli.explore import explore_command
+from harness.cli.init import init_command
 from harness.cli.pod import pod
 from harness.cli.run import replay_command, run_command
 from harness.cli.saved import diff_command, report_command
@@ -57,7 +58,7 @@ def cli(verbose: int) -> None:
 
 
 for _command in (exec_command, list_command, run_command, replay_command, report_command,
-                 diff_command, pod, explore_command):
+                 diff_command, pod, explore_command, init_command):
     cli.add_command(_command)
 
 
