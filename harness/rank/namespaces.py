@@ -10,7 +10,8 @@ mount of the machine's is read-only there. The view keeps doing what only it doe
 consistency between hosts, the history): its backing directories are the very directories
 bound here, so both see the same files. The world's processes are a PID namespace whose
 init takes them all with it (``world_pids``), and each host's ``/proc`` is that
-namespace's: no rank sees or signals a process outside its world.
+namespace's: no rank sees or signals a process outside its world. Its ``/dev`` holds only
+the harmless devices (``DEVICES``): no disk of the machine's is there to write.
 
 How: the world's leader makes the PID namespace and its init first, then forks one
 short-lived child (in that namespace), which unshares a mount namespace (inside a user
@@ -36,7 +37,7 @@ from harness.filesystem.mounts import is_under
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 32, 4096, 8192, 16384, 1 << 18
 MNT_DETACH = 2
 PR_SET_PDEATHSIG = 1
 
@@ -167,6 +168,35 @@ def _own_proc() -> None:
                    | MS_NOEXEC)
 
 
+#: The machine's devices a world keeps (as bubblewrap's ``--dev`` does): no disk, no
+#: ``/dev/kvm``, ``/dev/kmsg``, ``/dev/mem`` or loop device is there for a rank to write.
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+
+
+def _own_dev(staging: str) -> None:
+    """The world's ``/dev``: a small tmpfs with ``DEVICES`` (each bound from the machine's),
+    ``pts``, an empty ``shm`` (each host binds its own over it) and the ``fd`` and std
+    links, made at ``staging`` and moved over the machine's ``/dev``."""
+    os.makedirs(staging, exist_ok=True)
+    _check(_libc.mount(b"tmpfs", staging.encode(), b"tmpfs", MS_NOSUID | MS_NOEXEC,
+                       b"mode=0755,size=65536"), f"mount tmpfs on {staging}")
+    for name in DEVICES:
+        if os.path.exists(f"/dev/{name}"):
+            with open(os.path.join(staging, name), "w"):
+                pass
+            _mount(f"/dev/{name}", os.path.join(staging, name), MS_BIND)
+    os.mkdir(os.path.join(staging, "pts"), 0o755)
+    if os.path.isdir("/dev/pts"):
+        _mount("/dev/pts", os.path.join(staging, "pts"), MS_BIND | MS_REC)
+    os.mkdir(os.path.join(staging, "shm"))
+    os.chmod(os.path.join(staging, "shm"), 0o1777)
+    for link, to in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+                     ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2"),
+                     ("ptmx", "pts/ptmx")):
+        os.symlink(to, os.path.join(staging, link))
+    _mount(staging, "/dev", MS_MOVE)
+
+
 #: A host's namespace, held open: (its mount namespace, its user namespace or -1).
 Held = tuple[int, int]
 
@@ -202,6 +232,7 @@ def prepare(binds: dict[int, tuple[Bind, ...]], keep: str, proc: bool = False
             _read_only_machine(writable)
             if proc:
                 _own_proc()
+            _own_dev(os.path.join(keep, "dev"))
             base = os.open("/proc/self/ns/mnt", os.O_RDONLY)
             for host, host_binds in binds.items():
                 _check(_libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
@@ -310,6 +341,9 @@ def unavailable() -> str:
     in its first process, a mount namespace with the world's own ``/proc``)."""
     global _available
     if _available is None:
+        import tempfile
+
+        staging = tempfile.mkdtemp(prefix="harness-dev-")  # where the probe's /dev is made
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:
@@ -323,6 +357,7 @@ def unavailable() -> str:
                         _mount(None, "/", MS_REC | MS_PRIVATE)
                         _read_only_machine(())
                         _own_proc()
+                        _own_dev(staging)  # a mount point only: nothing is written to it
                         os.write(write, b"ok")
                     except BaseException as exc:  # noqa: BLE001
                         os.write(write, str(exc).encode()[:2000] or b"refused")
@@ -337,5 +372,6 @@ def unavailable() -> str:
         said = os.read(read, 4096)
         os.close(read)
         os.waitpid(pid, 0)
+        os.rmdir(staging)
         _available = "" if said == b"ok" else said.decode(errors="replace")
     return _available

@@ -123,3 +123,18 @@ def subprocess_writes_cwd(inputs: dict | None = None) -> str:
     if xm.get_ordinal() == 0:
         subprocess.run(["sh", "-c", "echo x > from-sh.txt"], check=True)  # its stderr: the rank's
     return "written"
+
+
+def devices():
+    """What of /dev a rank and its subprocess see, and whether a disk of the machine's is
+    there to open (kernel isolation: only the harmless devices)."""
+    seen = {"dev": sorted(os.listdir("/dev"))}
+    for disk in ("/dev/loop0", "/dev/vda", "/dev/sda", "/dev/kmsg"):
+        seen[disk] = os.path.exists(disk)
+    with open("/dev/null", "w") as f:
+        f.write("nothing")
+    with open("/dev/urandom", "rb") as f:
+        seen["urandom"] = len(f.read(8))
+    seen["sh"] = subprocess.run(["sh", "-c", "ls /dev; head -c 3 /dev/zero | wc -c"],
+                                capture_output=True, text=True).stdout.split()
+    return seen

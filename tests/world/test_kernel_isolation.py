@@ -212,3 +212,20 @@ def test_a_write_the_read_only_machine_refused_says_so(tmp_path: Path) -> None:
                             timeout=30, isolation="kernel", cwd=str(tmp_path),
                             mounts=[Mount("/tmp", scope="host", mode="ro")])
     assert READ_ONLY_MACHINE not in scenario_ro.detail()
+
+
+def test_a_worlds_dev_holds_no_device_of_the_machines_but_the_harmless_ones(tmp_path: Path):
+    """Kernel isolation: a rank (and its subprocess) sees a /dev of the world's own, as
+    bubblewrap's --dev makes it: null, zero, full, random, urandom, tty, its pts and its
+    host's shm; no disk, loop device or kmsg of the machine's to write."""
+    result = run_world(f"{TARGETS_DIR / 'kernel_targets.py'}:devices", topology="2x1",
+                       timeout=60, isolation="kernel", cwd=str(tmp_path))
+    assert result.outcome == PASS, result.detail()
+    own = ["fd", "full", "null", "ptmx", "pts", "random", "shm", "stderr", "stdin", "stdout",
+           "tty", "urandom", "zero"]
+    for rank in result.ranks:
+        assert rank.value["dev"] == own
+        assert not any(rank.value[d] for d in ("/dev/loop0", "/dev/vda", "/dev/sda",
+                                               "/dev/kmsg"))
+        assert rank.value["urandom"] == 8 and rank.value["sh"] == [*own, "3"]
+    assert os.path.exists("/dev/null") and os.listdir("/dev") != own  # the machine's, as it was
