@@ -94,19 +94,23 @@ def _beside_caller(target: str) -> str:
 
 
 def check_cell(case: CellPlan | Cell) -> Cell:
-    """Run (or take) a cell and fail the test if its verdict is unexpected; a cell
-    whose fault could not happen to the target is skipped with the reason, never passed."""
+    """Run (or take) a cell and fail the test if its verdict is unexpected; a known
+    failure (a baseline's, a reference target's recorded one) is an xfail saying how it
+    failed, never a pass; a cell whose fault could not happen to the target is skipped
+    with the reason, never passed."""
     __tracebackhide__ = True  # a failure shows the cell, not this function's source
     from harness.reports.diagnosis import CellFailed, describe
     from harness.runner.cells import Cell
     from harness.runner.run import run_cell
-    from harness.vocabulary import UNEXERCISED, UNEXPECTED
+    from harness.vocabulary import KNOWN, UNEXERCISED, UNEXPECTED
 
     cell = case if isinstance(case, Cell) else run_cell(case)
     if cell.verdict == UNEXPECTED:
         raise CellFailed(describe(cell))
     if cell.verdict == UNEXERCISED:
         pytest.skip(cell.detail)
+    if cell.verdict == KNOWN:
+        pytest.xfail(f"known failure: {cell.outcome}: {cell.detail}")
     return cell
 
 
