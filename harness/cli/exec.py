@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from harness.cli.common import styled
 from harness.cli.options import ISOLATION_OPTION, SEED_OPTION, TIMEOUT_HELP, Seconds, check_topology
 from harness.topology import PROFILES, TOPOLOGIES
-from harness.vocabulary import DEFAULT_TIMEOUT, NOT_EXERCISED, PASS, ExitCode
+from harness.vocabulary import DEFAULT_TIMEOUT, FORMATS, NOT_EXERCISED, PASS, ExitCode
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -42,10 +42,16 @@ _SHOWN_TRACEBACKS = 3  # of a whole script's world; the rest are one line each i
               help="Apply a scenario's faults and mounts (a catalog name or a scenario file), "
                    "on its topology, deadline and profile unless given; the run passes when "
                    "the script meets the scenario's expectation.")
+@click.option("--report-dir", default=None, type=click.Path(file_okay=False),
+              help="Also write the run's reports (one cell: the script) into a new directory "
+                   "here, as harness run does; REPORT_DIR/latest points to the newest.")
+@click.option("--format", "formats", multiple=True, type=click.Choice(FORMATS),
+              help="Reports to write with --report-dir (repeatable). Default: all of them.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 @click.pass_context
 def exec_command(ctx: click.Context, topology: str, timeout: float, profile: str, seed: int,
                  output: bool, require_exercised: bool, scenario_name: str | None,
+                 report_dir: str | None, formats: tuple[str, ...],
                  command: tuple[str, ...]) -> None:
     """Run a whole training script on every host of a world, with the shim active.
 
@@ -71,6 +77,11 @@ def exec_command(ctx: click.Context, topology: str, timeout: float, profile: str
         raise click.UsageError("nothing to run: give the command after --, e.g. -- python train.py")
     if argv[0] != "-m" and not os.path.isfile(argv[0]):
         raise click.UsageError(f"no such script: {argv[0]}")
+    if formats and report_dir is None:
+        raise click.UsageError("--format says which reports --report-dir writes: add --report-dir")
+    from harness.cli import common
+
+    run_dir = common.new_run_dir(report_dir) if report_dir is not None else None
     scenario = None
     if scenario_name is not None:
         from harness.cli.common import scenarios_from
@@ -110,7 +121,34 @@ def exec_command(ctx: click.Context, topology: str, timeout: float, profile: str
         console.print(Text(applied.describe()))
         failed = not applied.met if applied.unexercised is None else (
             require_exercised or verdict.outcome != PASS)
+    if run_dir is not None:
+        _write_reports(run_dir, list(command), result, verdict, applied, seed, formats)
     sys.exit(ExitCode.FAILED if failed else ExitCode.OK)
+
+
+def _write_reports(run_dir: Any, command: list[str], result: WorldResult, verdict: Verdict,
+                   applied: Any, seed: int, formats: tuple[str, ...]) -> None:
+    """The script's world as a one-cell run report, as ``harness run`` writes one."""
+    import datetime
+    import shlex
+
+    from harness import __version__
+    from harness.cli import common
+    from harness.reports import write_run
+    from harness.runner.cells import Matrix
+    from harness.runner.script import cell_of
+
+    replay = "harness exec " + " ".join(shlex.quote(a) for a in (
+        "-t", result.topology, "--seed", str(seed),
+        *(("--scenario", applied.scenario.name) if applied is not None else ()), "--", *command))
+    cell = cell_of(tuple(command), result, verdict, applied, seed, replay)
+    created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    matrix = Matrix(cells=[cell], seed=seed, created=created, harness_version=__version__,
+                    duration_s=result.duration_s)
+    with common.reports_before_interrupts():
+        paths = write_run(matrix, run_dir, [f for f in common.report_formats(formats)
+                                            if f != "terminal"] or ["json"])
+    common.print_paths(paths)
 
 
 def render_world(result: WorldResult, console: Console, show_output: bool = False,

@@ -24,6 +24,7 @@ from harness.checkers.common import end_of_world
 from harness.faults.plan import make_plan
 from harness.history import ranks_phrase
 from harness.roles import Roles, derive
+from harness.runner.cells import Cell, FaultRow, RankRow
 from harness.scenarios import Scenario
 from harness.topology import get_topology
 from harness.vocabulary import ERROR, NOT_EXERCISED, PASS, Expect
@@ -136,3 +137,29 @@ def apply(argv: tuple[str, ...], scenario: Scenario, seed: int = 0, topology: st
                "harness builds for a target), which a script does not take; only a scenario's "
                "faults and mounts apply to a script")
     return Applied(scenario, result, verdict, met and why is None, why)
+
+
+def cell_of(argv: tuple[str, ...], result: WorldResult, verdict: Verdict,
+            applied: Applied | None, seed: int, replay: str) -> Cell:
+    """A script's world as a report's one cell: the scenario it ran under (``exec`` when
+    none), the script as its target, its verdict against what the scenario expects."""
+    from harness.vocabulary import OK, UNEXERCISED, UNEXPECTED
+
+    if applied is not None:
+        name, expect = applied.scenario.name, applied.scenario.expect.value
+        judged = UNEXERCISED if applied.unexercised is not None else OK if applied.met \
+            else UNEXPECTED
+        detail = f"{verdict.detail}; {applied.describe()}"
+    else:
+        name, expect = "exec", "pass"
+        judged = UNEXERCISED if verdict.outcome == NOT_EXERCISED else OK \
+            if verdict.outcome == PASS else UNEXPECTED
+        detail = verdict.detail
+    return Cell(scenario=name, target=" ".join(argv), topology=result.topology, seed=seed,
+                outcome=verdict.outcome, expected=expect, verdict=judged,
+                duration_s=result.duration_s, detail=detail, replay=replay,
+                ranks=[RankRow.of(r, output_limit=4000) for r in result.ranks],
+                faults_fired=FaultRow.fired(result.history),
+                history=[e.to_dict() for e in result.history],
+                mismatches=list(result.mismatches), met=judged == OK,
+                world_time_s=result.world_time_s, isolation=result.isolation)

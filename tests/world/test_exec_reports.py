@@ -200,3 +200,23 @@ def test_one_missing_file_is_said_once_with_where_it_was_written(tmp_path):
     assert "traceback of launchers" not in out and "stderr of" not in out
     assert "harness/" not in out.split("traceback of ranks 1-7")[1]
     assert len(out.splitlines()) < 30, out
+
+
+def test_exec_writes_the_run_as_a_one_cell_report_when_asked(tmp_path):
+    import json
+
+    (tmp_path / "train.py").write_text(STRANGER)
+    done = run_cli("exec", "-t", "v4-64", "--report-dir", str(tmp_path / "r"), "--format",
+                   "json", "--", "python", "train.py", cwd=tmp_path)
+    assert done.returncode == 1
+    assert f"json: {tmp_path}/r/" in done.stdout
+    report = json.loads((tmp_path / "r" / "latest" / "matrix.json").read_text())
+    [cell] = report["cells"]
+    assert (cell["scenario"], cell["target"], cell["outcome"], cell["verdict"]) == \
+        ("exec", "python train.py", "ERROR", "unexpected")
+    assert cell["replay"] == "harness exec -t v4-64 --seed 0 -- python train.py"
+    assert sorted(r["rank"] for r in cell["ranks"]) == list(range(8))
+    again = run_cli("report", str(tmp_path / "r" / "latest" / "matrix.json"), cwd=tmp_path)
+    assert "1 unexpected · the run fails" in again.stdout
+    lone = run_cli("exec", "--format", "json", "--", "python", "train.py", cwd=tmp_path)
+    assert lone.returncode == 2 and "add --report-dir" in lone.stderr
