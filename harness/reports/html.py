@@ -98,12 +98,24 @@ def grid_cell(cell: Cell | None, count: str = "", seeded: bool = False) -> str:
 
 
 def grid(matrix: Matrix) -> str:
-    head = "".join(f'<th scope="col">{e(t)}</th>' for t in matrix.targets)
-    rows = []
-    for scenario in matrix.scenarios:
-        cells = "".join(grid_cell(*seed_group(matrix, scenario, t), matrix.several_seeds)
-                        for t in matrix.targets)
-        rows.append(f'<tr><th scope="row">{e(scenario)}</th>{cells}</tr>')
+    """One grid per workload (its scenarios x its targets): a catalog of three workloads is
+    three small grids, not one wide grid whose cells are mostly empty."""
+    workloads = list(dict.fromkeys(c.workload for c in matrix.cells))
+    grids = []
+    for workload in workloads:
+        mine = [c for c in matrix.cells if c.workload == workload]
+        scenarios = [s for s in matrix.scenarios if any(c.scenario == s for c in mine)]
+        targets = [t for t in matrix.targets if any(c.target == t for c in mine)]
+        head = "".join(f'<th scope="col">{e(t)}</th>' for t in targets)
+        rows = []
+        for scenario in scenarios:
+            cells = "".join(grid_cell(*seed_group(matrix, scenario, t), matrix.several_seeds)
+                            for t in targets)
+            rows.append(f'<tr><th scope="row">{e(scenario)}</th>{cells}</tr>')
+        title = f"<h3>{e(workload)}</h3>" if len(workloads) > 1 and workload else ""
+        grids.append(f'{title}<div class="scroll"><table class="matrix"><thead><tr>'
+                     f'<th scope="col">scenario \\ target</th>{head}</tr></thead>'
+                     f'<tbody>{"".join(rows)}</tbody></table></div>')
     legend = (
         '<div class="legend"><span>colour: the outcome</span>'
         f"<span>{verdict_badge(OK)} meets its expectation</span>"
@@ -112,9 +124,7 @@ def grid(matrix: Matrix) -> str:
         f"<span>{verdict_badge(UNEXERCISED)} the scenario's fault could not happen to the target</span>"
         "<span>click a cell for its detail</span></div>"
     )
-    return (f'<section><h2>Matrix</h2><div class="scroll"><table class="matrix"><thead><tr>'
-            f'<th scope="col">scenario \\ target</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody>'
-            f"</table></div>{legend}</section>")
+    return f'<section><h2>Matrix</h2>{"".join(grids)}{legend}</section>'
 
 
 def table(headers: Iterable[str], rows: Iterable[str], cls: str = "t") -> str:

@@ -87,6 +87,11 @@ summary .name { font-weight: 600; white-space: nowrap; }
 summary .line { color: var(--muted); overflow: hidden; text-overflow: ellipsis; white-space: nowrap;
   min-width: 0; flex: 1; }
 details.cell[open] > summary .line { visibility: hidden; }
+@media (max-width: 640px) {  /* a phone: the summary wraps rather than the page scrolling */
+  details.cell > summary { flex-wrap: wrap; }
+  summary .name { white-space: normal; overflow-wrap: anywhere; }
+  .wrap { padding: 0 10px; }
+}
 .body { padding: 4px 16px 14px; scroll-margin-top: 60px; }
 .body:target { outline: 3px solid #54aeff; outline-offset: 2px; }
 p.detail { font-size: 15px; font-weight: 600; margin: 10px 0 8px; }

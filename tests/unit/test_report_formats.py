@@ -55,3 +55,19 @@ def test_a_saved_matrix_renders_as_it_always_did(matrix, fmt):
 def test_the_golden_matrix_has_every_outcome_a_world_can_end_with(matrix):
     outcomes = {c.outcome for c in matrix.cells}
     assert {"PASS", "ERROR", "HANG", "FAIL", "NOT-EXERCISED"} <= outcomes
+
+
+def test_the_html_grid_is_one_per_workload_with_no_cell_of_another_workload(matrix):
+    """A catalog of three workloads is three small grids, not one 10 x 7 grid whose cells
+    are mostly empty (a phone then scrolls a grid, never the page)."""
+    import re
+
+    page = render(matrix, "html")
+    grids = re.findall(r'<table class="matrix">(.*?)</table>', page, re.S)
+    assert re.findall(r"<h3>([^<]+)</h3>", page) == ["config-sync", "data-sharding",
+                                                    "checkpoint-resume"]
+    assert len(grids) == 3
+    for workload, body in zip(("config-sync", "data-sharding", "checkpoint-resume"), grids):
+        targets = re.findall(r'<th scope="col">([^<]+)</th>', body)[1:]
+        assert {c.workload for c in matrix.cells if c.target in targets} == {workload}
+    assert "@media (max-width: 640px)" in page
