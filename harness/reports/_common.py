@@ -64,6 +64,23 @@ def seed_group(matrix: Matrix, scenario: str, target: str) -> tuple[Cell | None,
     return worst, "" if same == len(cells) else f"{same}/{len(cells)}"
 
 
+def workload_grids(matrix: Matrix) -> list[tuple[str, list[str], list[str]]]:
+    """``(workload, scenarios, targets)`` per workload, in the order the cells came: every
+    face draws one grid each, so a catalog of several workloads is not one sparse grid of
+    dots. One group (named "" when the cells say no workload) when there is one workload."""
+    groups: dict[str, tuple[list[str], list[str]]] = {}
+    for cell in matrix.cells:
+        scenarios, targets = groups.setdefault(cell.workload or "", ([], []))
+        if cell.scenario not in scenarios:
+            scenarios.append(cell.scenario)
+        if cell.target not in targets:
+            targets.append(cell.target)
+    if len(groups) <= 1:
+        return [(next(iter(groups), ""), matrix.scenarios, matrix.targets)]
+    return [(w, sorted(ss, key=matrix.scenarios.index), sorted(ts, key=matrix.targets.index))
+            for w, (ss, ts) in groups.items()]
+
+
 def isolation_text(matrix: Matrix) -> str:
     """``, kernel isolation``: what every report's heading adds ("" when no cell says, and
     on a pod, whose workers are real machines)."""

@@ -28,6 +28,7 @@ from harness.reports._common import (
     sorted_history,
     summary_parts,
     took,
+    workload_grids,
 )
 from harness.reports.diagnosis import Diagnosis, diagnose
 from harness.reports.html_assets import CSS, JS
@@ -100,19 +101,16 @@ def grid_cell(cell: Cell | None, count: str = "", seeded: bool = False) -> str:
 def grid(matrix: Matrix) -> str:
     """One grid per workload (its scenarios x its targets): a catalog of three workloads is
     three small grids, not one wide grid whose cells are mostly empty."""
-    workloads = list(dict.fromkeys(c.workload for c in matrix.cells))
+    groups = workload_grids(matrix)
     grids = []
-    for workload in workloads:
-        mine = [c for c in matrix.cells if c.workload == workload]
-        scenarios = [s for s in matrix.scenarios if any(c.scenario == s for c in mine)]
-        targets = [t for t in matrix.targets if any(c.target == t for c in mine)]
+    for workload, scenarios, targets in groups:
         head = "".join(f'<th scope="col">{e(t)}</th>' for t in targets)
         rows = []
         for scenario in scenarios:
             cells = "".join(grid_cell(*seed_group(matrix, scenario, t), matrix.several_seeds)
                             for t in targets)
             rows.append(f'<tr><th scope="row">{e(scenario)}</th>{cells}</tr>')
-        title = f"<h3>{e(workload)}</h3>" if len(workloads) > 1 and workload else ""
+        title = f"<h3>{e(workload)}</h3>" if len(groups) > 1 and workload else ""
         grids.append(f'{title}<div class="scroll"><table class="matrix"><thead><tr>'
                      f'<th scope="col">scenario \\ target</th>{head}</tr></thead>'
                      f'<tbody>{"".join(rows)}</tbody></table></div>')

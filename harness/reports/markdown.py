@@ -20,6 +20,7 @@ from harness.reports._common import (
     seeds_text,
     summary_parts,
     took,
+    workload_grids,
 )
 from harness.reports.diagnosis import diagnose
 from harness.runner.cells import Cell, Matrix
@@ -74,14 +75,20 @@ def grid_cell(cell: Cell | None, count: str = "", seeded: bool = False) -> str:
 
 
 def table(matrix: Matrix) -> list[str]:
-    """One row per scenario, one column per target."""
-    targets = matrix.targets
-    lines = ["| scenario | " + " | ".join(code(t) for t in targets) + " |",
-             "|---" * (len(targets) + 1) + "|"]
-    for scenario in matrix.scenarios:
-        row = [grid_cell(*seed_group(matrix, scenario, t), matrix.several_seeds) for t in targets]
-        lines.append(f"| {code(scenario)} | " + " | ".join(row) + " |")
-    return lines
+    """One row per scenario, one column per target; one table per workload."""
+    groups = workload_grids(matrix)
+    lines: list[str] = []
+    for workload, scenarios, targets in groups:
+        if len(groups) > 1 and workload:
+            lines += [f"**{workload}**", ""]
+        lines += ["| scenario | " + " | ".join(code(t) for t in targets) + " |",
+                  "|---" * (len(targets) + 1) + "|"]
+        for scenario in scenarios:
+            row = [grid_cell(*seed_group(matrix, scenario, t), matrix.several_seeds)
+                   for t in targets]
+            lines.append(f"| {code(scenario)} | " + " | ".join(row) + " |")
+        lines.append("")
+    return lines[:-1]
 
 
 def section(cell: Cell, seeded: bool = False) -> list[str]:

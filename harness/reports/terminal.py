@@ -28,6 +28,7 @@ from harness.reports._common import (
     seeds_text,
     summary_parts,
     took,
+    workload_grids,
 )
 from harness.reports.diagnosis import diagnose, group_line
 from harness.runner.cells import Cell, Matrix
@@ -66,18 +67,8 @@ def grid(matrix: Matrix, scenarios: list[str] | None = None,
 
 
 def grids(matrix: Matrix) -> list[Table]:
-    """One grid per workload: its scenarios against the targets that ran them, so a
-    catalog of several workloads is not a sparse grid of dots."""
-    workloads: dict[str, tuple[list[str], list[str]]] = {}
-    for cell in matrix.cells:
-        scenarios, targets = workloads.setdefault(cell.workload or "", ([], []))
-        if cell.scenario not in scenarios:
-            scenarios.append(cell.scenario)
-        if cell.target not in targets:
-            targets.append(cell.target)
-    if len(workloads) <= 1:
-        return [grid(matrix)]
-    return [grid(matrix, scenarios, targets) for scenarios, targets in workloads.values()]
+    """One grid per workload (``workload_grids``)."""
+    return [grid(matrix, scenarios, targets) for _, scenarios, targets in workload_grids(matrix)]
 
 
 def legend() -> Text:
