@@ -106,6 +106,11 @@ class GlooRuntime:
                                   is_master=self.rank == 0, timeout=_FOREVER,
                                   wait_for_workers=False)
             self._group = dist.ProcessGroupGloo(store, self.rank, self.world_size(), _FOREVER)
+            # Every rank is connected before any goes on: a rank still connecting reads its
+            # peers' addresses from rank 0's store, which goes when rank 0's process does (a
+            # target whose rank 0 raises at once left another rank "Connection reset by
+            # peer" before its target ran). The barrier needs no store.
+            self._group.barrier().wait()
             self._coordinator = Coordinator(self.world_size(), now=time.monotonic)
         return self._group
 

@@ -63,7 +63,9 @@ def test_a_read_only_data_disk_runs_your_loader_on_the_data_it_holds(tmp_path: P
     plain = cells["readonly-data-mount", "npz_shards"]
     assert (plain["outcome"], plain["verdict"]) == ("PASS", "ok"), plain["detail"]
     caching = cells["readonly-data-mount", "caching"]
-    assert caching["outcome"] == "ERROR"
+    assert caching["outcome"] == "ERROR", (caching["detail"], [
+        (r["rank"], r["outcome"], r["exit_code"], r["signal"], r["stderr"][-600:])
+        for r in caching["ranks"]])
     assert f"[Errno 30] Read-only file system: '{data}/.index'" in caching["detail"]
     for loader in ("npz_shards", "caching"):  # the disk holds host 3's data: no fault happens
         missing = cells["missing-data-on-host", loader]
