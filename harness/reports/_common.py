@@ -112,12 +112,19 @@ def sorted_history(cell: Cell) -> list[dict[str, Any]]:
 
 
 def event_message(event: dict[str, Any]) -> str:
-    """The event's message, then any other detail as ``key=value``."""
+    """The event's message, then any other detail as ``key=value`` (a snapshot's files by
+    name and size: their contents are in the JSON report)."""
     detail = event.get("detail") or {}
     if not isinstance(detail, dict):
         return str(detail)
     parts = [str(detail["message"])] if detail.get("message") else []
-    parts += [f"{k}={v}" for k, v in sorted(detail.items()) if k != "message"]
+    for key, value in sorted(detail.items()):
+        if key == "message":
+            continue
+        if key == "files" and isinstance(value, dict):  # a snapshot: what, not the contents
+            value = ", ".join(f"{path} ({len(str(content))} chars)"
+                              for path, content in value.items()) or "none"
+        parts.append(f"{key}={value}")
     return " · ".join(parts)
 
 

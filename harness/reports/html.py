@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable
+from typing import Any
 
+from harness.history import format_ranks
 from harness.reports._common import (
     OUTCOMES,
     anchor,
@@ -166,25 +168,44 @@ def faults_table(d: Diagnosis) -> str:
     return table(("t (ms)", "rank", "fault", "op", "path", "message"), rows)
 
 
+def history_rows(events: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[int]]]:
+    """Each event with the ranks it stands for: consecutive events that differ only by rank
+    (eight ranks entering one rendezvous from one line, seven ranks that returned) are one
+    row, ``ranks 0-7``, at the first one's time. Every event stays in the JSON report."""
+    rows: list[tuple[dict[str, Any], list[int]]] = []
+    for ev in events:
+        rank = ev.get("rank")
+        if rows and rank is not None:
+            last, ranks = rows[-1]
+            same = all(last.get(k) == ev.get(k) for k in ("kind", "op", "tag", "step", "site"))
+            if same and event_message(last) == event_message(ev) and rank not in ranks:
+                ranks.append(rank)
+                continue
+        rows.append((ev, [] if rank is None else [rank]))
+    return rows
+
+
 def history_table(cell: Cell) -> str:
     events = sorted_history(cell)
     rows = []
-    for ev in events[:MAX_HISTORY_ROWS]:
+    grouped = history_rows(events)
+    for ev, ranks in grouped[:MAX_HISTORY_ROWS]:
         kind = str(ev.get("kind", ""))
-        rank = ev.get("rank")
         step = ev.get("step")
+        who = "world" if not ranks else format_ranks(ranks)
         rows.append(
-            f'<tr class="k-{e(kind)}"><td class="num">{e(ms(ev.get("t")))}</td>'
-            f'<td>{e("world" if rank is None else rank)}</td><td>{e(kind)}</td>'
-            f'<td class="mono">{e(ev.get("op") or "")}</td><td class="mono">{e(ev.get("tag") or "")}</td>'
-            f'<td class="num">{e("" if step is None else step)}</td>'
-            f'<td class="wrap mono">{e(ev.get("site") or "")}</td>'
-            f'<td class="wrap">{e(event_message(ev))}</td></tr>')
+            f'<tr class="k-{e(kind)}"><td>{e(ms(ev.get("t")))}</td>'
+            f'<td>{e(who)}</td><td>{e(kind)}</td>'
+            f'<td>{e(ev.get("op") or "")}</td><td>{e(ev.get("tag") or "")}</td>'
+            f'<td>{e("" if step is None else step)}</td>'
+            f'<td>{e(ev.get("site") or "")}</td>'
+            f'<td>{e(event_message(ev))}</td></tr>')
     more = ""
-    if len(events) > MAX_HISTORY_ROWS:
-        more = (f'<p class="none">{len(events) - MAX_HISTORY_ROWS} more events are in the JSON report '
-                "(matrix.json).</p>")
-    return table(("t (ms)", "rank", "kind", "op", "tag", "step", "site", "message"), rows) + more
+    if len(grouped) > MAX_HISTORY_ROWS:
+        more = (f'<p class="none">{len(grouped) - MAX_HISTORY_ROWS} more rows are in the JSON '
+                "report (matrix.json).</p>")
+    return table(("t (ms)", "ranks", "kind", "op", "tag", "step", "site", "message"), rows,
+                 "t history") + more
 
 
 def output_blocks(d: Diagnosis) -> str:

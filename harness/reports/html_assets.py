@@ -115,6 +115,13 @@ table.t td { border-bottom: 1px solid #eef1f4; padding: 3px 8px; vertical-align:
 table.t td { white-space: nowrap; }
 table.t td.num, table.t th.num { text-align: right; font-variant-numeric: tabular-nums; }
 table.t td.wrap { white-space: normal; overflow-wrap: anywhere; min-width: 16em; }
+/* a history's columns by place (its rows are the report's bulk: no class on each cell) */
+table.history td:nth-child(1), table.history td:nth-child(6) { text-align: right;
+  font-variant-numeric: tabular-nums; }
+table.history td:nth-child(4), table.history td:nth-child(5), table.history td:nth-child(7) {
+  font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace; }
+table.history td:nth-child(7), table.history td:nth-child(8) { white-space: normal;
+  overflow-wrap: anywhere; min-width: 16em; }
 tr.k-fault td { background: #fff0f1; } tr.k-hang td { background: #ebe5ff; }
 tr.k-mismatch td { background: #ffe3f4; } tr.k-exit td { background: #f6f8fa; }
 details.sub { margin: 4px 0; }

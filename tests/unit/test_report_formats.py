@@ -71,3 +71,26 @@ def test_the_html_grid_is_one_per_workload_with_no_cell_of_another_workload(matr
         targets = re.findall(r'<th scope="col">([^<]+)</th>', body)[1:]
         assert {c.workload for c in matrix.cells if c.target in targets} == {workload}
     assert "@media (max-width: 640px)" in page
+
+
+def test_a_histories_calls_of_one_step_are_one_row_and_a_snapshot_shows_names_not_contents():
+    """What makes an HTML report large: eight ranks' same event (a call of one rendezvous) is one row
+    (``0-7``), and a snapshot's files are listed by name and size (the contents are in the
+    JSON report)."""
+    from harness.reports._common import event_message
+    from harness.reports.html import history_rows
+
+    calls = [{"t": 0.001 * r, "kind": "call", "rank": r, "op": "rendezvous", "tag": "cfg",
+              "step": 0, "site": "sync.py:9 in fn", "detail": {"payload_bytes": 0}}
+             for r in (0, 2, 1, 3)]
+    odd = {**calls[0], "rank": 4, "site": "sync.py:12 in fn"}  # another line: its own row
+    done = {"t": 0.01, "kind": "complete", "op": "rendezvous", "tag": "cfg", "step": 0}
+    rows = history_rows([*calls, odd, done])
+    assert [(ev["kind"], ranks) for ev, ranks in rows] == [("call", [0, 2, 1, 3]),
+                                                            ("call", [4]), ("complete", [])]
+    snapshot = {"kind": "snapshot", "rank": 0, "detail": {
+        "message": "2 watched file(s) as rank 0 left them", "life": 0,
+        "files": {"/b/a.jsonl": "x" * 5000, "/b/c.json": "{}"}}}
+    assert event_message(snapshot) == ("2 watched file(s) as rank 0 left them · "
+                                       "files=/b/a.jsonl (5000 chars), /b/c.json (2 chars) · "
+                                       "life=0")
