@@ -104,7 +104,14 @@ def test_seed_fix_fsyncs_a_closed_file_and_the_readers_wait_forever():
     assert result.outcome == HANG
     assert result.ranks[0].error["type"] == "ValueError"
     assert "closed file" in result.ranks[0].error["message"]
-    assert all(r.outcome == HANG for r in result.ranks[1:])
+    # Every rank probes its sync directory with the same `.test_write` file: on one host a rank
+    # that another's os.remove beat fails over to /tmp, and one beaten twice (about 1 in 2,400
+    # probes here, by a plain 8-process script) raises the seed's RuntimeError. That race is the
+    # seed's and the OS's scheduling, not the harness's: such a rank ends ERROR, the rest wait.
+    for r in result.ranks[1:]:
+        assert r.outcome == HANG or (r.outcome == ERROR and "shared writable directory"
+                                     in r.error["message"]), describe(result)
+    assert sum(r.outcome == HANG for r in result.ranks[1:]) >= 5, describe(result)
     assert "config_save" in result.detail()
 
 
