@@ -16,6 +16,7 @@ from rich.console import Console
 
 import harness
 from harness.cli import render_world
+from harness.frames import own_frame
 from harness.history import Event, format_ranks, ranks_phrase
 from harness.reports.diagnosis import RankGroup, describe, diagnose, group_line, hide_own_frames
 from harness.reports.html import to_html
@@ -224,6 +225,19 @@ def test_a_traceback_starts_and_ends_at_the_users_code() -> None:
     assert hide_own_frames(RAW) == ("Traceback (most recent call last):\n" + USER
                                     + "FileNotFoundError: [Errno 2] No such file or directory: "
                                       "'/tmp/cfg.yaml'\n")
+
+
+def test_the_loader_adapter_is_machinery_and_the_reference_targets_are_code_under_test() -> None:
+    """A user's loader is called by the data-sharding adapter: its traceback starts at the
+    loader, as a config sync's starts at the sync (the adapter's frames are the bootstrap's)."""
+    adapter = (f'  File "{HARNESS}/workloads/data_sharding/adapter.py", line 99, in build_loader\n'
+               "    return factory(**kwargs)\n")
+    loader = '  File "/home/me/proj/data.py", line 12, in __init__\n    np.load(path)\n'
+    raw = "Traceback (most recent call last):\n" + OWN_HEAD + adapter + loader + "OSError: x\n"
+    assert hide_own_frames(raw) == "Traceback (most recent call last):\n" + loader + "OSError: x\n"
+    assert own_frame(f"{HARNESS}/workloads/data_sharding/adapter.py")
+    assert not own_frame(f"{HARNESS}/workloads/data_sharding/seed_loader.py")
+    assert not own_frame(f"{HARNESS}/workloads/config_sync/model.py")
 
 
 def test_each_chained_traceback_is_trimmed_and_the_harness_own_bug_is_left_whole() -> None:
