@@ -1,7 +1,7 @@
 """Upstream's multi-process tests, unmodified, against the shim: a conformance table.
 
     python benchmarks/conformance.py --upstream PATH [--ref v2.9.0] [--wider]
-        [-t single-host-8 -t 1x2 -t 1x1] [--timeout 90] [--only NAME] [--write-readme]
+        [-t single-host-8 -t 1x2 -t 1x1] [--timeout 90] [--only NAME] [--write-docs]
 
 ``PATH`` is a clone of pytorch/xla (a bare git dir or a checkout; nothing is fetched
 here, nothing is vendored): the files of ``--ref`` under ``test/`` are extracted to a
@@ -15,11 +15,11 @@ Each run is one of: ``pass`` (the world passed and at least one test ran), ``as 
 (failed exactly as the real torch_xla 2.9 fails: counts as a pass of fidelity),
 ``skipped`` (every test skipped itself, or the script started no rank: on a CPU that
 proves nothing), ``fail`` (with the first error line and its cause), ``hang``. The table
-is printed, written as Markdown with ``--markdown PATH``, and with ``--write-readme``
-replaces the table between the conformance markers of the README's "Where the shim
-departs from torch_xla 2.9". Not part of the test suite: it needs the upstream sources,
-and ``absl-py`` in the harness's environment (``pip install .[conformance]``: most upstream
-files are absltests).
+is printed, written as Markdown with ``--markdown PATH``, and with ``--write-docs``
+replaces the table between the conformance markers of the documentation's page on the
+shim (``docs/reference/shim.md``, "The shim: where it departs from torch_xla 2.9"). Not
+part of the test suite: it needs the upstream sources, and ``absl-py`` in the harness's
+environment (``pip install .[conformance]``: most upstream files are absltests).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from harness.topology import Topology, get_topology
 from harness.world.fates import CAUGHT
 
 REPO = Path(__file__).resolve().parent.parent
-README = REPO / "README.md"
+SHIM_PAGE = REPO / "docs" / "reference" / "shim.md"
 BEGIN, END = "<!-- conformance:begin -->", "<!-- conformance:end -->"
 DEFAULT_REF = "v2.9.0"
 DEFAULT_TOPOLOGIES = ("single-host-8", "1x2", "1x1")
@@ -342,7 +342,7 @@ def replace_between_markers(text: str, table: str) -> str:
     """``text`` with what lies between the conformance markers replaced by ``table``."""
     start, end = text.find(BEGIN), text.find(END)
     if start < 0 or end < start:
-        raise ValueError(f"no {BEGIN} ... {END} in the README")
+        raise ValueError(f"no {BEGIN} ... {END} in {SHIM_PAGE.relative_to(REPO)}")
     return text[:start + len(BEGIN)] + "\n" + table + text[end:]
 
 
@@ -437,8 +437,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="also the other multi-process files that make sense on CPU")
     parser.add_argument("--only", action="append", default=[], help="files whose path has this")
     parser.add_argument("--markdown", help="write the Markdown table here")
-    parser.add_argument("--write-readme", action="store_true",
-                        help="replace the README's table between the conformance markers")
+    parser.add_argument("--write-docs", action="store_true",
+                        help="replace the table between the conformance markers of "
+                             "docs/reference/shim.md")
     args = parser.parse_args(argv)
     topologies = args.topologies or list(DEFAULT_TOPOLOGIES)
     runs: list[Run] = []
@@ -458,9 +459,9 @@ def main(argv: list[str] | None = None) -> int:
     table = render_markdown(runs, topologies, args.ref)
     if args.markdown:
         Path(args.markdown).write_text(table)
-    if args.write_readme:
-        README.write_text(replace_between_markers(README.read_text(), table))
-        print(f"\nwrote the table into {README}")
+    if args.write_docs:
+        SHIM_PAGE.write_text(replace_between_markers(SHIM_PAGE.read_text(), table))
+        print(f"\nwrote the table into {SHIM_PAGE}")
     return 0
 
 

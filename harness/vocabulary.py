@@ -62,14 +62,28 @@ class Expect(enum.StrEnum):
 
 
 class ExitCode(enum.IntEnum):
-    """What ``harness`` and its commands exit with (the README's table)."""
+    """What ``harness`` and its commands exit with. The ``#:`` comment above each status
+    says when: the documentation's table of exit codes is made from them (docs/hooks.py)."""
 
+    #: Nothing unexpected: no cell is (a known failure, or a NOT-EXERCISED cell without
+    #: ``--require-exercised``, does not fail a run); explore found nothing; every
+    #: difference between two reports is listed as expected.
     OK = 0
-    FAILED = 1  # an unexpected cell; explore found something; an unlisted difference
-    USAGE = 2  # a bad option, scenario file or report
-    INTERNAL = 3  # the harness's own bug
-    POD_FAILED = 4  # the pod could not run a cell (INFRA), a cloud or local pod failure
-    INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT, as a shell reports it
+    #: Something failed that was not expected to: an unexpected cell (with
+    #: ``--require-exercised``, also a NOT-EXERCISED one); a world of ``exec`` that did not
+    #: pass (or meet its scenario's expectation); explore found a failure; a difference
+    #: the expected-differences file does not list.
+    FAILED = 1
+    #: A bad option, scenario file, report or expected-differences file (the message names
+    #: the file, the line and the field), or a module of an extra that is not installed.
+    USAGE = 2
+    #: The harness's own bug: one line (``HARNESS_DEBUG=1`` shows its traceback).
+    INTERNAL = 3
+    #: The pod failed, not the target: a cell it could not run (outcome INFRA: a worker
+    #: unreachable, a key refused), or a cloud or local pod that could not be set up.
+    POD_FAILED = 4
+    #: Interrupted by Ctrl-C: 128 + SIGINT, as a shell reports it.
+    INTERRUPTED = 130
 
 
 #: What a unit process (a rank, a launcher, a pod worker's host) exits with when the

@@ -6,10 +6,7 @@ inputs they share are read once in ``common``. A command module imports click an
 the vocabulary only; what it runs is imported when it runs, so that ``harness --help``
 starts at once.
 
-Exit codes (``harness.vocabulary.ExitCode``, the README's table): 0 nothing unexpected,
-1 something failed that was not expected to (or a cell's fault could not happen to the
-target, with ``--require-exercised``), 2 a usage or scenario-file error, 3 an internal
-error, 4 the pod failed, 130 interrupted.
+What each command exits with is ``harness.vocabulary.ExitCode`` (each status says when).
 """
 
 from __future__ import annotations

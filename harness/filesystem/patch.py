@@ -4,7 +4,7 @@ Python code reaches files through a handful of functions: ``open``, the
 ``os`` functions that take paths, and a few libraries that hand a path to C.
 Patching them in the rank (after the fork, before the target's import) puts
 every one of those calls through the view. What cannot be reached this way is
-listed in the README ("Holes in the filesystem view") and pinned by tests.
+listed in docs/explanation/isolation.md ("Holes") and pinned by tests.
 """
 
 from __future__ import annotations

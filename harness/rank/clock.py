@@ -18,7 +18,7 @@ world's waits for the world (the others may move meanwhile). A process the unit
 forks is not part of the world: it reads the world's time as it was at the fork
 plus the machine's time since, and waits in real time (``detach``).
 
-What is not on the clock holds it (see the README, "Time in a world"): a thread
+What is not on the clock holds it (see docs/explanation/time.md): a thread
 in a wait the harness does not know (a socket, ``select``, a C call, a lock made
 before the rank's fork) counts as running.
 """

@@ -11,7 +11,7 @@ each world's leader overwrites in place with the world's id (``mark_world``), an
 every rank and daemon forked under it inherits the page. A process that execs a new
 program carries ``HARNESS_WORLD_ID`` in its new block instead. Found processes are
 stopped first, so that none can fork while they are counted, then killed. A process
-that execs with an empty environment escapes this: the README says so.
+that execs with an empty environment escapes this: docs/explanation/isolation.md says so.
 """
 
 from __future__ import annotations

@@ -101,7 +101,7 @@ _READ_ONLY = re.compile(r"Read-only file system(?:: '([^']*)')?|attempt to write
 #: Said once when one did under kernel isolation, where no scenario made it read-only.
 READ_ONLY_MACHINE = ("under kernel isolation the machine's directories are read-only to "
                      "what the harness's view does not see (a subprocess, C code): on a pod "
-                     "this write would land; see README \"Isolation\" (--isolation python "
+                     "this write would land; see docs/explanation/isolation.md (--isolation python "
                      "lets it write this machine)")
 
 

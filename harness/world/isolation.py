@@ -4,7 +4,7 @@ namespace too: ``harness.rank.namespaces``), and what a host's namespace binds.
 ``kernel`` is the default (``WorldConfig.isolation``, ``$HARNESS_ISOLATION``, ``harness run
 --isolation`` choose); where this machine refuses it (no unprivileged user namespaces, a
 container without the capability) the world falls back to ``python`` and its result says
-so, with the kernel's reason. What each mode guarantees is in the README ("Isolation").
+so, with the kernel's reason. What each mode guarantees is in docs/explanation/isolation.md.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ runtime protocol of ``torch_xla._internal.runtime``, which the harness
 installs in every rank (collectives go to its coordinator, which matches them
 across ranks as the real runtime does). Tensors are real CPU tensors. torch
 itself is imported only when a tensor is touched. Departures from torch_xla
-2.9 are listed in the harness README.
+2.9 are listed in the harness docs/reference/shim.md.
 """
 
 import os as _os

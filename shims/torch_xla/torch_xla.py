@@ -11,7 +11,7 @@ from torch_xla._internal import link
 
 
 def device(index: int | None = None) -> Any:
-    """The rank's device: a real CPU device (see the README: tensors are CPU tensors),
+    """The rank's device: a real CPU device (see docs/reference/shim.md: tensors are CPU tensors),
     onto which ``.to`` copies as a transfer to a TPU does (``_internal.device``)."""
     from torch_xla._internal.device import xla_device
 

@@ -68,3 +68,18 @@ def test_matrix(cell_id, matrix_cells):
     if cell_id in OUTCOMES:  # before check_cell: a known failure ends the test as an xfail
         assert cell.outcome == OUTCOMES[cell_id], cell.detail
     check_cell(cell)
+
+
+def test_the_readme_shows_this_grid():
+    """The README's grid is the one this file pins: a headline that drifted would lie."""
+    from support import REPO
+
+    readme = (REPO / "README.md").read_text()
+    grid = {}
+    for row in readme.splitlines():
+        words = row.split()
+        if words and f"{words[0]}-naive-sync" in OUTCOMES:
+            outcomes = [w for w in words[1:] if w not in "✓~✗○"]
+            grid.update({f"{words[0]}-{t}": o for t, o in
+                         zip(("naive-sync", "seed-fix-sync", "robust-sync"), outcomes)})
+    assert grid == OUTCOMES

@@ -415,11 +415,11 @@ def test_json_carries_the_groups_and_the_exit_code(cli, tmp_path: Path) -> None:
     assert allowed["exit_code"] == 0
 
 
-def test_the_readme_example_of_an_expected_file_is_valid(tmp_path: Path) -> None:
+def test_the_docs_example_of_an_expected_file_is_valid(tmp_path: Path) -> None:
     from harness.reports.expected import load_expected
 
-    readme = (REPO / "README.md").read_text()
-    after = readme[readme.index("The expected-differences file is reviewed like code"):]
+    page = (REPO / "docs" / "reference" / "cli.md").read_text()
+    after = page[page.index("The expected-differences file is reviewed like code"):]
     start = after.index("```yaml\n") + len("```yaml\n")
     block = after[start:after.index("\n```", start)]
     (tmp_path / "expected.yaml").write_text(block + "\n")

@@ -128,7 +128,7 @@ def test_the_table_has_a_column_per_world_size_and_each_reason_once():
     assert "\\* `test_mp_save.py`: 1 of 2 tests skipped themselves" in table
 
 
-def test_the_readme_keeps_everything_outside_the_markers():
+def test_writing_the_table_keeps_everything_outside_the_markers():
     text = f"# R\nprose before\n{conformance.BEGIN}\nold table\n{conformance.END}\nafter\n"
     new = conformance.replace_between_markers(text, "| new |\n")
     assert new == f"# R\nprose before\n{conformance.BEGIN}\n| new |\n{conformance.END}\nafter\n"
@@ -136,11 +136,13 @@ def test_the_readme_keeps_everything_outside_the_markers():
         conformance.replace_between_markers("# no markers\n", "x")
 
 
-def test_the_readme_has_the_markers_once_in_its_departures_section():
-    text = (REPO / "README.md").read_text()
-    section = text[text.index("## Where the shim departs from torch_xla 2.9"):]
-    section = section[:section.index("\n## ", 1)]
-    assert section.count(conformance.BEGIN) == 1 == section.count(conformance.END)
+def test_the_shim_page_has_the_markers_once_in_its_departures_section():
+    assert conformance.SHIM_PAGE == REPO / "docs" / "reference" / "shim.md"
+    text = conformance.SHIM_PAGE.read_text()
+    assert text.startswith("# The shim: where it departs from torch_xla 2.9\n")
+    section = text[:text.index("\n## ")]  # the page's first part, before its other sections
+    assert text.count(conformance.BEGIN) == 1 == section.count(conformance.BEGIN)
+    assert text.count(conformance.END) == 1 == section.count(conformance.END)
 
 
 def test_extract_reads_the_ref_from_a_git_dir_and_choose_picks_the_first_set(tmp_path):

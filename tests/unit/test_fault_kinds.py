@@ -4,6 +4,7 @@ op its kind never fires at) is refused with its file, line and field."""
 
 from __future__ import annotations
 
+import importlib.util
 import pickle
 import re
 import textwrap
@@ -49,10 +50,20 @@ def test_every_kind_module_registers_one_kind_under_its_name():
         assert kind.__doc__, f"{name} says what it does"
 
 
-def test_the_readme_faults_table_has_one_row_per_kind():
-    text = (REPO / "README.md").read_text()
-    rows = set(re.findall(r"^\| `([a-z-]+)` \|", text, flags=re.M))
-    assert set(KINDS) <= rows, set(KINDS) - rows
+def test_the_docs_faults_table_has_one_row_per_kind():
+    spec = importlib.util.spec_from_file_location("docs_hooks", REPO / "docs" / "hooks.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    page = (REPO / "docs" / "reference" / "faults.md").read_text()
+    assert page.count("<!-- harness: fault-kinds -->") == 1
+    text = hooks.on_page_markdown(page, page=None, config=None, files=None)
+    rows = re.findall(r"^\| `([a-z-]+)` \|", text, flags=re.M)
+    assert sorted(rows) == sorted(KINDS), set(KINDS) ^ set(rows)
+    for name, kind in KINDS.items():  # its parameters, each with its bounds
+        row = next(line for line in text.splitlines() if line.startswith(f"| `{name}` |"))
+        own = set(kind.model_fields) - set(FaultKind.model_fields)
+        assert all(f"`{field}`: " in row for field in own), (name, own, row)
+    assert "`count`: int (1..1,000), default `1`" in text
 
 
 def test_the_facts_the_world_asks_of_a_kind():

@@ -9,7 +9,7 @@ leaves the CPU source untouched, and upstream's tests compare the two. Here
 ``Tensor.to`` is wrapped, once per process, so that a move to the shim's device
 object (the one ``torch_xla.device()`` returns) or to an ``xla`` device always
 copies. ``.cpu()`` of such a tensor still returns it (the departure is listed in
-the README).
+docs/reference/shim.md).
 """
 
 from __future__ import annotations

@@ -139,7 +139,7 @@ def unlazy(tensors: list[Any]) -> None:
 
 def is_xla_tensor(tensor: Any) -> bool:
     """Is ``tensor`` on the XLA device? The shim's device is the CPU, so every CPU tensor is
-    (see the README): the real test is ``tensor.device.type == 'xla'``, which, like this one,
+    (see docs/reference/shim.md): the real test is ``tensor.device.type == 'xla'``, which, like this one,
     does not start the runtime (a launcher that asks stays a launcher)."""
     return tensor.device.type in ("xla", "cpu")
 
