@@ -45,7 +45,10 @@ class CellFailed(AssertionError):
 def hide_own_frames(text: str) -> str:
     """A traceback or a stack that starts and ends at the user's code, as pytest hides its own
     frames: the harness's frames before the first frame outside it and after the last are
-    dropped. A traceback of the harness's frames alone (its own bug) is left whole. The JSON
+    dropped. In a chain (``During handling of the above exception ...``), a link made of the
+    harness's frames alone is a fault raising inside the view (a real ENOSPC raises from C,
+    with no Python frame): it is shown as Python shows a frameless one, its exception line
+    alone. A traceback of the harness's frames alone (its own bug) is left whole. The JSON
     report keeps the raw text."""
     items: list[tuple[str | None, list[str]]] = []  # (frame path or None, lines)
     for line in text.splitlines(keepends=True):
@@ -56,12 +59,17 @@ def hide_own_frames(text: str) -> str:
             items[-1][1].append(line)  # the frame's source line and its carets
         else:
             items.append((None, [line]))
+    users = any(path is not None and not own_frame(path) for path, _ in items)
     out: list[str] = []
     run: list[tuple[str, list[str]]] = []
 
     def flush() -> None:
         own = [own_frame(path) for path, _ in run]
-        if not all(own):
+        if run and all(own) and users:  # a frameless link of the chain
+            if out and out[-1].startswith("Traceback (most recent call last)"):
+                out.pop()
+            run.clear()
+        elif not all(own):
             first, last = own.index(False), len(own) - own[::-1].index(False)
             del run[last:], run[:first]
         out.extend(line for _, lines in run for line in lines)

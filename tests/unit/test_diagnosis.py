@@ -276,3 +276,19 @@ def test_a_group_line_says_no_word_twice() -> None:
     error_group = RankGroup(ranks=[3], hosts=[3], outcome=ERROR, exit="exit 1",
                             result="ValueError: bad")
     assert group_line(error_group) == "rank 3 (host 3): ERROR, exit 1: ValueError: bad"
+
+
+def test_a_link_of_a_chain_made_of_the_harness_frames_alone_shows_its_exception_line() -> None:
+    """A fault raising inside the view (ENOSPC from a write hook) while the user's code
+    handles another: the link is shown as Python shows a frameless one (a real ENOSPC raises
+    from C), not as three harness frames the user cannot act on."""
+    hook = (f'  File "{HARNESS}/faults/kinds/enospc.py", line 38, in on_write\n'
+            "    raise oserror(errno.ENOSPC)\n")
+    chained = (RAW + "\nDuring handling of the above exception, another exception occurred:\n\n"
+               "Traceback (most recent call last):\n" + OWN_TAIL + hook
+               + "OSError: [Errno 28] No space left on device\n")
+    shown = hide_own_frames(chained)
+    assert "enospc.py" not in shown and "files.py" not in shown
+    assert shown.endswith("another exception occurred:\n\n"
+                          "OSError: [Errno 28] No space left on device\n")
+    assert shown.count("Traceback (most recent call last)") == 1
