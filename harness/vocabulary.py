@@ -152,3 +152,8 @@ class PodError(HarnessError):
 
     exit_code = ExitCode.POD_FAILED
     label = "the pod failed"
+
+
+def plural(n: int, word: str) -> str:
+    """``1 cell``, ``2 cells``, ``0 cells``: every count a person reads, in one place."""
+    return f"{n} {word}{'' if n == 1 else 's'}"

@@ -62,8 +62,8 @@ def check(result: WorldResult, baseline: Baseline | None = None) -> Judgement:
     if foreign:
         shown = ", ".join(f"{k} {theirs!r} (this run's: {mine!r})" for k, theirs, mine in foreign[:3])
         more = f" (+{len(foreign) - 3} more)" if len(foreign) > 3 else ""
-        return Judgement(FAIL, f"all {len(ranks)} ranks hold another run's config: {shown}{more}")
-    return Judgement(PASS, f"all {len(ranks)} ranks hold the same config "
+        return Judgement(FAIL, f"{_all(ranks)} another run's config: {shown}{more}")
+    return Judgement(PASS, f"{_all(ranks)} the same config "
                            f"(sha256 {digests[reference_rank][:12]})")
 
 
@@ -130,3 +130,8 @@ def key_diff(a: Any, b: Any, path: str = "") -> list[tuple[str, Any, Any]]:
             out += key_diff(a.get(key, MISSING), b.get(key, MISSING), child)
         return out
     return [] if canonical(a) == canonical(b) else [(path, a, b)]
+
+
+def _all(ranks: list[Any]) -> str:
+    """``all 8 ranks hold``; a world of one rank: ``the one rank holds``."""
+    return "the one rank holds" if len(ranks) == 1 else f"all {len(ranks)} ranks hold"

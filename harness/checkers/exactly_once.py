@@ -54,7 +54,7 @@ from typing import Any
 
 from harness.checkers.common import Judgement, end_of_world, judged, ranks_phrase
 from harness.history import format_ranks
-from harness.vocabulary import CRASH, ERROR, FAIL, HANG, PASS
+from harness.vocabulary import CRASH, ERROR, FAIL, HANG, PASS, plural
 from harness.world.result import WorldResult
 
 STREAM = re.compile(r"/data/streams/stream_(\d+)\.jsonl$")
@@ -70,10 +70,6 @@ def ids_phrase(ids: list[str] | set[str]) -> str:
     ordered = sorted(ids)
     more = f" (+{len(ordered) - SHOWN} more)" if len(ordered) > SHOWN else ""
     return ", ".join(ordered[:SHOWN]) + more
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 @dataclass
@@ -214,7 +210,7 @@ def _backwards(old: dict[str, Any], new: dict[str, Any]) -> str | None:
     if isinstance(before, list) and isinstance(after, list):
         dropped = set(map(str, before)) - set(map(str, after))
         if dropped:
-            parts.append(f"{_plural(len(dropped), 'sample')} no longer processed "
+            parts.append(f"{plural(len(dropped), 'sample')} no longer processed "
                          f"({ids_phrase(dropped)})")
     for key in sorted(k for k in old if k.startswith("total_")):
         a, b = old.get(key), new.get(key)
@@ -268,7 +264,7 @@ def check(result: WorldResult, worker_of_rank: Mapping[int, int],
         if not unclaimed:
             continue
         if owners and owners <= killed:
-            excused.append(f"worker {worker}: {_plural(len(unclaimed), 'sample')} not judged "
+            excused.append(f"worker {worker}: {plural(len(unclaimed), 'sample')} not judged "
                            "(its rank was killed by the fault plan)")
         elif owners & raised and not owners & returned:
             explained[worker] = unclaimed
@@ -295,10 +291,10 @@ def check(result: WorldResult, worker_of_rank: Mapping[int, int],
         silent.append(_by_worker(by_worker, ranks_of, "uploaded more than once", "", "")
                       + f" ({first} in {where})")
     if a.unknown:
-        silent.append(f"{_plural(len(a.unknown), 'record')} for samples in no input stream: "
+        silent.append(f"{plural(len(a.unknown), 'record')} for samples in no input stream: "
                       f"{ids_phrase(set(a.unknown))}")
     if a.corrupt:
-        silent.append(f"{_plural(len(a.corrupt), 'unparseable output line')}: "
+        silent.append(f"{plural(len(a.corrupt), 'unparseable output line')}: "
                       f"{', '.join(a.corrupt[:SHOWN])}")
     silent.extend(a.backwards)
 
@@ -306,7 +302,7 @@ def check(result: WorldResult, worker_of_rank: Mapping[int, int],
         notes.append("no output object in the bucket (activations/tpu_N/*.jsonl, or any object "
                      "whose lines hold the samples' ids)")
     elif a.no_records and lost_by_worker:
-        notes.append(f"{_plural(len(a.no_records), 'object')} in the bucket "
+        notes.append(f"{plural(len(a.no_records), 'object')} in the bucket "
                      f"{'holds' if len(a.no_records) == 1 else 'hold'} no record "
                      f"({', '.join(a.no_records[:SHOWN])}): a record is a line holding one "
                      "sample's id (see the checkpoint-resume contract)")
@@ -327,7 +323,7 @@ def check(result: WorldResult, worker_of_rank: Mapping[int, int],
     if raised:
         missing = sum(len(v) for v in explained.values())
         workers = sorted(explained)
-        what = (f"; {_plural(missing, 'sample')} of worker{'s' if len(workers) > 1 else ''} "
+        what = (f"; {plural(missing, 'sample')} of worker{'s' if len(workers) > 1 else ''} "
                 f"{format_ranks(workers)} not uploaded" if missing else "")
         clear = all(ranks[r].error and str(ranks[r].error.get("message", "")).strip() for r in raised)
         assert ended is not None
@@ -335,9 +331,9 @@ def check(result: WorldResult, worker_of_rank: Mapping[int, int],
     total = len(a.expected)
     if a.checkpoints and not a.with_claims:  # a checkpoint of the worker's own schema
         tail += "; " + _NO_CLAIMS + ": its claims were not judged"
-    return Judgement(PASS, f"all {_plural(total, 'sample')} of {_plural(len(a.streams), 'stream')} "
-                           f"uploaded exactly once ({_plural(a.objects, 'object')}, "
-                           f"{_plural(restarts, 'restart')}); no checkpoint moved backwards" + tail)
+    return Judgement(PASS, f"all {plural(total, 'sample')} of {plural(len(a.streams), 'stream')} "
+                           f"uploaded exactly once ({plural(a.objects, 'object')}, "
+                           f"{plural(restarts, 'restart')}); no checkpoint moved backwards" + tail)
 
 
 _NO_CLAIMS = ("no checkpoint (checkpoints/*.json under the workdir) listed 'processed_sample_ids' "
@@ -361,10 +357,10 @@ def _by_worker(ids: dict[int, list[str]], ranks_of: Mapping[int, set[int]], what
         owners = sorted(ranks_of.get(w, ()))
         who = f"worker {w}" + (f" ({ranks_phrase(owners)})" if owners else "")
         phrase = what.format(whose=one, s="s")
-        return f"{who}: {_plural(len(every), 'sample')} {phrase}: {ids_phrase(every)}"
+        return f"{who}: {plural(len(every), 'sample')} {phrase}: {ids_phrase(every)}"
     phrase = what.format(whose=many, s="")
     counts = ", ".join(str(len(ids[w])) for w in workers)
-    return (f"workers {format_ranks(workers)}: {_plural(len(every), 'sample')} {phrase} "
+    return (f"workers {format_ranks(workers)}: {plural(len(every), 'sample')} {phrase} "
             f"({counts}): {ids_phrase(every)}")
 
 

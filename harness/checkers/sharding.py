@@ -30,7 +30,7 @@ from numbers import Integral
 from typing import Any
 
 from harness.checkers.common import Judgement, end_of_world, judged, ranks_phrase
-from harness.vocabulary import FAIL, HANG, PASS
+from harness.vocabulary import FAIL, HANG, PASS, plural
 from harness.world.result import WorldResult
 
 _EXAMPLES = 4
@@ -260,7 +260,8 @@ def check_values(values: dict[int, Any], epoch: Epoch) -> Judgement:
                   if isinstance(v, dict) and isinstance(v.get("padding"), int))
     if padding:
         covered += f", and {padding} padding row{'s' if padding != 1 else ''}"
-    return Judgement(PASS, f"{len(first)} ranks x {n_batches} batches: disjoint shards {covered}; "
+    batches = f"{n_batches} batch{'' if n_batches == 1 else 'es'}"
+    return Judgement(PASS, f"{plural(len(first), 'rank')} x {batches}: disjoint shards {covered}; "
                            "the same batches from a fresh loader with the same seed")
 
 

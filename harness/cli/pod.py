@@ -15,7 +15,7 @@ import click
 
 from harness.cli import common
 from harness.cli.options import REPORTS, SEED_OPTION, SELECTION, VERDICT, Duration, Seconds, options
-from harness.vocabulary import MAX_POD_TIMEOUT, POD_DEADLINE, ExitCode
+from harness.vocabulary import MAX_POD_TIMEOUT, POD_DEADLINE, ExitCode, plural
 
 
 @click.group("pod")
@@ -194,7 +194,7 @@ def _setup_plan(where: _Where, torch_version: str | None, requirements: str | No
 def _set_up(pod: Any, plan: Any) -> None:
     """``harness pod setup`` on ``pod``, said on stderr as it goes and per worker after."""
     started = time.monotonic()
-    click.echo(f"pod {pod.info.name}: setting up {len(pod.workers)} workers (wait for apt, "
+    click.echo(f"pod {pod.info.name}: setting up {plural(len(pod.workers), 'worker')} (wait for apt, "
                "a virtualenv, pip; a worker already set up only checks it)", err=True)
     outcomes = pod.setup(plan)
     for w in pod.workers:
@@ -294,7 +294,7 @@ def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: 
             try:
                 if plan is not None:
                     _set_up(pod, plan)
-                click.echo(f"pod {info.name}: connecting to {len(where.workers)} workers, "
+                click.echo(f"pod {info.name}: connecting to {plural(len(where.workers), 'worker')}, "
                            "installing the harness" + (" and your code" if code is not None
                                                        else ""), err=True)
                 pod.prepare(code)
@@ -310,7 +310,7 @@ def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: 
             pod.close()
     with common.reports_before_interrupts():  # a Ctrl-C now waits for the reports
         paths = write_run(matrix, run_dir, [f for f in files if f != "terminal"] or ["json"])
-    click.echo(f"pod {info.name}: {info.accelerator}, {info.workers} workers x "
+    click.echo(f"pod {info.name}: {info.accelerator}, {plural(info.workers, 'worker')} x "
                f"{info.chips_per_worker} chip{'s' if info.chips_per_worker != 1 else ''} "
                f"(topology {topology})")
     common.print_matrix(matrix, verbose=False)
@@ -473,7 +473,7 @@ def provision_command(name: str, zone: str, project: str | None, accelerator_typ
         _cloud_failed(exc)
     hosts = ", ".join(w.host for w in node.workers)
     click.echo(f"{node.name} in {node.zone}: {node.accelerator_type}, {node.state}, "
-               f"{len(node.workers)} workers: {hosts}")
+               f"{plural(len(node.workers), 'worker')}: {hosts}")
 
 
 @pod.command("release")

@@ -9,7 +9,7 @@ import click
 
 from harness.cli import common
 from harness.cli.options import CLUSTER, REPORTS, SELECTION, VERDICT, WORLD, options
-from harness.vocabulary import UNEXERCISED, UNEXPECTED, ExitCode
+from harness.vocabulary import UNEXERCISED, UNEXPECTED, ExitCode, plural
 
 
 @click.command("run")
@@ -68,7 +68,7 @@ def run_command(ctx: click.Context, scenarios: tuple[str, ...], targets: tuple[s
             matrix = common.run_with_progress(plans, jobs, seeds[0], known, console)
         else:
             with common.connect(cluster) as engine:
-                click.echo(f"harness: {len(plans)} cells on {cluster} ({engine.threads} "
+                click.echo(f"harness: {plural(len(plans), 'cell')} on {cluster} ({engine.threads} "
                            "threads)", err=True)
                 matrix = common.run_with_progress(plans, jobs, seeds[0], known, console,
                                                   engine.run_matrix)

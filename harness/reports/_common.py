@@ -10,7 +10,16 @@ import re
 from typing import Any
 
 from harness.runner.cells import Cell, Matrix
-from harness.vocabulary import EXPECTABLE_OUTCOMES, KNOWN, OK, PASS, UNEXERCISED, UNEXPECTED, VERDICT_ORDER
+from harness.vocabulary import (
+    EXPECTABLE_OUTCOMES,
+    KNOWN,
+    OK,
+    PASS,
+    UNEXERCISED,
+    UNEXPECTED,
+    VERDICT_ORDER,
+    plural,  # noqa: F401 - the reports' one word for counts
+)
 
 OUTCOMES = EXPECTABLE_OUTCOMES
 
@@ -87,11 +96,6 @@ def isolation_text(matrix: Matrix) -> str:
     return f", {matrix.isolation} isolation" if matrix.isolation and matrix.mode != "pod" else ""
 
 
-def plural(n: int, word: str) -> str:
-    """``1 cell``, ``2 cells``."""
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 def needs_attention(cell: Cell) -> bool:
     """A cell a reader must look at: it did not pass, or its verdict is not ``ok``."""
     return cell.outcome != PASS or cell.verdict != OK
@@ -111,19 +115,29 @@ def sorted_history(cell: Cell) -> list[dict[str, Any]]:
     return sorted(cell.history, key=t_of)
 
 
+#: How many of a snapshot's files a history row names (the JSON report has them all).
+SNAPSHOT_FILES = 1
+
+
 def event_message(event: dict[str, Any]) -> str:
-    """The event's message, then any other detail as ``key=value`` (a snapshot's files by
-    name and size: their contents are in the JSON report)."""
+    """The event's message, then any other detail as ``key=value`` that the message does not
+    already say (a snapshot's files by name and size, the first few: their contents are in
+    the JSON report)."""
     detail = event.get("detail") or {}
     if not isinstance(detail, dict):
         return str(detail)
-    parts = [str(detail["message"])] if detail.get("message") else []
+    message = str(detail.get("message") or "")
+    parts = [message] if message else []
     for key, value in sorted(detail.items()):
         if key == "message":
             continue
         if key == "files" and isinstance(value, dict):  # a snapshot: what, not the contents
-            value = ", ".join(f"{path} ({len(str(content))} chars)"
-                              for path, content in value.items()) or "none"
+            shown = [f"{path} ({len(str(content))} chars)"
+                     for path, content in list(value.items())[:SNAPSHOT_FILES]]
+            more = len(value) - len(shown)
+            value = ", ".join(shown) + (f" and {more} more" if more > 0 else "") or "none"
+        elif len(str(value)) >= 3 and str(value) in message:
+            continue  # `op=write`, `path=/tmp/x` after "killed at write /tmp/x"
         parts.append(f"{key}={value}")
     return " · ".join(parts)
 

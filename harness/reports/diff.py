@@ -24,7 +24,7 @@ from typing import Any
 from harness.reports._common import seeds_text
 from harness.reports.expected import Expected, Listed
 from harness.runner.cells import Cell, Matrix
-from harness.vocabulary import INFRA, ExitCode
+from harness.vocabulary import INFRA, ExitCode, plural
 
 AGREE, DIFFER, ONLY, POD_FAILED = "agree", "differ", "only", "infra"
 #: The width the text output keeps to: a CI log.
@@ -70,7 +70,7 @@ class Side:
                 workers if isinstance(workers, int) and not isinstance(workers, bool) else None
             parts += [str(pod[k]) for k in ("name", "accelerator") if pod.get(k)]
             if count:
-                parts.append(f"{count} workers")
+                parts.append(plural(count, "worker"))
         if self.label == self.file:
             return self.file + (f" ({', '.join(parts)})" if parts else "")
         return f"{self.label} ({self.file}" + (f": {', '.join(parts)}" if parts else "") + ")"

@@ -24,6 +24,7 @@ from harness.reports._common import (
     marker,
     ms,
     needs_attention,
+    plural,
     seconds,
     seed_group,
     seeds_text,
@@ -32,20 +33,28 @@ from harness.reports._common import (
     took,
     workload_grids,
 )
-from harness.reports.diagnosis import Diagnosis, diagnose
-from harness.reports.html_assets import CSS, JS
+from harness.reports.diagnosis import Diagnosis, diagnose, group_line
+from harness.reports.html_assets import CSS, JS, minified
 from harness.runner.cells import SCHEMA, Cell, Matrix
 from harness.vocabulary import KNOWN, OK, UNEXERCISED, UNEXPECTED
 
-#: Beyond this many events, the page shows the first ones and points to the JSON report.
-MAX_HISTORY_ROWS = 2000
+#: A history longer than these rows together shows its first rows and its last (where the
+#: world ended); the JSON report has every event.
+HISTORY_HEAD, HISTORY_TAIL = 6, 3
+#: A cell's faults beyond this many, and a role's files beyond ROLE_FILES, are counted.
+FAULT_ROWS, ROLE_FILES = 6, 3
+#: The summary line of a closed cell, and a rank's value in its table, are cut here: the
+#: open cell shows the whole detail, and the JSON report every value.
+SUMMARY_CHARS, VALUE_CHARS = 120, 120
+STYLE = minified(CSS)
 NUMERIC = ("t (ms)", "step")
 VERDICT_LABELS = {OK: "ok", KNOWN: "known", UNEXPECTED: "unexpected", UNEXERCISED: "unexercised"}
 
 
 def e(value: object) -> str:
-    """Escape any value for HTML text or a quoted attribute."""
-    return html.escape("" if value is None else str(value), quote=True)
+    """Escape any value for HTML text or a double-quoted attribute (every attribute here is
+    one): a single quote stays itself, so a Python repr costs no entity per quote."""
+    return html.escape("" if value is None else str(value), quote=False).replace('"', "&quot;")
 
 
 def outcome_class(outcome: str) -> str:
@@ -61,7 +70,7 @@ def outcome_pill(outcome: str) -> str:
 
 
 def verdict_badge(verdict: str) -> str:
-    return (f'<span class="badge {verdict_class(verdict)}" title="verdict">'
+    return (f'<span class="badge {verdict_class(verdict)}">'
             f"{e(marker(verdict))} {e(verdict)}</span>")
 
 
@@ -79,8 +88,9 @@ def header(matrix: Matrix) -> str:
     chips += [f'<span class="badge {verdict_class(v)}">{e(marker(v))} {n} {e(v)}</span>' for v, n in verdicts]
     return (
         f'<header><div class="wrap"><h1>harness matrix {status}</h1>'
-        f'<p class="meta"><b>{len(matrix.cells)}</b> cells ({len(matrix.scenarios)} scenarios × '
-        f'{len(matrix.targets)} targets) in <b>{e(seconds(matrix.duration_s))}</b>'
+        f'<p class="meta"><b>{len(matrix.cells)}</b> {"cell" if len(matrix.cells) == 1 else "cells"} '
+        f'({plural(len(matrix.scenarios), "scenario")} × {plural(len(matrix.targets), "target")}) '
+        f'in <b>{e(seconds(matrix.duration_s))}</b>'
         f' · {seeds_label} <b>{e(seeds_value)}</b>'
         f' · {e(matrix.created)} · harness {e(matrix.harness_version)}'
         f'{e(isolation_text(matrix).replace(",", " ·", 1))}</p>'
@@ -92,8 +102,7 @@ def grid_cell(cell: Cell | None, count: str = "", seeded: bool = False) -> str:
     """A grid's cell; over several seeds, the most urgent one and how many seeds ended so."""
     if cell is None:
         return '<td><span class="missing" title="not run">·</span></td>'
-    title = (f"{cell_name(cell, seeded)}: {cell.outcome}, {cell.verdict} (expected "
-             f"{cell.expected}). {cell.detail}")
+    title = f"{cell_name(cell, seeded)}: {cell.outcome}, {cell.verdict} (expected {cell.expected})"
     seeds = f' <span class="n">{e(count)}</span>' if count else ""
     return (f'<td><a class="gc {outcome_class(cell.outcome)} {verdict_class(cell.verdict)}" '
             f'href="#{e(anchor(cell, seeded))}" title="{e(title)}"><span>{e(cell.outcome)}</span>'
@@ -141,31 +150,65 @@ def sub(title: str, count: str, content: str, open_: bool = False) -> str:
     return f'<details class="sub"{attr}><summary>{e(title)}{n}</summary>{content}</details>'
 
 
-def ranks_table(d: Diagnosis) -> str:
-    rows = []
+def ranks_list(d: Diagnosis) -> str:
+    """Each group of ranks that ended alike, one line as the terminal says it, after its
+    outcome's colour: ``ranks 1-7 (hosts 1-7): exit 1: FileNotFoundError: ...``."""
+    items = []
     for g in d.groups:
-        rows.append(f'<tr><td class="mono">{e(g.rank_text)}</td><td class="mono">{e(g.host_text)}</td>'
-                    f"<td>{outcome_pill(g.outcome)}</td><td class=\"mono\">{e(g.exit)}</td>"
-                    f'<td class="wrap mono">{e(g.result)}</td></tr>')
-    return table(("rank", "host", "outcome", "exit / signal", "error or result"), rows)
+        rest = group_line(g)[len(g.label) + 2:]  # after "ranks 1-7 (hosts 1-7): "
+        rest = rest[len(g.outcome):].lstrip(" ,:") if rest.startswith(g.outcome) else rest
+        items.append(f"<li>{outcome_pill(g.outcome)}<b>{e(g.label)}</b>"
+                     f"{': ' + e(cut(rest, VALUE_CHARS)) if rest else ''}</li>")
+    return f'<ul class="ranks">{"".join(items)}</ul>'
 
 
-def traces(d: Diagnosis) -> str:
-    """Tracebacks and stacks, one block per distinct text, the first one open."""
+def traces(d: Diagnosis, seen: dict[str, tuple[str, str]], here: tuple[str, str]) -> str:
+    """Tracebacks and stacks, one block per distinct text, the first one open. A text an
+    earlier cell of the page showed (a seed's bug that fails a dozen cells alike) links
+    there instead of being printed again: ``seen`` maps each text to its cell's anchor and
+    name, and ``here`` is this cell's."""
     parts = []
     for found, title in ((d.stacks, "Stack (still blocked at the deadline)"), (d.tracebacks, "Traceback")):
         for trace in found:
-            parts.append(sub(f"{title} · {trace.label}", "", f"<pre>{e(trace.text.rstrip())}</pre>",
+            text = trace.text.rstrip()
+            if text in seen:
+                where, name = seen[text]
+                parts.append(f'<p class="none">{e(title)} · {e(trace.label)}: the same as in '
+                             f'<a href="#{e(where)}">{e(name)}</a></p>')
+                continue
+            seen[text] = here
+            parts.append(sub(f"{title} · {trace.label}", "", f"<pre>{e(text)}</pre>",
                              open_=not parts))
     return "".join(parts)
 
 
 def faults_table(d: Diagnosis) -> str:
-    rows = [f'<tr><td class="num">{e(ms(f.t))}</td><td>{e("all" if f.rank is None else f.rank)}</td>'
-            f'<td class="mono">{e(f.fault)}</td><td class="mono">{e(f.op or "")}</td>'
-            f'<td class="wrap mono">{e(f.path or "")}</td><td class="wrap">{e(f.message)}</td></tr>'
-            for f in d.faults]
-    return table(("t (ms)", "rank", "fault", "op", "path", "message"), rows)
+    """The faults that fired, first few; a fault's path is in its message (added where the
+    message does not say it)."""
+    def message(f: Any) -> str:
+        return f.message if not f.path or f.path in f.message else f"{f.message} · {f.path}"
+
+    rows = [f'<tr><td>{e(ms(f.t))}</td><td>{e("all" if f.rank is None else f.rank)}</td>'
+            f'<td>{e(f.fault)}</td><td>{e(f.op or "")}</td><td>{e(message(f))}</td></tr>'
+            for f in d.faults[:FAULT_ROWS]]
+    if len(d.faults) > FAULT_ROWS:
+        rows.append(f'<tr><td colspan="5" class="none">{plural(len(d.faults) - FAULT_ROWS, "more fault")}'
+                    ", in the JSON report (matrix.json)</td></tr>")
+    return table(("t (ms)", "rank", "fault", "op", "message"), rows, "t faults")
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` up to ``limit`` characters, with an ellipsis when cut."""
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def first_files(what: str) -> str:
+    """A role's resolution (``a, written by rank 0; b, written by rank 1; ...``), its first
+    few files and how many more."""
+    files = what.split("; ")
+    if len(files) <= ROLE_FILES:
+        return what
+    return "; ".join(files[:ROLE_FILES]) + f"; and {len(files) - ROLE_FILES} more"
 
 
 def history_rows(events: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[int]]]:
@@ -185,27 +228,45 @@ def history_rows(events: list[dict[str, Any]]) -> list[tuple[dict[str, Any], lis
     return rows
 
 
-def history_table(cell: Cell) -> str:
-    events = sorted_history(cell)
-    rows = []
-    grouped = history_rows(events)
-    for ev, ranks in grouped[:MAX_HISTORY_ROWS]:
-        kind = str(ev.get("kind", ""))
+#: The history's columns, as its text lines show them.
+HISTORY_COLUMNS = ("t (ms)", "ranks", "kind", "op", "tag", "step", "site", "message")
+#: Events a history marks, as the grid colours outcomes.
+MARKED = ("fault", "hang", "mismatch")
+
+
+def history_text(cell: Cell) -> str:
+    """The history as aligned lines of text, as a terminal shows a table: its bulk is the
+    report's, and a table's markup would be most of it. Its first rows and its last (where the
+    world ended), each one event or one group of ranks doing the same; the rows between are
+    counted, and are in matrix.json. Faults, hangs and mismatches are marked."""
+    grouped = history_rows(sorted_history(cell))
+    head, tail = grouped, []
+    if len(grouped) > HISTORY_HEAD + HISTORY_TAIL:
+        head, tail = grouped[:HISTORY_HEAD], grouped[-HISTORY_TAIL:]
+
+    def fields(ev: dict[str, Any], ranks: list[int]) -> list[str]:
         step = ev.get("step")
-        who = "world" if not ranks else format_ranks(ranks)
-        rows.append(
-            f'<tr class="k-{e(kind)}"><td>{e(ms(ev.get("t")))}</td>'
-            f'<td>{e(who)}</td><td>{e(kind)}</td>'
-            f'<td>{e(ev.get("op") or "")}</td><td>{e(ev.get("tag") or "")}</td>'
-            f'<td>{e("" if step is None else step)}</td>'
-            f'<td>{e(ev.get("site") or "")}</td>'
-            f'<td>{e(event_message(ev))}</td></tr>')
-    more = ""
-    if len(grouped) > MAX_HISTORY_ROWS:
-        more = (f'<p class="none">{len(grouped) - MAX_HISTORY_ROWS} more rows are in the JSON '
-                "report (matrix.json).</p>")
-    return table(("t (ms)", "ranks", "kind", "op", "tag", "step", "site", "message"), rows,
-                 "t history") + more
+        return [ms(ev.get("t")), "world" if not ranks else format_ranks(ranks),
+                str(ev.get("kind", "")), str(ev.get("op") or ""), str(ev.get("tag") or ""),
+                "" if step is None else str(step), str(ev.get("site") or ""), event_message(ev)]
+
+    rows = [(ev, fields(ev, ranks)) for ev, ranks in (*head, *tail)]
+    widths = [max([len(h)] + [len(f[i]) for _, f in rows]) for i, h in enumerate(HISTORY_COLUMNS)]
+
+    def line(values: list[str]) -> str:
+        cols = [values[0].rjust(widths[0])] + [v.ljust(w) for v, w in zip(values[1:-1], widths[1:-1])]
+        return "  ".join([*cols, values[-1]]).rstrip()
+
+    lines = [f'<span class="h">{e(line(list(HISTORY_COLUMNS)))}</span>']
+    for n, (ev, values) in enumerate(rows):
+        if tail and n == len(head):
+            skipped = len(grouped) - len(head) - len(tail)
+            lines.append(f'<span class="none">… {plural(skipped, "more row")}, in the JSON '
+                         "report (matrix.json)</span>")
+        text = e(line(values))
+        kind = ev.get("kind")
+        lines.append(f'<span class="k-{e(kind)}">{text}</span>' if kind in MARKED else text)
+    return '<pre class="history">' + "\n".join(lines) + "</pre>"
 
 
 def output_blocks(d: Diagnosis) -> str:
@@ -216,63 +277,77 @@ def output_blocks(d: Diagnosis) -> str:
     return "".join(parts)
 
 
-def cell_detail(cell: Cell, seeded: bool = False) -> str:
-    """One cell as a <details>: closed, its summary says enough to decide whether to open it."""
+def cell_detail(cell: Cell, seeded: bool = False,
+                seen: dict[str, tuple[str, str]] | None = None) -> str:
+    """One cell as a <details>: closed, its summary says enough to decide whether to open it.
+    A cell that met its expectation shows its faults and ranks; its history and tracebacks
+    are in the JSON report. ``seen``: the tracebacks earlier cells of the page showed."""
     d = diagnose(cell, seeded)
-    facts = [("scenario", cell.scenario), ("target", cell.target), ("topology", d.topology),
-             ("seed", d.seed), ("expected", d.expected),
-             ("outcome", f"{d.outcome} ({d.verdict})"),
-             ("duration", took(d.duration_s, d.world_time_s))]
-    if cell.workload:
-        facts.append(("workload", cell.workload))
+    met = cell.verdict == "ok"
+    name, here = cell_name(cell, seeded), anchor(cell, seeded)
+    facts = [("topology", d.topology), ("expected", d.expected),
+             ("duration", took(d.duration_s, d.world_time_s))]  # the summary names the rest
+    if seeded:  # else the page's one seed is in its header
+        facts.insert(1, ("seed", d.seed))
     if d.checker:
         facts.append(("checker", d.checker))
     body = []
-    if d.detail or d.outcome != "PASS":
+    if len(d.detail) > SUMMARY_CHARS or (not d.detail and d.outcome != "PASS"):
         body.append(f'<p class="detail">{e(d.detail or "(no detail recorded)")}</p>')
     if d.finding:
         body.append(f'<div class="finding"><b>Seed finding:</b> {e(d.finding)}</div>')
     for role, what in d.roles.items():
-        body.append(f'<div class="finding"><b>Role {e(role)}:</b> {e(what)}</div>')
-    items = "".join(f"<li><span>{e(k)}</span>{e(v)}</li>" for k, v in facts)
-    body.append(f'<ul class="facts">{items}</ul>')
-    body.append('<h4>Replay</h4><div class="replay"><pre><code>'
-                f'{e(d.replay or "(none)")}</code></pre>'
-                '<button class="copy js" type="button" hidden>Copy</button></div>')
-    ranks = ranks_table(d) if d.groups else '<p class="none">no rank recorded</p>'
-    body.append("<h4>Ranks</h4>" + ranks)
-    body.append(traces(d))
+        body.append(f'<div class="finding"><b>Role {e(role)}:</b> {e(first_files(what))}</div>')
+    body.append('<p class="facts">' + " · ".join(f"<i>{e(k)}</i> {e(v)}" for k, v in facts)
+                + "</p>")
+    body.append(f'<div class="replay"><pre>{e(d.replay or "(no replay)")}</pre></div>')  # + Copy
+    elsewhere = []  # what this page leaves to the JSON report
+    if met and cell.outcome == "PASS":  # every rank returned what it should
+        elsewhere.append(f"what the {plural(len(cell.ranks), 'rank')} returned")
+    else:
+        ranks = ranks_list(d) if d.groups else '<p class="none">no rank recorded</p>'
+        body.append("<h4>Ranks</h4>" + ranks)
+    if not met:
+        body.append(traces(d, {} if seen is None else seen, (here, name)))
+    show_history = bool(cell.history) and not met and cell.verdict != "unexercised"
     if d.faults:
         body.append(f"<h4>Faults fired ({len(d.faults)})</h4>" + faults_table(d))
     if d.mismatches:
         body.append(f"<h4>Mismatches ({len(d.mismatches)})</h4><ul>"
                     + "".join(f'<li class="mono">{e(m)}</li>' for m in d.mismatches) + "</ul>")
-    if cell.history:
-        body.append(sub("History", f"({len(cell.history)} events, in time order)", history_table(cell),
-                        open_=d.outcome != "PASS" and len(cell.history) <= 60))
+    if cell.history and not show_history:  # no fault happened, or it was survived
+        elsewhere.append(f"the history ({plural(len(cell.history), 'event')})")
+    elif show_history:
+        body.append(sub("History", f"({plural(len(cell.history), 'event')}, in time order)",
+                        history_text(cell), open_=d.outcome != "PASS" and len(cell.history) <= 60))
     output = output_blocks(d)
     if output:
         body.append(sub("Captured output", "", output))
-    name = cell_name(cell, seeded)
+    if elsewhere:
+        body.append(f'<p class="none">In the JSON report (matrix.json): {" and ".join(elsewhere)}.</p>')
+    line = "line cut" if len(d.detail) > SUMMARY_CHARS else "line"  # cut: the body has it whole
     return (f'<details class="cell {verdict_class(cell.verdict)}">'
             f'<summary>{outcome_pill(cell.outcome)}{verdict_badge(cell.verdict)}'
-            f'<code class="name">{e(name)}</code><span class="line">{e(d.detail)}</span></summary>'
-            f'<div class="body" id="{e(anchor(cell, seeded))}">{"".join(body)}</div></details>')
+            f'<code class="name">{e(name)}</code><span class="{line}">'
+            f'{e(cut(d.detail, SUMMARY_CHARS))}</span></summary>'
+            f'<div class="body" id="{e(here)}">{"".join(body)}</div></details>')
 
 
 def cells_section(matrix: Matrix) -> str:
     attention = attention_cells(matrix)
+    seen: dict[str, tuple[str, str]] = {}  # each traceback's first cell on the page
     others = [c for c in matrix.cells if not needs_attention(c)]
     toolbar = ('<div class="toolbar js" hidden><button id="expand" type="button">Expand all</button>'
                '<button id="collapse" type="button">Collapse all</button></div>')
     parts = [f"<section><h2>Cells that need a look ({len(attention)})</h2>{toolbar}"]
     if attention:
-        parts += [cell_detail(c, matrix.several_seeds) for c in attention]
+        parts += [cell_detail(c, matrix.several_seeds, seen) for c in attention]
     else:
         parts.append('<p class="none">every cell passed and met its expectation</p>')
     if others:
         parts.append(f'<details class="group"><summary>Passing cells ({len(others)})</summary>'
-                     + "".join(cell_detail(c, matrix.several_seeds) for c in others) + "</details>")
+                     + "".join(cell_detail(c, matrix.several_seeds, seen) for c in others)
+                     + "</details>")
     parts.append("</section>")
     return "".join(parts)
 
@@ -288,7 +363,7 @@ def to_html(matrix: Matrix) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{e(title)}</title><style>{CSS}</style></head><body>"
+        f"<title>{e(title)}</title><style>{STYLE}</style></head><body>"
         f'{header(matrix)}<main class="wrap">{main}</main>'
         f'<footer class="wrap">report schema {e(SCHEMA)} · harness {e(matrix.harness_version)} · '
         f"created {e(matrix.created)}</footer>"

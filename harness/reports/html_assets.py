@@ -4,6 +4,8 @@ Inline because the page must open offline, from a zip, years later; the script
 only opens the clicked cell and copies a replay command (the page works without it).
 """
 
+import re
+
 CSS = """
 :root { color-scheme: light; --fg: #1f2328; --muted: #59636e; --line: #d1d9e0; --bg: #f6f8fa;
   --PASS: #1a7f37; --PASS-bg: #dafbe1; --ERROR: #9a6700; --ERROR-bg: #fff1c5;
@@ -86,7 +88,8 @@ details.cell[open] > summary { border-bottom: 1px solid var(--line); background:
 summary .name { font-weight: 600; white-space: nowrap; }
 summary .line { color: var(--muted); overflow: hidden; text-overflow: ellipsis; white-space: nowrap;
   min-width: 0; flex: 1; }
-details.cell[open] > summary .line { visibility: hidden; }
+details.cell[open] > summary .line { white-space: normal; }  /* the whole detail, when it fits */
+details.cell[open] > summary .line.cut { visibility: hidden; }  /* else the body shows it whole */
 @media (max-width: 640px) {  /* a phone: the summary wraps rather than the page scrolling */
   details.cell > summary { flex-wrap: wrap; }
   summary .name { white-space: normal; overflow-wrap: anywhere; }
@@ -95,8 +98,9 @@ details.cell[open] > summary .line { visibility: hidden; }
 .body { padding: 4px 16px 14px; scroll-margin-top: 60px; }
 .body:target { outline: 3px solid #54aeff; outline-offset: 2px; }
 p.detail { font-size: 15px; font-weight: 600; margin: 10px 0 8px; }
-.facts { display: flex; flex-wrap: wrap; gap: 4px 18px; margin: 0 0 6px; padding: 0; list-style: none; }
-.facts li span { color: var(--muted); margin-right: 5px; }
+.body, .finding { overflow-wrap: anywhere; }  /* a long dotted name or path wraps on a phone */
+.facts { margin: 0 0 6px; overflow-wrap: anywhere; }
+.facts i { color: var(--muted); font-style: normal; }
 .finding { background: #fff8c5; border: 1px solid #eed888; border-radius: 6px; padding: 6px 10px;
   margin: 8px 0; }
 .replay { display: flex; align-items: stretch; gap: 6px; }
@@ -115,15 +119,19 @@ table.t td { border-bottom: 1px solid #eef1f4; padding: 3px 8px; vertical-align:
 table.t td { white-space: nowrap; }
 table.t td.num, table.t th.num { text-align: right; font-variant-numeric: tabular-nums; }
 table.t td.wrap { white-space: normal; overflow-wrap: anywhere; min-width: 16em; }
-/* a history's columns by place (its rows are the report's bulk: no class on each cell) */
-table.history td:nth-child(1), table.history td:nth-child(6) { text-align: right;
-  font-variant-numeric: tabular-nums; }
-table.history td:nth-child(4), table.history td:nth-child(5), table.history td:nth-child(7) {
+/* the faults' columns by place (no class on each cell) */
+table.faults td:nth-child(3), table.faults td:nth-child(4) {
   font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace; }
-table.history td:nth-child(7), table.history td:nth-child(8) { white-space: normal;
-  overflow-wrap: anywhere; min-width: 16em; }
-tr.k-fault td { background: #fff0f1; } tr.k-hang td { background: #ebe5ff; }
-tr.k-mismatch td { background: #ffe3f4; } tr.k-exit td { background: #f6f8fa; }
+table.faults td:nth-child(1) { text-align: right; font-variant-numeric: tabular-nums; }
+ul.ranks { list-style: none; padding: 0; margin: 2px 0 8px; font-size: 13px; }
+ul.ranks li { margin: 3px 0; overflow-wrap: anywhere; }
+ul.ranks .pill { margin-right: 8px; }
+table.faults td:nth-child(5) {
+  white-space: normal; overflow-wrap: anywhere; min-width: 16em; }
+pre.history { white-space: pre; overflow-wrap: normal; font-size: 12px; line-height: 1.45; }
+pre.history .h { color: var(--muted); font-weight: 600; }
+pre.history .k-fault { background: #fff0f1; } pre.history .k-hang { background: #ebe5ff; }
+pre.history .k-mismatch { background: #ffe3f4; }
 details.sub { margin: 4px 0; }
 details.sub > summary { cursor: pointer; color: var(--fg); font-weight: 600; padding: 2px 0; }
 details.sub > summary .n { color: var(--muted); font-weight: 400; }
@@ -131,8 +139,17 @@ details.group > summary { cursor: pointer; font-size: 15px; font-weight: 600; ma
 .toolbar { margin: 0 0 10px; display: flex; gap: 6px; }
 .none { color: var(--muted); font-style: italic; }
 footer { color: var(--muted); font-size: 12px; padding: 24px 0 40px; }
-@media (max-width: 700px) { summary .line { display: none; } .wrap { padding: 0 12px; } }
+@media (max-width: 700px) { summary .line { display: none; } .wrap { padding: 0 12px; }
+  details.cell[open] > summary .line:not(.cut) { display: block; flex-basis: 100%; } }
 """
+
+def minified(css: str) -> str:
+    """The stylesheet without its comments and indentation: the page carries it once per
+    report, and its comments are for whoever edits it here."""
+
+    css = re.sub(r"/\*.*?\*/", "", css, flags=re.S)
+    return re.sub(r"\s*\n\s*", " ", css).strip()
+
 
 JS = """
 (function () {
@@ -149,9 +166,13 @@ JS = """
   window.addEventListener('hashchange', function () { openCell(location.hash.slice(1), true); });
   if (location.hash) openCell(location.hash.slice(1), true);
   document.querySelectorAll('.js').forEach(function (el) { el.hidden = false; });
+  document.querySelectorAll('div.replay').forEach(function (div) {
+    var b = document.createElement('button'); b.type = 'button'; b.className = 'copy';
+    b.textContent = 'Copy'; div.appendChild(b);
+  });
   document.querySelectorAll('button.copy').forEach(function (b) {
     b.addEventListener('click', function () {
-      var text = b.parentElement.querySelector('code').textContent;
+      var text = b.parentElement.querySelector('pre').textContent;
       function done() { b.textContent = 'Copied'; setTimeout(function () { b.textContent = 'Copy'; }, 1500); }
       function fallback() {
         var ta = document.createElement('textarea'); ta.value = text; document.body.appendChild(ta);

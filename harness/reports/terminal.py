@@ -136,7 +136,7 @@ def summary_lines(matrix: Matrix) -> list[Text]:
         second.append(f"{n} {v}", style=verdict_style(v))
     unexpected = len(matrix.unexpected)
     if matrix.interrupted:
-        second.append(f" · interrupted: {len(matrix.cells)} of {matrix.planned} cells ran",
+        second.append(f" · interrupted: {len(matrix.cells)} of {plural(matrix.planned, 'cell')} ran",
                       style="bold red")
     elif unexpected:
         second.append(" · the run fails", style="bold red")
@@ -158,7 +158,7 @@ def reading_order(cells: Iterable[Cell]) -> list[Cell]:
 def render_matrix(matrix: Matrix, console: Console, verbose: bool = False) -> None:
     """Print the matrix to ``console``: failing cells, then grid, legend and summary."""
     if not matrix.cells:
-        why = (f"interrupted: 0 of {matrix.planned} cells ran" if matrix.interrupted
+        why = (f"interrupted: 0 of {plural(matrix.planned, 'cell')} ran" if matrix.interrupted
                else "the matrix is empty: no cell was run")
         console.print(Text(why, style="bold red" if matrix.interrupted else "yellow"))
         return

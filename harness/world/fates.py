@@ -151,7 +151,8 @@ def _world_detail(result: WorldResult) -> str:
         others = [r for r in result.ranks if r.outcome != PASS and r.rank not in accounted]
         return "; ".join([launchers] + ([fates_phrase(others)] if others else []))
     if all(r.outcome == PASS for r in result.ranks):
-        return f"all {len(result.ranks)} ranks returned"
+        return "the one rank returned" if len(result.ranks) == 1 else \
+            f"all {len(result.ranks)} ranks returned"
     fates = fates_phrase([r for r in result.ranks if r.outcome != PASS])
     if result.hosts and all(h.outcome == PASS for h in result.hosts):
         fates += (f"; {ranks_phrase([h.rank for h in result.hosts], 'launcher')} exited 0 "

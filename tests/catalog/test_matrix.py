@@ -83,3 +83,18 @@ def test_the_readme_shows_this_grid():
             grid.update({f"{words[0]}-{t}": o for t, o in
                          zip(("naive-sync", "seed-fix-sync", "robust-sync"), outcomes)})
     assert grid == OUTCOMES
+
+
+def test_the_catalogs_html_report_weighs_at_most_300_kb(matrix_cells):
+    """The whole catalog's HTML page (2.0 MB once): its histories, tracebacks and values are
+    cut to what a person reads, and every event is in matrix.json. The catalog's cells come
+    from the matrix the other tests here run; a selection without all of them skips."""
+    from harness.reports.html import to_html
+    from harness.runner.cells import Matrix
+
+    if len(matrix_cells) < len(PLANS):
+        pytest.skip(f"{len(matrix_cells)} of the catalog's {len(PLANS)} cells were run")
+    matrix = Matrix(cells=list(matrix_cells.values()), seed=0,
+                    created="2026-11-27T00:00:00+00:00", harness_version="0")
+    size = len(to_html(matrix).encode())
+    assert size <= 300_000, f"the catalog's HTML report is {size:,} bytes"

@@ -5,7 +5,10 @@ workload); ``golden/report.FORMAT.gz`` is what ``harness report --format FORMAT`
 it before the command line and the vocabulary were restructured (issue 23), so a change of
 wording or layout in any renderer shows here. After a change made on purpose, write them again:
 
-    python -m harness report <(zcat tests/unit/golden/matrix.json.gz) --format FMT
+    zcat tests/unit/golden/matrix.json.gz > /tmp/golden.json
+    python -m harness report /tmp/golden.json --format FMT | gzip -n > tests/unit/golden/report.FMT.gz
+
+(a report is read from a regular file only, never a pipe).
 """
 
 from __future__ import annotations
@@ -92,5 +95,7 @@ def test_a_histories_calls_of_one_step_are_one_row_and_a_snapshot_shows_names_no
         "message": "2 watched file(s) as rank 0 left them", "life": 0,
         "files": {"/b/a.jsonl": "x" * 5000, "/b/c.json": "{}"}}}
     assert event_message(snapshot) == ("2 watched file(s) as rank 0 left them · "
-                                       "files=/b/a.jsonl (5000 chars), /b/c.json (2 chars) · "
-                                       "life=0")
+                                       "files=/b/a.jsonl (5000 chars) and 1 more · life=0")
+    fault = {"kind": "fault", "rank": 0, "detail": {"message": "rank 0 killed at write /t/x",
+                                                    "op": "write", "path": "/t/x", "index": 0}}
+    assert event_message(fault) == "rank 0 killed at write /t/x · index=0"  # nothing said twice

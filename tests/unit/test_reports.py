@@ -292,7 +292,7 @@ def test_html_is_one_self_contained_page(matrix: Matrix) -> None:
 def test_html_escapes_run_text(matrix: Matrix) -> None:
     page = to_html(matrix)
     assert XSS not in page
-    assert html.escape(XSS) in page
+    assert html.escape(XSS, quote=False) in page
 
 
 def test_html_shows_a_cells_detail(matrix: Matrix) -> None:
@@ -300,16 +300,19 @@ def test_html_shows_a_cells_detail(matrix: Matrix) -> None:
     fail = page[page.index('id="cell-transient-eio--naive-sync"'):]
     fail = fail[: fail.index("</details></details>") if "</details></details>" in fail else None]
     assert "EIO on read (1 of 3)" in fail  # the fault fired
-    assert html.escape("run_name: ranks 0-3 'run-3f2a', ranks 4-7 'run-9c1d'") in fail  # the mismatch
-    times = [float(t) for t in re.findall(r'<tr class="k-\w+"><td>([\d.]+)</td>', fail)]
+    assert "run_name: ranks 0-3 'run-3f2a', ranks 4-7 'run-9c1d'" in fail  # the mismatch
+    history = fail[fail.index('<pre class="history">'):]
+    history = re.sub(r"<[^>]+>", "", history[:history.index("</pre>")]).splitlines()
+    assert history[0].split() == ["t", "(ms)", "ranks", "kind", "op", "tag", "step", "site", "message"]
+    times = [float(line.split()[0]) for line in history[1:]]
     assert times == sorted(times) and len(times) == 4  # the history in time order
     assert 'href="#cell-writer-killed--naive-sync"' in page  # the grid links to the detail
     hang = page[page.index('id="cell-writer-killed--naive-sync"'):]
     assert "SIGKILL (killed by the fault plan)" in hang[:4000]
     assert "line 88 in rendezvous" in hang[:6000]  # the hung ranks' stack
-    assert html.escape(TRACEBACK.rstrip()) in page
+    assert html.escape(TRACEBACK.rstrip(), quote=False).replace('"', "&quot;") in page
     assert html.escape(matrix.cells[2].finding) in page
-    assert '<button class="copy js" type="button" hidden>Copy</button>' in page
+    assert "div.replay" in page and 'className = \'copy\'' in page  # the script adds Copy
     assert "warning: config missing" in page  # captured stderr
 
 
@@ -501,3 +504,16 @@ def test_a_file_written_on_one_host_and_missing_on_the_others_is_said_so():
                   "detail": {"path": "/tmp/c.json", "ok": True}}]
     assert unseen_writes(wrote + same_host, rows) == []
     assert unseen_writes([], rows) == []  # no file events (a plain world): nothing guessed
+
+
+def test_one_of_anything_is_said_in_the_singular() -> None:
+    """``1 cell (1 scenario × 1 target)``, never ``1 cells``, in every report; ``the one rank``
+    for a world of one rank."""
+    from harness.checkers.config_sync import _all
+
+    one = Matrix(cells=[cell("baseline", "naive-sync", "PASS", "ok")], seed=0,
+                 created="2026-05-09T00:00:00+00:00", harness_version="0.1.0", duration_s=1.0)
+    assert "<b>1</b> cell (1 scenario × 1 target)" in to_html(one)
+    assert "1 cell in" in render_terminal_text(one) and "1 cells" not in render_terminal_text(one)
+    assert "1 cell in" in to_markdown(one) and "1 cells" not in to_markdown(one)
+    assert _all([{}]) == "the one rank holds" and _all([{}, {}]) == "all 2 ranks hold"
