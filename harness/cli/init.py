@@ -74,6 +74,14 @@ def init_command(directory: str, workload: str, force: bool) -> None:
                f"    harness run --target {target}"
                f"{'' if workload == DEFAULT_WORKLOAD else f' --workload {workload}'}"
                f"   # the catalog, a matrix and reports (seconds)\n"
-               f"    python -m pytest {TEST_FILE}   # the same, as tests\n"
+               f"    {_pytest()}python -m pytest {TEST_FILE}   # the same, as tests\n"
                f"{WORKFLOW_FILE} runs it every night and on every pull request "
                "(set the variable PIP_HARNESS to where pip gets the harness).")
+
+
+def _pytest() -> str:
+    """``pip install pytest && `` where this environment has no pytest (the harness's own
+    install does not bring it), so the line runs as printed."""
+    import importlib.util
+
+    return "" if importlib.util.find_spec("pytest") else "pip install pytest && "

@@ -71,3 +71,16 @@ def test_each_workloads_starting_target_runs_its_workload(tmp_path: Path) -> Non
         run = run_cli("run", "--target", f"harness_target.py:{name}", "--workload", workload,
                       "-s", scenario, "--report-dir", str(where / "reports"), cwd=where)
         assert run.returncode == 0 and "no unexpected cell" in run.stdout, run.stdout + run.stderr
+
+
+def test_the_next_step_installs_pytest_where_the_environment_has_none(monkeypatch) -> None:
+    """`pip install torch .` brings no pytest: the line init prints must run as printed."""
+    import importlib.util
+
+    from harness.cli.init import _pytest
+
+    assert _pytest() == ""  # this environment has pytest
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "pytest" else real(name, *a))
+    assert _pytest() == "pip install pytest && "
