@@ -56,11 +56,14 @@ def harness_world() -> Callable[..., WorldResult]:
 
 
 def catalog_cases(target: str, scenarios: Iterable[str] | None = None,
-                  workload: str | None = None, seed: int = 0, checker: Any = None) -> list[Any]:
+                  workload: str | None = None, seed: int = 0, checker: Any = None,
+                  config: str | None = None) -> list[Any]:
     """``pytest.param`` per catalog scenario of ``workload`` for your ``target``,
     with readable ids (``isolated-tmp``). ``checker`` judges each rank's value inside
     the rank: a module-level pydantic model or ``check(value) -> None | str``, a JSON
-    schema (a dict or a ``.json`` path), or a ``file.py:Name`` / ``module:Name``."""
+    schema (a dict or a ``.json`` path), or a ``file.py:Name`` / ``module:Name``.
+    ``config``: your own config file (YAML or JSON) the config-sync scenarios hand your
+    target, as ``--config`` does; relative paths are found beside the test file too."""
     from harness.runner.run import plan_cells
     from harness.scenarios import catalog, select
     from harness.workloads.registry import DEFAULT_WORKLOAD, check_workload
@@ -72,6 +75,10 @@ def catalog_cases(target: str, scenarios: Iterable[str] | None = None,
     chosen = select(scenarios) if scenarios else \
         [s for s in catalog() if s.workload == workload]
     resolved = named_target(_beside_caller(target), workload, checker)
+    if config is not None:
+        path = _beside_test(str(config))
+        chosen = [s.with_config(path) if "config" in s.workload_inputs.model_fields else s
+                  for s in chosen]
     return [pytest.param(plan, id=plan.scenario.name)
             for plan in plan_cells(chosen, [resolved], seed)]
 
@@ -80,17 +87,26 @@ def _beside_caller(target: str) -> str:
     """A relative ``file.py:function`` found where the test file that names it is, when it
     is not under the working directory: ``pytest mycode/test_sync.py`` from the parent
     directory finds ``sync.py`` beside the test, as ``python mycode/test_sync.py`` would."""
+    path, sep, function = target.partition(":")
+    if not sep or not path.endswith(".py"):
+        return target
+    return f"{_beside_test(path)}:{function}"
+
+
+def _beside_test(path: str) -> str:
+    """``path`` as given when it is absolute or exists from here, else beside the test file
+    that called the plugin (the first frame outside this module), where that file is."""
     import inspect
     import os
 
-    path, sep, function = target.partition(":")
-    if not sep or not path.endswith(".py") or os.path.isabs(path) or os.path.exists(path):
-        return target
+    if os.path.isabs(path) or os.path.exists(path):
+        return path
     frame = inspect.currentframe()
-    caller = frame.f_back.f_back if frame is not None and frame.f_back is not None else None
-    where = caller.f_globals.get("__file__") if caller is not None else None
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame = frame.f_back
+    where = frame.f_globals.get("__file__") if frame is not None else None
     beside = os.path.join(os.path.dirname(os.path.abspath(where)), path) if where else None
-    return f"{beside}:{function}" if beside and os.path.exists(beside) else target
+    return beside if beside and os.path.exists(beside) else path
 
 
 def check_cell(case: CellPlan | Cell) -> Cell:

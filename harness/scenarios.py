@@ -127,6 +127,7 @@ class Scenario(BaseModel):
     _host_inputs: dict[int, WorkloadInputs] | None = None
     _validator: Validator | None = None
     _data_in_file: bool = False
+    _config_given: str | None = None  # --config: the user's own config file
 
     @property
     def validator(self) -> Validator | None:
@@ -228,6 +229,30 @@ class Scenario(BaseModel):
             raise ValueError(exc.message) from None
         return moved
 
+    def with_config(self, path: str) -> Scenario:
+        """This scenario handing every rank the user's own config (a YAML or JSON mapping at
+        ``path``) instead of the workload's sample; a scenario's own changes (another host's
+        learning rate) apply to it as to the sample. ``ValueError`` saying what is wrong."""
+        model = registry.WORKLOADS[self.workload].inputs_model
+        if "config" not in model.model_fields:
+            raise ValueError(f"scenario {self.name} is the {self.workload} workload's, which "
+                             "hands no config over (--config is config-sync's)")
+        config = read_config(path)
+        where = self.source or self.name
+        new = self.model_copy(update={"inputs": {**self.inputs, "config": config}})
+        try:
+            new._workload_inputs = validate_inputs(new, new.topology, where)
+            new._host_inputs = validate_host_inputs(new, new.topology, where)
+        except ScenarioError as exc:
+            raise ValueError(exc.message) from None
+        new._config_given = os.path.abspath(path)
+        return new
+
+    @property
+    def config_given(self) -> str | None:
+        """The config file a replay of this scenario must be given (None: the sample's)."""
+        return self._config_given
+
     @property
     def data_given(self) -> str | None:
         """The dataset a replay of this scenario must be given (None: its file names it)."""
@@ -238,6 +263,19 @@ class Scenario(BaseModel):
         return [f"mount on role {m.role} resolved to nothing: the target has no "
                 f"{MEANING[m.role]}" for m in self.mounts
                 if m.role is not None and not self.mount_list(home, roles)]
+
+
+def read_config(path: str) -> dict[str, Any]:
+    """A user's own config: a YAML or JSON mapping, read as a scenario file is (a regular
+    file, bounded); ``ValueError`` naming the file, the line and what is wrong."""
+    try:
+        root, data = read_yaml(path, "a config file")
+    except ScenarioError as exc:
+        raise ValueError(str(exc)) from None
+    if not isinstance(data, dict):
+        what = "empty" if data is None else f"a {type(data).__name__}"
+        raise ValueError(f"{path}: a config must be a mapping of keys to values, not {what}")
+    return data
 
 
 def parse_data(spec: str, base: str = ".") -> tuple[str, str]:

@@ -103,10 +103,12 @@ def replay_from(report: str, name: str) -> Any:
     return replay
 
 
-def scenarios_from(names: tuple[str, ...], data: str | None = None) -> list[Any]:
+def scenarios_from(names: tuple[str, ...], data: str | None = None,
+                   config: str | None = None) -> list[Any]:
     """``--scenario`` values (names, globs, files), or the whole catalog; a name not in the
     catalog is a usage error that says which names were probably meant. With ``--data``,
-    the scenarios that read a dataset read that one (``Scenario.with_data``)."""
+    the scenarios that read a dataset read that one (``Scenario.with_data``); with
+    ``--config``, the ones that hand a config over hand that one (``Scenario.with_config``)."""
     from harness.scenarios import UnknownScenario, catalog, select
     from harness.workloads.registry import WORKLOADS
 
@@ -114,6 +116,8 @@ def scenarios_from(names: tuple[str, ...], data: str | None = None) -> list[Any]
         chosen = select(names) if names else catalog()
     except UnknownScenario as exc:
         raise click.BadParameter(str(exc), param_hint="'--scenario'") from None
+    if config is not None:
+        chosen = _with_config(chosen, config)
     if data is None:
         return chosen
     reading = [s for s in chosen if "data" in WORKLOADS[s.workload].inputs_model.model_fields]
@@ -125,6 +129,22 @@ def scenarios_from(names: tuple[str, ...], data: str | None = None) -> list[Any]
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="'--data'") from None
     return [with_data.get(id(s), s) for s in chosen]
+
+
+def _with_config(chosen: list[Any], config: str) -> list[Any]:
+    from harness.scenarios import read_config
+    from harness.workloads.registry import WORKLOADS
+
+    handing = [s for s in chosen if "config" in WORKLOADS[s.workload].inputs_model.model_fields]
+    if not handing:
+        raise click.BadParameter("none of the chosen scenarios hands a config over (the "
+                                 "config-sync workload's do)", param_hint="'--config'")
+    try:
+        read_config(config)  # once, at the edge: a bad file is one error, not one per scenario
+        given = {id(s): s.with_config(config) for s in handing}
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--config'") from None
+    return [given.get(id(s), s) for s in chosen]
 
 
 def known_workload(workload: str) -> None:
@@ -147,7 +167,7 @@ def target_from(spec: str, workload: str, checker: Any = None) -> Any:
 
 
 def targets_from(specs: tuple[str, ...], workload: str, checker: str | None = None,
-                 data: str | None = None) -> list[Any]:
+                 data: str | None = None, config: str | None = None) -> list[Any]:
     """``--target`` values (or the built-in targets), with ``--checker`` read once; with
     ``--data``, your own target is wanted: the built-in loaders read the harness's layout."""
     from harness.rank.validator import validator
@@ -165,6 +185,9 @@ def targets_from(specs: tuple[str, ...], workload: str, checker: str | None = No
     if data is not None and (not specs or any(t in BUILTIN_TARGETS for t in specs)):
         raise click.UsageError("--data is your own dataset, for your own loader: give it with "
                                "--target (the built-in loaders read the harness's own layout)")
+    if config is not None and (not specs or any(t in BUILTIN_TARGETS for t in specs)):
+        raise click.UsageError("--config is your own config, for your own target: give it with "
+                               "--target (the built-in targets validate the seed's schema)")
     if not specs:
         return list(BUILTIN_TARGETS.values())
     return [target_from(t, workload, judge) for t in specs]

@@ -163,7 +163,7 @@ def render_world(result: WorldResult, console: Console, show_output: bool = Fals
 
     from harness.history import ranks_phrase
     from harness.reports._common import took
-    from harness.reports.diagnosis import diagnose, fault_line
+    from harness.reports.diagnosis import diagnose, fault_groups, fault_line
 
     d = diagnose(result)
     table = Table(title=f"{d.title} · {d.topology} · seed {d.seed} · "
@@ -181,8 +181,8 @@ def render_world(result: WorldResult, console: Console, show_output: bool = Fals
         console.print(Text(hint), soft_wrap=True)
     for note in d.mismatches:
         console.print(Text(f"! {note}", style="yellow"))
-    for fault in d.faults:
-        console.print(Text(fault_line(fault), style="dim"))
+    for group in fault_groups(d.faults):
+        console.print(Text(fault_line(group), style="dim"))
     blocks = [(f"traceback of {t.label}", t) for t in d.tracebacks[:_SHOWN_TRACEBACKS]]
     blocks += [(f"stack of {t.label}, still blocked at the deadline", t) for t in d.stacks]
     blocks += [(f"{stream} of {t.label}", t) for stream, found in (("stdout", d.stdout),

@@ -70,7 +70,8 @@ def init_command(directory: str, workload: str, force: bool) -> None:
                                  param_hint="'DIRECTORY'") from None
     for rel in files:
         click.echo(f"wrote {root / rel}")
-    click.echo(f"\nnext: edit {root / TARGET_FILE}: {edit}.\nthen, from {root}:\n"
+    where = "here" if root.resolve() == Path.cwd().resolve() else f"from {root}"
+    click.echo(f"\nnext: edit {root / TARGET_FILE}: {edit}.\nthen, {where}:\n"
                f"    harness run --target {target}"
                f"{'' if workload == DEFAULT_WORKLOAD else f' --workload {workload}'}"
                f"   # the catalog, a matrix and reports (seconds)\n"

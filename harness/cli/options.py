@@ -112,6 +112,9 @@ SELECTION = [
                       "PATH (default: DIR itself, where your loader reads it) on every host, "
                       "and a sample is known by its content, against what a world of one rank "
                       "read."),
+    click.option("--config", "config_file", default=None, metavar="FILE",
+                 help="Your own config (a YAML or JSON mapping) for the config-sync scenarios "
+                      "to hand your own targets, instead of the sample (the seed project's)."),
     click.option("--checker", "-c", default=None, metavar="REF",
                  help="Judges each rank's value of your own targets, inside the rank: a pydantic "
                       "model or a function check(value) -> None | str (file.py:Name or "

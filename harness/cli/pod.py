@@ -229,8 +229,8 @@ def _set_up(pod: Any, plan: Any) -> None:
 @click.option("--verbose", "-v", is_flag=True, default=False,
               help="Stream every worker's output, prefixed [wN] (always in the per-worker logs).")
 def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: str,
-                data: str | None, checker: str | None, seed: int, timeout: float | None,
-                require_exercised: bool, report_dir: str, formats: tuple[str, ...],
+                data: str | None, config_file: str | None, checker: str | None, seed: int,
+                timeout: float | None, require_exercised: bool, report_dir: str, formats: tuple[str, ...],
                 baseline: str | None, mount_texts: tuple[str, ...], do_setup: bool,
                 torch_version: str | None,
                 requirements: str | None, sync_mode: str, verbose: bool,
@@ -259,8 +259,8 @@ def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: 
                                "--setup (or run harness pod setup first)")
     pod_mounts = _pod_mounts(mount_texts, where_opts["local"] is not None)
     known = common.known_from(baseline)
-    scenario_list = common.scenarios_from(scenarios, data)
-    target_list = common.targets_from(targets, workload, checker, data)
+    scenario_list = common.scenarios_from(scenarios, data, config_file)
+    target_list = common.targets_from(targets, workload, checker, data, config_file)
     files = common.report_formats(formats)
     run_dir = common.new_run_dir(report_dir)
     echo = (lambda line: click.echo(line, err=True)) if verbose else None

@@ -26,10 +26,10 @@ from harness.vocabulary import UNEXERCISED, UNEXPECTED, ExitCode, plural
 @CLUSTER
 @click.pass_context
 def run_command(ctx: click.Context, scenarios: tuple[str, ...], targets: tuple[str, ...],
-                workload: str, data: str | None, checker: str | None, topology: str | None, seed: int,
-                timeout: float | None, require_exercised: bool, jobs: int | None, report_dir: str,
-                formats: tuple[str, ...], baseline: str | None, verbose: bool,
-                seed_spec: str | None, cluster: str | None) -> None:
+                workload: str, data: str | None, config_file: str | None, checker: str | None,
+                topology: str | None, seed: int, timeout: float | None, require_exercised: bool,
+                jobs: int | None, report_dir: str, formats: tuple[str, ...], baseline: str | None,
+                verbose: bool, seed_spec: str | None, cluster: str | None) -> None:
     """Run scenarios x targets and write the matrix's reports.
 
     With no arguments: the whole catalog against the built-in targets.
@@ -51,8 +51,8 @@ def run_command(ctx: click.Context, scenarios: tuple[str, ...], targets: tuple[s
     if cluster is not None and jobs is not None:
         raise click.UsageError("--jobs is the cluster's threads with --cluster: leave it out")
     known = common.known_from(baseline)
-    scenario_list = common.scenarios_from(scenarios, data)
-    target_list = common.targets_from(targets, workload, checker, data)
+    scenario_list = common.scenarios_from(scenarios, data, config_file)
+    target_list = common.targets_from(targets, workload, checker, data, config_file)
     plans = [p for s in seeds for p in plan_cells(scenario_list, target_list, s, topology, timeout)]
     if not plans:
         raise click.UsageError("no cell to run: no target belongs to these scenarios' workloads")
@@ -88,9 +88,9 @@ def run_command(ctx: click.Context, scenarios: tuple[str, ...], targets: tuple[s
 @click.argument("report", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("--cell", default=None, help="With REPORT: the cell to replay, as scenario[target].")
 def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: str,
-                   data: str | None, checker: str | None, topology: str | None, seed: int,
-                   timeout: float | None, require_exercised: bool, report: str | None,
-                   cell: str | None) -> None:
+                   data: str | None, config_file: str | None, checker: str | None,
+                   topology: str | None, seed: int, timeout: float | None, require_exercised: bool,
+                   report: str | None, cell: str | None) -> None:
     """Rerun exactly one cell, from its replay command or from a saved report.
 
     \b
@@ -109,11 +109,11 @@ def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workloa
             raise click.UsageError("with a report, name the cell: --cell 'scenario[target]'")
         replay = common.replay_from(report, cell)
         return replay_command.main(replay.argv()[2:], standalone_mode=False)
-    chosen = common.scenarios_from(scenarios, data) if scenarios else []
+    chosen = common.scenarios_from(scenarios, data, config_file) if scenarios else []
     if len(chosen) != 1 or len(targets) != 1:  # a glob may name several
         raise click.UsageError("replay runs one cell: give one --scenario and one --target")
-    plans = plan_cells(chosen, common.targets_from(targets, workload, checker, data), seed, topology,
-                       timeout)
+    plans = plan_cells(chosen, common.targets_from(targets, workload, checker, data, config_file),
+                       seed, topology, timeout)
     if not plans:
         raise click.UsageError("this target does not belong to the scenario's workload")
     result = run_cell(plans[0])

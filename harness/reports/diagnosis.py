@@ -319,9 +319,42 @@ def group_line(group: RankGroup) -> str:
     return line + (f": {one_line(result)}" if result else "")
 
 
-def fault_line(fault: FaultRow) -> str:
-    who = "the world" if fault.rank is None else f"rank {fault.rank}"
-    return f"fault {fault.fault} fired on {who} at {fault.t * 1000:.1f} ms: {fault.message}"
+@dataclass
+class FaultGroup:
+    """Firings of one fault that say the same thing (a poll loop that meets EACCES 600 times
+    on each of seven ranks): the first, the ranks, how many."""
+
+    first: FaultRow
+    ranks: list[int]  # empty: the world's own
+    count: int
+
+
+def fault_groups(faults: list[FaultRow]) -> list[FaultGroup]:
+    """The faults fired, each distinct (kind, op, path, message) once, in order of first
+    firing; the JSON report keeps every firing."""
+    groups: dict[tuple[str, str | None, str | None, str], FaultGroup] = {}
+    for f in faults:
+        key = (f.fault, f.op, f.path, f.message)
+        group = groups.get(key)
+        if group is None:
+            groups[key] = FaultGroup(f, [] if f.rank is None else [f.rank], 1)
+            continue
+        group.count += 1
+        if f.rank is not None and f.rank not in group.ranks:
+            group.ranks.append(f.rank)
+    return list(groups.values())
+
+
+def fault_line(fault: FaultRow | FaultGroup) -> str:
+    """``fault eio fired on rank 0 at 0.0 ms: EIO on read``; a group: ``fault
+    permission-denied fired 4,231 times on ranks 1-7, first at 0.0 ms: ...``."""
+    group = fault if isinstance(fault, FaultGroup) else FaultGroup(fault, [] if fault.rank
+                                                                   is None else [fault.rank], 1)
+    who = ranks_phrase(group.ranks) if group.ranks else "the world"
+    times = f" {group.count:,} times" if group.count > 1 else ""
+    at = "first at" if group.count > 1 else "at"
+    return (f"fault {group.first.fault} fired{times} on {who} {at} "
+            f"{group.first.t * 1000:.1f} ms: {group.first.message}")
 
 
 def render_text(d: Diagnosis) -> str:
@@ -334,14 +367,15 @@ def render_text(d: Diagnosis) -> str:
     if d.checker:
         lines.append(f"  checker: {d.checker}")
     lines += [f"  {group_line(g)}" for g in d.groups]
-    lines += [f"  {fault_line(f)}" for f in d.faults]
+    lines += [f"  {fault_line(g)}" for g in fault_groups(d.faults)]
     lines += [f"  mismatch: {m}" for m in d.mismatches]
     lines += [f"  history: {d.dropped}"] if d.dropped else []
     for trace in d.tracebacks[:TEXT_TRACEBACKS]:
         lines.append(f"--- traceback of {trace.label} ---\n{trace.text.rstrip()}")
     others = [r for t in d.tracebacks[TEXT_TRACEBACKS:] for r in t.ranks]
     if others:
-        lines.append(f"(other tracebacks: {ranks_phrase(others)}; every one is in the report)")
+        lines.append(f"(other tracebacks: {ranks_phrase(others)}; every one is in a run's "
+                     "matrix.json and matrix.txt)")
     for trace in d.stacks:
         lines.append(f"--- stack of {trace.label}, still blocked at the deadline ---\n"
                      f"{trace.text.rstrip()}")

@@ -33,7 +33,7 @@ from harness.reports._common import (
     took,
     workload_grids,
 )
-from harness.reports.diagnosis import Diagnosis, diagnose, group_line
+from harness.reports.diagnosis import Diagnosis, diagnose, fault_groups, group_line
 from harness.reports.html_assets import CSS, JS, minified
 from harness.runner.cells import SCHEMA, Cell, Matrix
 from harness.vocabulary import KNOWN, OK, UNEXERCISED, UNEXPECTED
@@ -183,18 +183,20 @@ def traces(d: Diagnosis, seen: dict[str, tuple[str, str]], here: tuple[str, str]
 
 
 def faults_table(d: Diagnosis) -> str:
-    """The faults that fired, first few; a fault's path is in its message (added where the
-    message does not say it)."""
+    """The faults that fired, first few, each that fired alike many times once; a fault's
+    path is in its message (added where the message does not say it)."""
     def message(f: Any) -> str:
         return f.message if not f.path or f.path in f.message else f"{f.message} · {f.path}"
 
-    rows = [f'<tr><td>{e(ms(f.t))}</td><td>{e("all" if f.rank is None else f.rank)}</td>'
-            f'<td>{e(f.fault)}</td><td>{e(f.op or "")}</td><td>{e(message(f))}</td></tr>'
-            for f in d.faults[:FAULT_ROWS]]
-    if len(d.faults) > FAULT_ROWS:
-        rows.append(f'<tr><td colspan="5" class="none">{plural(len(d.faults) - FAULT_ROWS, "more fault")}'
+    groups = fault_groups(d.faults)
+    rows = [f'<tr><td>{e(ms(g.first.t))}</td><td>{e(format_ranks(g.ranks) if g.ranks else "all")}</td>'
+            f'<td>{e(g.first.fault)}</td><td>{e(g.first.op or "")}</td>'
+            f'<td>{e(message(g.first))}{e(f" ({g.count:,} times)" if g.count > 1 else "")}</td></tr>'
+            for g in groups[:FAULT_ROWS]]
+    if len(groups) > FAULT_ROWS:
+        rows.append(f'<tr><td colspan="5" class="none">{plural(len(groups) - FAULT_ROWS, "more fault")}'
                     ", in the JSON report (matrix.json)</td></tr>")
-    return table(("t (ms)", "rank", "fault", "op", "message"), rows, "t faults")
+    return table(("t (ms)", "ranks", "fault", "op", "message"), rows, "t faults")
 
 
 def cut(text: str, limit: int) -> str:

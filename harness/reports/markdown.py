@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from harness.history import format_ranks
 from harness.reports._common import (
     anchor,
     attention_cells,
@@ -22,7 +23,7 @@ from harness.reports._common import (
     took,
     workload_grids,
 )
-from harness.reports.diagnosis import diagnose
+from harness.reports.diagnosis import diagnose, fault_groups
 from harness.runner.cells import Cell, Matrix
 from harness.vocabulary import KNOWN, OK, UNEXERCISED, UNEXPECTED
 
@@ -117,10 +118,11 @@ def section(cell: Cell, seeded: bool = False) -> list[str]:
     if d.faults:
         lines += ["**Faults fired**", "", "| t (ms) | rank | fault | op | path | message |",
                   "|---:|---|---|---|---|---|"]
-        for f in d.faults:
-            rank = "all" if f.rank is None else str(f.rank)
+        for g in fault_groups(d.faults):  # a fault that fired alike many times: one row
+            f, rank = g.first, format_ranks(g.ranks) if g.ranks else "all"
+            times = f" ({g.count:,} times)" if g.count > 1 else ""
             lines.append(f"| {f.t * 1000:.1f} | {rank} | {code(f.fault)} | {code(f.op or '')} | "
-                         f"{code(f.path or '')} | {text(f.message)} |")
+                         f"{code(f.path or '')} | {text(f.message)}{times} |")
         lines.append("")
     if d.mismatches:
         lines += ["**Mismatches**", ""] + [f"- {code(m)}" for m in d.mismatches] + [""]

@@ -21,7 +21,7 @@ REPLAY = ("harness", "replay")
 RUN = ("harness", "run")
 #: Each option a replay writes, and the field it holds.
 _OPTIONS = {"--scenario": "scenario", "--target": "target", "--seed": "seed",
-            "--workload": "workload", "--checker": "checker", "--data": "data",
+            "--workload": "workload", "--checker": "checker", "--data": "data", "--config": "config",
             "--topology": "topology", "--timeout": "timeout"}
 
 
@@ -33,6 +33,7 @@ class Replay:
     workload: str | None = None  # only for a user's target of another workload
     checker: str | None = None
     data: str | None = None  # the user's own dataset, as DIR:PATH
+    config: str | None = None  # the user's own config file
     topology: str | None = None  # only when the run overrode the scenario's
     timeout: float | None = None  # likewise
     command: tuple[str, ...] = REPLAY
@@ -45,6 +46,8 @@ class Replay:
             args += ["--workload", self.workload]
         if self.data is not None:
             args += ["--data", self.data]
+        if self.config is not None:
+            args += ["--config", self.config]
         if self.checker is not None:
             args += ["--checker", self.checker]
         if self.topology is not None:

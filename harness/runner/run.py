@@ -112,7 +112,7 @@ def replay_of(plan: CellPlan) -> Replay:
     return Replay(scenario.name if from_catalog else str(scenario.source), target.name,
                   seed=plan.seed, workload=None if target.builtin else target.workload,
                   checker=target.checker.ref if target.checker is not None else None,
-                  data=scenario.data_given,
+                  data=scenario.data_given, config=scenario.config_given,
                   topology=plan.topology if plan.topology_overridden else None,
                   timeout=plan.timeout if plan.timeout_overridden else None)
 
@@ -286,10 +286,10 @@ def _baseline(scenario: Scenario, discovery: Discovery | None,
     whatever it got, when the run was a reference: the user's own data)."""
     if discovery is not None and learning is not None and learning.reference:
         return discovery.baseline
-    if discovery is None or 0 in scenario.host_workload_inputs or \
-            scenario.workload_inputs != WORKLOADS[scenario.workload].inputs():
+    if discovery is None or 0 in scenario.host_workload_inputs:
         return None
-    return discovery.baseline
+    plain = learning.inputs if learning is not None else WORKLOADS[scenario.workload].inputs()
+    return discovery.baseline if scenario.workload_inputs == plain else None
 
 
 def _roles_shown(scenario: Scenario, discovery: Discovery | None) -> dict[str, str]:

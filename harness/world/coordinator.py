@@ -279,7 +279,9 @@ class Coordinator:
             gone = sorted(r for r in self.exited if r not in step.arrivals)
             if gone and step.arrivals:
                 call = next(iter(step.arrivals.values()))
-                out.append(f"{ranks_phrase(gone)} exited while {ranks_phrase(step.arrivals)} wait for "
+                waiting = ranks_phrase(step.arrivals)
+                verb = "waits" if len(step.arrivals) == 1 else "wait"
+                out.append(f"{ranks_phrase(gone)} exited while {waiting} {verb} for "
                            f"{'it' if len(gone) == 1 else 'them'} in {_describe_call(call)} "
                            f"({where}); a real rendezvous never times out")
         return out

@@ -119,7 +119,7 @@ def test_errors_group_by_what_was_raised_and_only_the_first_traceback_is_printed
     assert [t.ranks for t in d.tracebacks] == [[1, 2, 5], [3]]
     text = describe(result)
     assert "--- traceback of ranks 1-2,5 ---" in text and text.count("--- traceback of") == 1
-    assert "(other tracebacks: rank 3; every one is in the report)" in text
+    assert "(other tracebacks: rank 3; every one is in a run's matrix.json and matrix.txt)" in text
 
 
 def test_a_crash_says_how_the_rank_ended() -> None:

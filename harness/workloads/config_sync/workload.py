@@ -8,9 +8,12 @@ from pydantic import Field
 
 from harness.checkers import config_sync
 from harness.vocabulary import MAX_TIMEOUT
-from harness.workloads.base import Workload, WorkloadInputs
+from harness.workloads.base import Learning, Workload, WorkloadInputs
 from harness.workloads.config_sync import PRELOAD, TARGETS
 from harness.workloads.config_sync.model import default_config
+
+#: Where a target given its own config is learned: the baseline's setting.
+LEARNING_TOPOLOGY = "single-host-8"
 
 
 def _default_config() -> dict[str, Any]:
@@ -37,13 +40,35 @@ class ConfigSyncInputs(WorkloadInputs):
 
 
 def _another_run(inputs: ConfigSyncInputs) -> ConfigSyncInputs:
-    """Another run of the same job: another name, learning rate and seed."""
+    """Another run of the same job: another learning rate, seed and run name, each where
+    the config has it. A user's config with none of them (``--config``) changes its first
+    top-level number instead, so that no key its schema does not know is added."""
     config = dict(inputs.config)
-    config["lr"] = float(config.get("lr") or 1e-4) * 10
-    config["seed"] = int(config.get("seed") or 0) + 1
-    if config.get("run_name") is not None:
-        config["run_name"] = f"{config['run_name']}-previous"
+    changed = False
+    if isinstance(config.get("lr"), (int, float)) and not isinstance(config["lr"], bool):
+        config["lr"], changed = float(config["lr"] or 1e-4) * 10, True
+    if isinstance(config.get("seed"), int) and not isinstance(config["seed"], bool):
+        config["seed"], changed = config["seed"] + 1, True
+    if isinstance(config.get("run_name"), str):
+        config["run_name"], changed = f"{config['run_name']}-previous", True
+    if not changed:
+        number = next((k for k, v in config.items()
+                       if isinstance(v, (int, float)) and not isinstance(v, bool)), None)
+        if number is not None:
+            config[number] = config[number] + 1
+        else:  # nothing to change in its own keys: the sample's way
+            config["lr"], config["seed"] = 1e-3, 1
     return inputs.model_copy(update={"config": config})
+
+
+def _learning(inputs: ConfigSyncInputs) -> Learning | None:
+    """A target given the user's own config (``--config``) is learned from a fault-free run
+    with that config, on the plain setting (eight ranks on one host); the sample's is the
+    workload's default learning."""
+    if inputs.config == _default_config():
+        return None
+    plain = ConfigSyncInputs(config=inputs.config, sync_timeout_s=inputs.sync_timeout_s)
+    return Learning(topology=LEARNING_TOPOLOGY, inputs=plain)
 
 
 # Which catalog cells the seed's code fails: recorded as the strict xfails of
@@ -62,5 +87,5 @@ _SEED_FIX_KNOWN = frozenset(CATALOG)
 WORKLOAD = Workload(
     "config-sync", ConfigSyncInputs, config_sync.check, targets=TARGETS,
     known_failures={"naive-sync": _NAIVE_KNOWN, "seed-fix-sync": _SEED_FIX_KNOWN},
-    preload=PRELOAD, catalog_order=CATALOG, another_run=_another_run,
+    preload=PRELOAD, catalog_order=CATALOG, another_run=_another_run, learning=_learning,
     validator="harness.workloads.config_sync.model:PretrainConfig")
