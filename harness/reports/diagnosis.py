@@ -352,8 +352,8 @@ def fault_line(fault: FaultRow | FaultGroup) -> str:
                                                                    is None else [fault.rank], 1)
     who = ranks_phrase(group.ranks) if group.ranks else "the world"
     times = f" {group.count:,} times" if group.count > 1 else ""
-    at = "first at" if group.count > 1 else "at"
-    return (f"fault {group.first.fault} fired{times} on {who} {at} "
+    at = ", first at" if group.count > 1 else " at"
+    return (f"fault {group.first.fault} fired{times} on {who}{at} "
             f"{group.first.t * 1000:.1f} ms: {group.first.message}")
 
 

@@ -292,3 +292,20 @@ def test_a_link_of_a_chain_made_of_the_harness_frames_alone_shows_its_exception_
     assert shown.endswith("another exception occurred:\n\n"
                           "OSError: [Errno 28] No space left on device\n")
     assert shown.count("Traceback (most recent call last)") == 1
+
+
+def test_a_fault_that_fired_alike_many_times_is_one_line_with_its_count() -> None:
+    """A poll loop that meets EACCES on every try: 700 firings are one line, not 700."""
+    from harness.reports.diagnosis import fault_groups, fault_line
+    from harness.runner.cells import FaultRow
+
+    polls = [FaultRow(t=0.001 * i, rank=1 + i % 7, fault="permission-denied", op="stat",
+                      path="/tmp/job/ready", message="EACCES on stat /tmp/job/ready")
+             for i in range(700)]
+    once = FaultRow(t=0.5, rank=0, fault="eio", op="write", path="/tmp/job/cfg",
+                    message="EIO on write")
+    groups = fault_groups([*polls[:3], once, *polls[3:]])
+    assert [fault_line(g) for g in groups] == [
+        "fault permission-denied fired 700 times on ranks 1-7, first at 0.0 ms: "
+        "EACCES on stat /tmp/job/ready",
+        "fault eio fired on rank 0 at 500.0 ms: EIO on write"]
