@@ -77,7 +77,8 @@ def init_command(directory: str, workload: str, force: bool) -> None:
                f"   # the catalog, a matrix and reports (seconds)\n"
                f"    {_pytest()}python -m pytest {TEST_FILE}   # the same, as tests\n"
                f"{WORKFLOW_FILE} runs it every night and on every pull request "
-               "(set the variable PIP_HARNESS to where pip gets the harness).")
+               "(set the repository variable PIP_HARNESS to where pip gets the harness, pinned: "
+               "it is not on PyPI under that name).")
 
 
 def _pytest() -> str:

@@ -84,3 +84,15 @@ def test_the_next_step_installs_pytest_where_the_environment_has_none(monkeypatc
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "pytest" else real(name, *a))
     assert _pytest() == "pip install pytest && "
+
+
+def test_the_workflow_never_installs_whatever_pypi_calls_harness(tmp_path: Path) -> None:
+    """Another project owns the name `harness` on PyPI: without PIP_HARNESS the job stops,
+    saying what to set, instead of installing it; and torch is pinned to the CPU build."""
+    assert run_cli_here("init", str(tmp_path)).returncode == 0
+    text = (tmp_path / ".github/workflows/harness.yml").read_text()
+    job = yaml.safe_load(text)["jobs"]["catalog"]
+    assert job["env"]["PIP_HARNESS"] == "${{ vars.PIP_HARNESS }}"
+    install = next(s["run"] for s in job["steps"] if s.get("name", "").startswith("Install"))
+    assert 'if [ -z "$PIP_HARNESS" ]' in install and "::error::" in install
+    assert "torch==" in install and "download.pytorch.org/whl/cpu" in install
