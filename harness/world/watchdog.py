@@ -148,7 +148,7 @@ def hang_report(blocked: list[str], running: dict[int, str | None], exited: dict
                 blocked_ranks: set[int], importing: dict[int, str] | None = None,
                 waits: dict[int, str] | None = None, held: bool = False,
                 wakes: dict[int, float] | None = None) -> str:
-    """``ranks 1-7 wait in rendezvous 'config_save' ...; rank 0 exited with SIGKILL``;
+    """``rank 0 exited with SIGKILL; ranks 1-7 wait in rendezvous 'config_save' ...``;
     a rank whose stack is inside an import is said to be still importing, not hung, and
     one in a wait of its own (a poll loop's sleep) shows the line it waits on. ``held``:
     the ranks that run held the world's clock (the wall-clock guard ended the world);
@@ -183,6 +183,10 @@ def hang_report(blocked: list[str], running: dict[int, str | None], exited: dict
     by_how: dict[str, list[int]] = {}
     for rank, how in exited.items():
         by_how.setdefault(how, []).append(rank)
-    for how, ranks in sorted(by_how.items(), key=lambda kv: min(kv[1])):
-        parts.append(f"{ranks_phrase(ranks)} {how}")
+    ended = [f"{ranks_phrase(ranks)} {how}"
+             for how, ranks in sorted(by_how.items(), key=lambda kv: min(kv[1]))]
+    # what ended badly first: usually the cause the others wait for, and what a one-line
+    # report cut to a terminal's width must still show
+    parts = [p for p in ended if not p.endswith(" returned")] + parts + \
+        [p for p in ended if p.endswith(" returned")]
     return "; ".join(parts) if parts else "the deadline passed"

@@ -55,8 +55,9 @@ def test_a_config_that_is_not_one_is_refused_naming_the_file(tmp_path: Path, con
         path.write_text(content)
     done = run_cli_here("run", "--target", TARGET, "-s", "baseline", "--config", str(path),
                         cwd=tmp_path)
-    assert done.returncode == 2, (done.stdout + done.stderr)
-    assert "--config" in (done.stdout + done.stderr) and words in (done.stdout + done.stderr) and "cfg.yaml" in (done.stdout + done.stderr)
+    said = done.stdout + done.stderr
+    assert done.returncode == 2, said
+    assert "--config" in said and words in said and "cfg.yaml" in said
 
 
 def test_config_is_for_your_own_target_and_the_config_sync_scenarios(tmp_path: Path) -> None:
@@ -66,7 +67,8 @@ def test_config_is_for_your_own_target_and_the_config_sync_scenarios(tmp_path: P
     assert builtin.returncode == 2 and "for your own target" in (builtin.stdout + builtin.stderr)
     other = run_cli_here("run", "--target", TARGET, "-s", "uneven-shards", "--config", str(cfg),
                          cwd=tmp_path)
-    assert other.returncode == 2 and "hands a config over" in (other.stdout + other.stderr), (other.stdout + other.stderr)
+    said = other.stdout + other.stderr
+    assert other.returncode == 2 and "hands a config over" in said, said
 
 
 def test_catalog_cases_hands_the_config_beside_the_test_file(tmp_path: Path) -> None:

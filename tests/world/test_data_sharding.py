@@ -389,8 +389,8 @@ def test_seed_loader_drops_the_last_partial_batch_the_same_on_every_rank():
 def test_seed_loader_leaves_the_others_blocked_when_one_host_has_no_data():
     result, judgement = world("missing-data-on-host", TARGETS["seed-loader"])
     assert judgement.outcome == HANG
-    assert judgement.detail.startswith("ranks 0-2 wait in all_reduce (step 0)")
-    assert "rank 3 raised FileNotFoundError" in judgement.detail
+    assert judgement.detail.startswith("rank 3 raised FileNotFoundError")  # the cause first
+    assert "; ranks 0-2 wait in all_reduce (step 0)" in judgement.detail
 
 
 def test_seed_loader_trains_silently_on_another_version_or_garbled_rows():
