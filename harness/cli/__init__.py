@@ -84,8 +84,8 @@ def main() -> None:
         if extra is None:
             _internal(exc)
         click.echo(f"harness: this needs {exc.name}, which is not installed: it comes with "
-                   f"the extra '{extra}' (pip install 'harness[{extra}]', or 'harness[all]')",
-                   err=True)
+                   f"the harness's extra '{extra}' (from a checkout: pip install '.[{extra}]', "
+                   "or '.[all]')", err=True)
         sys.exit(ExitCode.USAGE)
     except Exception as exc:  # noqa: BLE001 - the harness's own bug, reported as such
         _internal(exc)

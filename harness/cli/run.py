@@ -35,7 +35,7 @@ def run_command(ctx: click.Context, scenarios: tuple[str, ...], targets: tuple[s
     With no arguments: the whole catalog against the built-in targets.
 
     \b
-    harness run --seeds 0-24 --cluster local:2          # 2,025 cells on 2 local workers
+    harness run --seeds 0-24 --cluster local:2          # 2,125 cells on 2 local workers
     harness run --seeds 0-24 --cluster tcp://sched:8786  # on an existing Dask cluster
     """
     from rich.console import Console

@@ -84,7 +84,7 @@ def _checked_schema(schema: Any, what: str) -> dict[str, Any]:
         import jsonschema
     except ImportError:
         raise ValueError(f"checker {what}: a JSON schema needs the jsonschema package "
-                         "(pip install 'harness[schema]')") from None
+                         "(the harness's extra 'schema': pip install '.[schema]' from a checkout)") from None
     if not isinstance(schema, dict):
         raise ValueError(f"checker {what}: a JSON schema is an object, not {type(schema).__name__}")
     try:

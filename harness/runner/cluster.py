@@ -48,7 +48,8 @@ from harness.world.world import ABORT
 log = logging.getLogger(__name__)
 
 #: What to install when Dask distributed is missing (the extra of pyproject.toml).
-INSTALL = "pip install 'distributed>=2024.1'  (the harness's extra: pip install 'harness[cluster]')"
+INSTALL = ("pip install 'distributed>=2024.1'  (the harness's extra 'cluster': "
+           "pip install '.[cluster]' from a checkout)")
 #: Seconds to wait for a scheduler to answer, and for it to have a worker.
 CONNECT_TIMEOUT = float(os.environ.get("HARNESS_CLUSTER_TIMEOUT") or 10.0)
 #: How often a wait looks at the Ctrl-C flag.

@@ -43,8 +43,8 @@ def test_a_pod_command_without_the_pod_extra_names_it_and_makes_nothing(tmp_path
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip() == (
-        "harness: this needs asyncssh, which is not installed: it comes with the extra 'pod' "
-        "(pip install 'harness[pod]', or 'harness[all]')")
+        "harness: this needs asyncssh, which is not installed: it comes with the harness's "
+        "extra 'pod' (from a checkout: pip install '.[pod]', or '.[all]')")
     assert not reports.exists()
 
 
