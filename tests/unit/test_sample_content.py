@@ -97,8 +97,13 @@ def test_another_version_keeps_shapes_and_changes_every_row():
     other = np.load(io.BytesIO(another_version("a.npy", buf.getvalue(), 0)))
     assert other.shape == array.shape and other.dtype == array.dtype
     assert not {tuple(r) for r in other} & {tuple(r) for r in array}
-    lines = b"".join(json.dumps({"i": i}).encode() + b"\n" for i in range(5))
-    assert len(another_version("t.jsonl", lines, 0).splitlines()) == 4
+    lines = b"".join(json.dumps({"i": i, "text": f"t{i}"}).encode() + b"\n" for i in range(5))
+    other_lines = another_version("t.jsonl", lines, 0).splitlines()
+    assert len(other_lines) == 5  # as many records: a count of samples cannot tell them apart
+    revised = set(other_lines) - set(lines.splitlines())
+    assert len(revised) == 1 and json.loads(revised.pop())["text"].endswith(" (revised)")
+    csv = b"".join(f"{i},{i * 10}\n".encode() for i in range(4))
+    assert len(set(another_version("t.csv", csv, 0).splitlines()) - set(csv.splitlines())) == 1
     manifest = json.dumps({"n": 5}).encode()
     assert another_version("dataset.json", manifest, 0) == manifest
 

@@ -135,7 +135,9 @@ def garbled(name: str, data: bytes, where: str, rows: int, seed: int) -> bytes:
 def another_version(name: str, data: bytes, seed: int) -> bytes:
     """Another version of a data file, as a dataset rebuilt differently has: a .npy's (or
     .npz's) rows in another order with other values, of the same shapes and dtypes; a text
-    file's lines in another order, one of them left out; anything else garbled in places."""
+    file's lines in another order, one record of them revised (as many records, each still
+    valid: a loader reads it without complaint, and a checker that counts samples sees the
+    same number); anything else garbled in places."""
     rng = np.random.default_rng([seed, len(data)])
     if name.endswith(".npy") and _npy_rows(data) is not None:
         array = np.load(io.BytesIO(data), allow_pickle=False)
@@ -152,10 +154,35 @@ def another_version(name: str, data: bytes, seed: int) -> bytes:
     if name.endswith(TEXT):
         lines = [line for line in data.split(b"\n") if line.strip()]
         if len(lines) > 1:
-            order = rng.permutation(len(lines))[1:]
-            return b"\n".join(lines[i] for i in order) + b"\n"
+            order = rng.permutation(len(lines))
+            changed = int(rng.integers(len(lines)))
+            return b"\n".join(_revised(lines[i]) if i == changed else lines[i]
+                              for i in order) + b"\n"
         return data  # one JSON document (a manifest): a rebuilt dataset keeps its own
     return garbled(name, data, "data", 4, seed)
+
+
+def _revised(line: bytes) -> bytes:
+    """One record as another version of the dataset has it, of the same form: a JSON
+    object's first string (else number) value changed, else the line's first field."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        record = None
+    if isinstance(record, dict):
+        for key, value in record.items():
+            if isinstance(value, str):
+                record[key] = value + " (revised)"
+                return json.dumps(record).encode()
+        for key, value in record.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                record[key] = value + 1
+                return json.dumps(record).encode()
+    for sep in (b",", b"\t", b" "):  # a CSV or TSV field, a text's first word
+        head, found, tail = line.partition(sep)
+        if found:
+            return head + b"2" + found + tail
+    return line + b"2"
 
 
 def _changed(array: np.ndarray, rng: np.random.Generator) -> np.ndarray:
