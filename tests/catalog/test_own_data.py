@@ -73,13 +73,16 @@ def test_npz_shards_with_a_seeded_sampler_pass_where_a_loader_without_checks_can
     assert divergent.outcome == "FAIL"
     assert "rank 2 trained on 24 samples that a world of one rank never read" in divergent.detail
     assert "sample {tokens: [" in divergent.detail
-    assert "the scenario changed shard-00000.npz, shard-00001.npz, shard-00002.npz" \
-        in divergent.detail
+    assert "(the scenario: host 2 has another version of shard-00000.npz, shard-00001.npz, " \
+        "shard-00002.npz" in divergent.detail
     # a copy interrupted on host 1: its ranks alone raise, the others wait in the first step
     truncated = cells["truncated-data-on-host"]
     assert truncated.outcome == "HANG"
     assert "rank 1 raised zipfile.BadZipFile" in truncated.detail
-    assert "the scenario changed" not in truncated.detail  # a HANG's detail is the world's
+    assert truncated.detail.endswith("(the scenario: host 1's copy of shard-00002.npz cut in half; "
+                                     "of the files the target's fault-free run read)"), \
+        truncated.detail  # what was done to the user's data, whatever the outcome
+    assert "(the scenario: host 3 has none of /" in missing.detail
     # a garbled shard: np.load's CRC check is the loud error every rank raises
     assert cells["corrupt-npy"].outcome == "ERROR" and cells["corrupt-npy"].met
     assert "BadZipFile" in cells["corrupt-npy"].detail

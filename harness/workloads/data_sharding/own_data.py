@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from harness.filesystem.sandbox import Leftover
+from harness.history import ranks_phrase
 from harness.roles import Roles
 from harness.topology import Topology
 from harness.workloads.data_sharding.dataset import placed, truncated
@@ -215,8 +216,8 @@ def read_by_target(names: list[str], data_dir: str, roles: Roles | None) -> list
 
 def build(inputs: DataShardingInputs, topology: Topology, seed: int,
           roles: Roles | None) -> tuple[list[Leftover], list[str]]:
-    """The user's dataset on every host, with the scenario's variants; and the files the
-    variants acted on."""
+    """The user's dataset on every host, with the scenario's variants; and what the variants
+    did, one phrase each, as a cell's detail says it (``host 3 has none of its files``)."""
     source = str(inputs.data)
     names, _ = scan(source)
     original = {n: Path(source, n).read_bytes() for n in names}
@@ -247,4 +248,20 @@ def build(inputs: DataShardingInputs, topology: Topology, seed: int,
             files[largest] = truncated(files[largest])
         return tuple(sorted(files.items()))
 
-    return placed(files_of, topology, inputs.data_dir), sorted(set(acted))
+    said = []
+    if missing:
+        said.append(f"{ranks_phrase(missing, 'host')} {'has' if len(missing) == 1 else 'have'} "
+                    f"none of {inputs.data_dir}'s files")
+    if other:
+        said.append(f"{ranks_phrase(divergent, 'host')} {'has' if len(divergent) == 1 else 'have'}"
+                    f" another version of {_names(sorted(other))}")
+    if target is not None:
+        said.append(f"{target} garbled ({inputs.corrupt_where}) on "
+                    f"{ranks_phrase(corrupt_hosts, 'host')}")
+    if truncated_hosts:
+        said.append(f"{ranks_phrase(truncated_hosts, 'host')}'s copy of {largest} cut in half")
+    return placed(files_of, topology, inputs.data_dir), said
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (f" (+{len(names) - 3} more)" if len(names) > 3 else "")

@@ -13,7 +13,7 @@ from harness.filesystem.mounts import Mount
 from harness.filesystem.sandbox import Leftover
 from harness.roles import Roles
 from harness.topology import Topology
-from harness.vocabulary import FAIL, MAX_SEED, MAX_TIMEOUT, PASS
+from harness.vocabulary import FAIL, MAX_SEED, MAX_TIMEOUT
 from harness.workloads.base import AbsolutePath, HostList, Learning, Workload, WorkloadInputs
 from harness.workloads.data_sharding import PRELOAD, TARGETS, call_error, user_ref
 from harness.world.result import WorldResult
@@ -101,12 +101,11 @@ def check(result: WorldResult, baseline: Baseline | None = None) -> Judgement:
                                         "one rank returned no batches, so its samples cannot "
                                         "be told apart from another version's")
     judgement = sharding.check(result, epoch)
-    acted = expected.get("acted_on") or []
-    if acted and judgement.outcome in (PASS, FAIL):
-        shown = ", ".join(acted[:3]) + (f" (+{len(acted) - 3} more)" if len(acted) > 3 else "")
+    said = expected.get("acted_on") or []
+    if said:  # what the scenario did to the user's data, whatever the cell's outcome
         judgement = dataclasses.replace(
-            judgement, detail=f"{judgement.detail} (the scenario changed {shown}: what the "
-                              "target's fault-free run read)")
+            judgement, detail=f"{judgement.detail} (the scenario: {'; '.join(said)}; of the "
+                              "files the target's fault-free run read)")
     return judgement
 
 
