@@ -23,6 +23,10 @@ class Judgement:
     outcome: str
     detail: str
     loud: bool = False  # every judged rank raised a clear error before the deadline
+    #: why the scenario's change could not have reached the target, though it was made (a
+    #: host whose copy was cut never read that file): a cell that met its expectation is
+    #: then NOT-EXERCISED, never PASS
+    unexercised: str | None = None
 
 
 @dataclass(frozen=True)

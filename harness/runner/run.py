@@ -212,12 +212,13 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
                                          pool.preload_for(target.ref, None, os.getcwd())),
                                        *discovery.imported)))
     checker = checker_of(scenario, target)
+    recording = {"record_files": True} if workload.records_files(inputs) else {}
     result = execute(target.ref, topology=topology, timeout=plan.timeout, seed=plan.seed,
                        profile=scenario.profile, args=(inputs.for_target(),), checker=checker,
                        mounts=scenario.mount_list(home, roles), faults=faults,
                        preload=preload, files=files, watch=watch, reads=target.reads,
                        args_by_host={h: (i.for_target(),) for h, i in
-                                     scenario.host_workload_inputs.items()} or None)
+                                     scenario.host_workload_inputs.items()} or None, **recording)
     try:
         judgement = workload.judge(result, _baseline(scenario, discovery, learning))
     except Exception as exc:  # noqa: BLE001 - one cell's judgement, never the run's
@@ -230,6 +231,7 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
     detail, outcome = judgement.detail, judgement.outcome
     vacuous = not_exercised(faults, result.history, scenario.unresolved_mounts(home, roles)) \
         if scenario.uses_roles or scenario.faults else None
+    vacuous = vacuous or judgement.unexercised
     if vacuous is not None and met:
         outcome, verdict, met = NOT_EXERCISED, UNEXERCISED, False
         detail = f"not exercised: {vacuous} (the world ended: {detail})"

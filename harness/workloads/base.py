@@ -179,9 +179,15 @@ class Workload:
     #: (a scenario's inputs) -> the fault-free world its target is learned from, when the
     #: workload's defaults on its base scenario's setting would not do (None: they do)
     learning: Callable[[Any], Learning | None] | None = None
+    #: (a cell's inputs) -> whether its world records every file operation, for a checker
+    #: that must know who read what (a host's changed copy that no rank of it read)
+    record_files: Callable[[Any], bool] | None = None
 
     def learning_for(self, inputs: WorkloadInputs) -> Learning | None:
         return self.learning(inputs) if self.learning is not None else None
+
+    def records_files(self, inputs: WorkloadInputs) -> bool:
+        return bool(self.record_files(inputs)) if self.record_files is not None else False
 
     def judge(self, result: WorldResult, baseline: Baseline | None = None) -> Judgement:
         """The checker's judgement of ``result``, given ``baseline`` if it takes one."""

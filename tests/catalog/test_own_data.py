@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,26 @@ def test_grouped_puzzles_with_unseeded_numpy_fail_with_no_fault_naming_the_overl
     assert "read more than once" in plain.detail
     assert "in rank " in plain.detail and "sample #" in plain.detail  # named by place and content
     assert "or on unseeded randomness" in plain.detail
+
+
+def test_a_changed_copy_no_rank_of_its_host_read_is_not_exercised_never_pass(tmp_path: Path) -> None:
+    """Each rank reads whole files: host 1 never opens the file whose copy the scenario cut
+    (the largest, host 0's), so truncated-data-on-host tested nothing there: NOT-EXERCISED,
+    saying why. Host 2 reads its own shard of another version: FAIL, the revised record named."""
+    data = tmp_path / "shards"
+    data.mkdir()
+    for shard in range(4):  # as many documents each; shard 0's longest, so the largest file
+        words = " and more" * (4 if shard == 0 else 1)
+        (data / f"part-{shard}.jsonl").write_text("".join(
+            json.dumps({"text": f"shard {shard} document {i}{words}"}) + "\n" for i in range(8)))
+    scenarios = [s.with_data(str(data)) for s in catalog()
+                 if s.name in ("truncated-data-on-host", "divergent-dataset")]
+    target = resolve_target(f"{OWN / 'file_per_rank.py'}:stream", "data-sharding")
+    cells = {c.scenario: c for c in run_matrix(plan_cells(scenarios, [target], seed=0)).cells}
+    cut = cells["truncated-data-on-host"]
+    assert (cut.outcome, cut.verdict) == ("NOT-EXERCISED", "unexercised"), cut.detail
+    assert "host 1's copy of part-0.jsonl cut in half, and no rank of host 1 read it" in cut.detail
+    other = cells["divergent-dataset"]
+    assert other.outcome == "FAIL", other.detail
+    assert "rank 2 trained on 1 sample that a world of one rank never read" in other.detail
+    assert "(the scenario: host 2 has another version of part-0.jsonl" in other.detail

@@ -101,7 +101,7 @@ def test_another_version_keeps_shapes_and_changes_every_row():
     other_lines = another_version("t.jsonl", lines, 0).splitlines()
     assert len(other_lines) == 5  # as many records: a count of samples cannot tell them apart
     revised = set(other_lines) - set(lines.splitlines())
-    assert len(revised) == 1 and json.loads(revised.pop())["text"].endswith(" (revised)")
+    assert len(revised) == 1 and json.loads(revised.pop())["text"].startswith("revised: ")
     csv = b"".join(f"{i},{i * 10}\n".encode() for i in range(4))
     assert len(set(another_version("t.csv", csv, 0).splitlines()) - set(csv.splitlines())) == 1
     manifest = json.dumps({"n": 5}).encode()

@@ -188,10 +188,10 @@ def build(inputs: DataShardingInputs, topology: Topology, seed: int,
     if inputs.data is not None:
         from harness.workloads.data_sharding import own_data
 
-        files, acted = own_data.build(inputs, topology, seed, roles)
+        files, acted, touched = own_data.build(inputs, topology, seed, roles)
         truth = {"identity": "content", "data_dir": inputs.data_dir.rstrip("/"),
                  "data": inputs.data, "global_batch_size": inputs.global_batch_size,
-                 "acted_on": acted}
+                 "acted_on": acted, "touched": touched}
         return [*files, Leftover(EXPECTED_PATH, json.dumps(truth, sort_keys=True).encode())]
     n, k, seq_len = inputs.num_samples, inputs.examples_per_puzzle, inputs.seq_len
     missing, divergent = set(inputs.missing_on_hosts), set(inputs.divergent_on_hosts)

@@ -173,7 +173,7 @@ def _revised(line: bytes) -> bytes:
     if isinstance(record, dict):
         for key, value in record.items():
             if isinstance(value, str):
-                record[key] = value + " (revised)"
+                record[key] = "revised: " + value  # at its start: a loader may cut a long text
                 return json.dumps(record).encode()
         for key, value in record.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -183,7 +183,7 @@ def _revised(line: bytes) -> bytes:
         head, found, tail = line.partition(sep)
         if found:
             return head + b"2" + found + tail
-    return line + b"2"
+    return b"2" + line
 
 
 def _changed(array: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -215,9 +215,11 @@ def read_by_target(names: list[str], data_dir: str, roles: Roles | None) -> list
 
 
 def build(inputs: DataShardingInputs, topology: Topology, seed: int,
-          roles: Roles | None) -> tuple[list[Leftover], list[str]]:
-    """The user's dataset on every host, with the scenario's variants; and what the variants
-    did, one phrase each, as a cell's detail says it (``host 3 has none of its files``)."""
+          roles: Roles | None) -> tuple[list[Leftover], list[str], list[dict]]:
+    """The user's dataset on every host, with the scenario's variants; what the variants
+    did, one phrase each, as a cell's detail says it (``host 3 has none of its files``);
+    and each change that is there to be read, its hosts and files: a cell whose changed
+    copies no rank of those hosts read did not test them."""
     source = str(inputs.data)
     names, _ = scan(source)
     original = {n: Path(source, n).read_bytes() for n in names}
@@ -248,19 +250,21 @@ def build(inputs: DataShardingInputs, topology: Topology, seed: int,
             files[largest] = truncated(files[largest])
         return tuple(sorted(files.items()))
 
-    said = []
+    said, touched = [], []
     if missing:
         said.append(f"{ranks_phrase(missing, 'host')} {'has' if len(missing) == 1 else 'have'} "
                     f"none of {inputs.data_dir}'s files")
     if other:
         said.append(f"{ranks_phrase(divergent, 'host')} {'has' if len(divergent) == 1 else 'have'}"
                     f" another version of {_names(sorted(other))}")
+        touched.append({"said": said[-1], "hosts": sorted(divergent), "files": sorted(other)})
     if target is not None:
         said.append(f"{target} garbled ({inputs.corrupt_where}) on "
                     f"{ranks_phrase(corrupt_hosts, 'host')}")
     if truncated_hosts:
         said.append(f"{ranks_phrase(truncated_hosts, 'host')}'s copy of {largest} cut in half")
-    return placed(files_of, topology, inputs.data_dir), said
+        touched.append({"said": said[-1], "hosts": sorted(truncated_hosts), "files": [largest]})
+    return placed(files_of, topology, inputs.data_dir), said, touched
 
 
 def _names(names: list[str]) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
@@ -11,6 +11,7 @@ from harness.checkers import sharding
 from harness.checkers.common import Baseline, Judgement, end_of_world
 from harness.filesystem.mounts import Mount
 from harness.filesystem.sandbox import Leftover
+from harness.history import ranks_phrase
 from harness.roles import Roles
 from harness.topology import Topology
 from harness.vocabulary import FAIL, MAX_SEED, MAX_TIMEOUT
@@ -101,12 +102,40 @@ def check(result: WorldResult, baseline: Baseline | None = None) -> Judgement:
                                         "one rank returned no batches, so its samples cannot "
                                         "be told apart from another version's")
     judgement = sharding.check(result, epoch)
+    unread = _unread(result, expected)
+    if unread is not None:
+        judgement = dataclasses.replace(judgement, unexercised=unread)
     said = expected.get("acted_on") or []
     if said:  # what the scenario did to the user's data, whatever the cell's outcome
         judgement = dataclasses.replace(
             judgement, detail=f"{judgement.detail} (the scenario: {'; '.join(said)}; of the "
                               "files the target's fault-free run read)")
     return judgement
+
+
+def _unread(result: WorldResult, expected: dict[str, Any]) -> str | None:
+    """Why no change the scenario made could have reached the target: no rank of a changed
+    host opened a changed file (None: one did, or the world recorded no file operation, as
+    a pod's does not)."""
+    touched = expected.get("touched") or []
+    events = [e for e in result.history if e.kind == "file" and e.rank is not None]
+    if not touched or not events:
+        return None
+    host_of = {r.rank: r.host for r in result.ranks}
+    opened = {(host_of.get(e.rank), e.detail.get("path")) for e in events
+              if e.op == "open-read" and e.detail.get("ok", True)}
+    root = str(expected["data_dir"])
+    for change in touched:
+        if any((h, f"{root}/{name}") in opened for h in change["hosts"] for name in change["files"]):
+            return None
+    return "; ".join(f"{c['said']}, and no rank of {ranks_phrase(c['hosts'], 'host')} read it"
+                     for c in touched)
+
+
+def _records_files(inputs: DataShardingInputs) -> bool:
+    """A cell that changes some hosts' copies of the user's own data: who read what decides
+    whether the change was tested."""
+    return inputs.data is not None and bool(inputs.truncated_on_hosts or inputs.divergent_on_hosts)
 
 
 def _setup(inputs: DataShardingInputs, topology: Topology, seed: int,
@@ -149,6 +178,7 @@ WORKLOAD = Workload(
     "data-sharding", DataShardingInputs, check, targets=TARGETS,
     known_failures={"seed-loader": _SEED_LOADER_KNOWN}, preload=PRELOAD,
     setup=_setup, watch=_watch, user_ref=user_ref, call_error=call_error, learning=_learning,
+    record_files=_records_files,
     contract="def run(inputs: dict) -> dict, or a loader factory (a class or function) taking "
              "some of data_dir, rank, num_replicas, seed, global_batch_size by name "
              "(harness.workloads.data_sharding)",
