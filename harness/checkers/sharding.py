@@ -200,8 +200,13 @@ def check_values(values: dict[int, Any], epoch: Epoch) -> Judgement:
         across = sorted({r for where in twice.values() for r, _ in where})
         held = ("more often than the data holds them" if any(dataset.get(i, 0) > 1 for i in twice)
                 else "more than once")
+        padded = len(twice) < len(first) and all(
+            b == len(first[r]) - 1 for where in twice.values() for r, b in where[1:])
+        pad = (" (every repeat is in a rank's last batch: a sampler that pads the epoch to a "
+               "multiple of the ranks, as torch's DistributedSampler does unless drop_last=True)"
+               if padded else "")
         problems.append(f"{len(twice)} sample{'s' if len(twice) != 1 else ''} read {held}, "
-                        f"by {ranks_phrase(across)} (e.g. {shown})")
+                        f"by {ranks_phrase(across)} (e.g. {shown}){pad}")
 
     # 4. samples never read
     unread = dataset - Counter({i: len(where) for i, where in seen.items()})

@@ -169,6 +169,17 @@ def test_overlapping_shards_fail_naming_the_sample_and_the_ranks():
         "and rank 1 batch 0" in judged.detail
 
 
+def test_a_repeat_in_the_last_batch_is_named_as_a_sampler_that_pads_the_epoch():
+    """7 samples on 2 ranks: DistributedSampler (drop_last=False) gives rank 1 sample 0 again
+    as its last; a repeat elsewhere is not called padding."""
+    seven = sharding.Epoch(frozenset(range(7)), global_batch_size=2)
+    padded = [rank(0, value=loader([0], [2], [4], [6])), rank(1, value=loader([1], [3], [5], [0]))]
+    judged = sharding.check(world(padded), seven)
+    assert judged.outcome == FAIL and "a sampler that pads the epoch" in judged.detail, judged.detail
+    early = [rank(0, value=loader([0], [2], [4], [6])), rank(1, value=loader([0], [3], [5], [1]))]
+    assert "pads the epoch" not in sharding.check(world(early), seven).detail
+
+
 def test_unequal_batch_counts_and_another_restart_order_fail():
     ranks = [rank(0, value=loader([0, 1], [4, 5], restart=[[4, 5], [0, 1]])),
              rank(1, value=loader([2, 3]))]
