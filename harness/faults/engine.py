@@ -130,7 +130,7 @@ class FaultEngine(NoHooks):
         if self.sealer is None:
             return seal(self, faults, r)
         reply = self.sealer({"type": "seal", "path": r.vpath, "staging": r.staging,
-                             "upper": r.upper, "model_staging": r.model_staging,
+                             "upper": r.on_disk, "model_staging": r.model_staging,
                              "faults": [f.index for f in faults]})
         r.staging = reply["staging"]
         if reply["held"]:
@@ -141,7 +141,7 @@ class FaultEngine(NoHooks):
         """The coordinator publishes the staged write once ``until`` is met; until then
         the writer alone reads it back (``own_copy``)."""
         self._own[r.vpath] = r.staging
-        self.notify({"type": "hold", "src": r.staging, "dst": r.upper, "path": r.vpath,
+        self.notify({"type": "hold", "src": r.staging, "dst": r.on_disk, "path": r.vpath,
                      "until": until, "writer": self.rank, "fault": fault.kind})
 
     def own_copy(self, vpath: str) -> str | None:

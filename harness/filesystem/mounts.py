@@ -185,6 +185,12 @@ def real_root(sandbox: str, mount: Mount, key: str) -> str:
     return os.path.join(sandbox, "mounts", mount.slug, key)
 
 
+def work_root(sandbox: str, mount: Mount, key: str) -> str:
+    """The kernel's scratch directory beside a host's copy that it overlays (kernel
+    isolation): on the same filesystem as ``real_root``, never inside it."""
+    return os.path.join(sandbox, "overlay-work", mount.slug, key)
+
+
 def whiteout_root(sandbox: str, mount: Mount, key: str) -> str:
     return os.path.join(sandbox, "whiteouts", mount.slug, key)
 

@@ -66,6 +66,14 @@ class Resolved:
     content_faults: list[Any] = field(default_factory=list)
     #: where the mount's model stages this write, while the faults hold its bytes apart
     model_staging: str | None = None
+    #: the host's copy in the sandbox where the kernel draws the overlay (``upper`` is then
+    #: the path itself, in the host's namespace): where the harness finds this file
+    backing: str | None = None
+
+    @property
+    def on_disk(self) -> str:
+        """Where the harness, outside the host's namespace, finds what was written here."""
+        return self.backing or self.upper
 
     @property
     def passthrough(self) -> bool:
@@ -92,6 +100,8 @@ class Resolution:
     fds: dict[int, Resolved]
     _cwd: str
     _private: tuple[str, ...]
+    #: where the kernel draws an overlay in this rank's host namespace (kernel isolation)
+    _drawn: tuple[str, ...]
     stat: Callable[..., Any]
 
     # -- resolution -----------------------------------------------------------
@@ -223,6 +233,13 @@ class Resolution:
         key = mount.scope_key(self.rank, self.host)
         rel = mount.relative(vpath)
         upper = os.path.join(real_root(self.sandbox, mount, key), rel)
+        if mount.base == "overlay" and any(is_under(vpath, p) and is_under(p, mount.path)
+                                           for p in self._drawn):
+            # the kernel's overlay: its copy-on-write, its whiteouts, seen by every process
+            # of the host alike; the view keeps the faults and the history
+            staging = model_of(mount).staging(self.sandbox, mount, key, self.rank, self.host, rel)
+            return Resolved(vpath, mount, key, vpath, None, None, staging,
+                            backing=upper.rstrip("/"))
         lower = vpath if mount.base == "overlay" else None
         whiteout = os.path.join(whiteout_root(self.sandbox, mount, key), rel) if lower else None
         staging = model_of(mount).staging(self.sandbox, mount, key, self.rank, self.host, rel)

@@ -85,7 +85,20 @@ def snapshot(sandbox: str, table: MountTable, topology: Topology, rank: int,
 
 
 def _whited_out(sandbox: str, mount, key: str, rel: str) -> bool:  # noqa: ANN001
-    return os.path.isfile(os.path.join(whiteout_root(sandbox, mount, key), rel))
+    """Deleted: by the view (a file in its whiteout tree) or by the kernel's overlay (a
+    character device 0/0 in the host's copy, under kernel isolation)."""
+    if os.path.isfile(os.path.join(whiteout_root(sandbox, mount, key), rel)):
+        return True
+    return is_kernel_whiteout(os.path.join(real_root(sandbox, mount, key), rel))
+
+
+def is_kernel_whiteout(path: str) -> bool:
+    """The kernel overlay's mark of a deleted file: a character device numbered 0/0."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISCHR(info.st_mode) and info.st_rdev == 0
 
 
 def snapshot_real(globs: list[str], home: str, recorded_home: str = "") -> dict[str, str]:

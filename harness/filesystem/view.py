@@ -43,8 +43,12 @@ class View(Files, Directories, Names, Metadata):
 
     def __init__(self, table: MountTable, sandbox: str, rank: int, host: int, cwd: str,
                  home: str, hooks: Any = None, private: tuple[str, ...] = (),
-                 notify: Notify = _nobody, world_ns: Callable[[], int] | None = None) -> None:
+                 notify: Notify = _nobody, world_ns: Callable[[], int] | None = None,
+                 drawn: tuple[str, ...] = ()) -> None:
+        """``drawn``: the directories whose overlay the kernel draws in this rank's host
+        namespace (kernel isolation): the view reads and writes them as they are there."""
         self.table = table
+        self._drawn = drawn
         self.sandbox = sandbox
         # The harness's own files (the sandbox's backing store, rank output)
         # are reached by real path, through the same patched functions.

@@ -122,9 +122,10 @@ def _enter_world(ctx: RankContext, rank: int, life: int = 0, round_: int = 0) ->
 
         assert spec.mounts is not None
         told = {"target": spec.target} if spec.record_files else {}
+        drawn = tuple(b.target for b in (spec.binds or {}).get(ctx.host, ()) if b.overlay)
         return (RecordingView if spec.record_files else View)(
             spec.mounts, spec.sandbox, rank, ctx.host, spec.cwd, spec.home, hooks=engine,
-            private=(spec.outdir,), notify=channel.notify,
+            private=(spec.outdir,), notify=channel.notify, drawn=drawn,
             world_ns=rank_clock.world_time_ns if rank_clock.current() else None, **told)
 
     ctx.engine, ctx.view = enter_world(spec.faults, spec.seed, rank, ctx.host, channel.notify,

@@ -194,8 +194,7 @@ def _lead(spec: WorldSpec) -> None:
                            "channel": "leader"})
     units: dict[int, tuple[str, int]] = {}
     # Kernel isolation: a mount namespace per host, held open here for its units to join.
-    hosts = namespaces.prepare(spec.binds, os.path.join(spec.outdir, "keep"), proc=True) \
-        if spec.binds is not None else None
+    hosts: dict[int, namespaces.Held] | None = None if spec.binds is None else {}
 
     # What a unit's getppid() says of the leader: nothing (0) from inside the namespace.
     leader = os.getpid() if init is None else 0
@@ -210,8 +209,7 @@ def _lead(spec: WorldSpec) -> None:
             after_fork()
             if hosts is not None:
                 try:
-                    namespaces.enter(hosts, spec.topology.host_of(ident) if role == "rank"
-                                     else ident)
+                    namespaces.enter(hosts, host_of(role, ident))
                 except BaseException:  # noqa: BLE001 - never back into the leader's loop
                     import traceback
                     traceback.print_exc()
@@ -221,8 +219,19 @@ def _lead(spec: WorldSpec) -> None:
         units[pid] = (role, ident)
         return pid
 
-    for role, ident in spec.units():
-        start(role, ident)
+    def host_of(role: str, ident: int) -> int:
+        return spec.topology.host_of(ident) if role == "rank" else ident
+
+    if hosts is None:
+        for role, ident in spec.units():
+            start(role, ident)
+    else:  # each host's units as soon as its namespace is made, while the next is made
+        for host, held in namespaces.each_host(spec.binds, os.path.join(spec.outdir, "keep"),
+                                               proc=True):
+            hosts[host] = held
+            for role, ident in spec.units():
+                if host_of(role, ident) == host:
+                    start(role, ident)
     wire.send_frame(conn, {"type": "started",
                            "units": [[pid, role, ident] for pid, (role, ident) in units.items()]})
 

@@ -31,6 +31,7 @@ import ctypes
 import errno
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from harness.filesystem.mounts import is_under
@@ -56,6 +57,11 @@ class Bind:
     #: the machine's own directory at its own path, held before the binds above it cover
     #: it and bound back then
     machine: bool = False
+    #: an overlay the kernel draws at ``target``: ``source`` (the machine's directory) read
+    #: through, every write landing in ``upper`` of ``(upper, work)`` (the host's copy in
+    #: the sandbox, the very directory the view backs it with; ``work`` is the kernel's
+    #: scratch beside it), a deletion as the kernel's whiteout there
+    overlay: tuple[str, str] | None = None
 
 
 def _check(rc: int, what: str) -> None:
@@ -91,33 +97,96 @@ def _unshare(flag: int = CLONE_NEWNS) -> bool:
     return True
 
 
-def _bind_all(binds: tuple[Bind, ...], keep: str) -> None:
+def _bind_all(binds: tuple[Bind, ...], user: bool, keep: str) -> None:
     """In a fresh mount namespace (its mounts private already): ``binds``, outer paths
-    first; the machine's own directories are held at ``keep/<n>`` while the ones above
-    them are covered, then bound back (and a fresh mount inside one, such as a dataset
-    under the working directory under ``/tmp``, is bound after it)."""
-    spots = {}
-    for n, bind in enumerate(b for b in binds if b.machine):
-        spot = os.path.join(keep, str(n))
-        os.makedirs(spot, exist_ok=True)
-        _mount(bind.source, spot, MS_BIND | MS_REC)
-        spots[bind.target] = spot
-    fresh: list[str] = []
-    for bind in sorted(binds, key=lambda b: b.target.rstrip("/").count("/")):  # stable
-        if bind.machine:
-            spot = spots[bind.target]
-            os.makedirs(bind.target, exist_ok=True)  # in the bound directory: the sandbox's
-            _mount(spot, bind.target, MS_BIND | MS_REC)
-            _check(_libc.umount2(spot.encode(), MNT_DETACH), f"umount {spot}")
-            continue
-        if not os.path.lexists(bind.target) and any(is_under(bind.target, t) for t in fresh):
-            os.makedirs(bind.target)  # inside a fresh mount made above (a host's /tmp)
-        _mount(bind.source, bind.target, MS_BIND | MS_REC)
-        fresh.append(bind.target)
-    for bind in binds:  # last: a read-only /tmp still takes the mount points made in it
-        if bind.readonly and not bind.machine:
-            _mount(None, bind.target, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_REC)
+    first. The machine's directories (bound back, or an overlay's lower layer) are held by
+    descriptors before anything covers them; an overlay covers the mounts under its
+    target (the world's directory bound on itself, the world's ``/proc``), so those are
+    held too and bound again over it; an overlay of ``/`` becomes the namespace's root
+    (``_new_root``); a fresh mount inside one (a dataset under the working directory under
+    ``/tmp``) is bound after it. ``keep``: a directory of the world's for this host."""
+    held = {b.target: os.open(b.source, os.O_PATH | os.O_DIRECTORY)
+            for b in binds if b.machine or b.overlay}
+    covered = {b.target: [(point, os.open(point, os.O_PATH)) for point in _mounts_under(b.target)]
+               for b in binds if b.overlay}
+    try:
+        fresh: list[str] = []
+        for bind in sorted(binds, key=lambda b: b.target.rstrip("/").count("/")):  # stable
+            source = f"/proc/self/fd/{held.get(bind.target)}"
+            if bind.overlay and bind.target == "/":
+                _new_root(source, *bind.overlay, covered["/"], user, keep)
+            elif bind.overlay:
+                os.makedirs(bind.target, exist_ok=True)  # in a bound directory: the sandbox's
+                _overlay(source, *bind.overlay, bind.target, user)
+                for point, fd in covered[bind.target]:
+                    _mount(f"/proc/self/fd/{fd}", point, MS_BIND | MS_REC)
+            elif bind.machine:
+                os.makedirs(bind.target, exist_ok=True)  # in a bound directory: the sandbox's
+                _mount(source, bind.target, MS_BIND | MS_REC)
+            else:
+                if not os.path.lexists(bind.target) and any(is_under(bind.target, t)
+                                                            for t in fresh):
+                    os.makedirs(bind.target)  # inside a fresh mount made above (a host's /tmp)
+                _mount(bind.source, bind.target, MS_BIND | MS_REC)
+                fresh.append(bind.target)
+        for bind in binds:  # last: a read-only /tmp still takes the mount points made in it
+            if bind.readonly and not bind.machine:  # (not below it: an overlay there keeps
+                _mount(None, bind.target, MS_BIND | MS_REMOUNT | MS_RDONLY)  # its own mode)
+    finally:
+        for fd in [*held.values(), *(fd for points in covered.values() for _, fd in points)]:
+            os.close(fd)
 
+
+def _new_root(lower: str, upper: str, work: str, covered: list[tuple[str, int]], user: bool,
+              keep: str) -> None:
+    """The host's own ``/``: the kernel's overlay of the machine's, made at ``keep/root``
+    with every mount of the machine's bound again at its place in it (the world's
+    ``/proc`` and ``/dev``, the world's directory...), then moved over ``/`` and made this
+    process's root, as ``switch_root`` does. A unit joining the namespace starts at its
+    topmost root, this one."""
+    top = os.path.join(keep, "root")
+    os.makedirs(top, exist_ok=True)
+    _overlay(lower, upper, work, top, user)
+    for point, fd in covered:
+        # the world's directory alone: with what is under it, it would bring this root
+        # along inside itself, a loop no walk of the tree should meet
+        alone = is_under(top, point)
+        _mount(f"/proc/self/fd/{fd}", top + point, MS_BIND | (0 if alone else MS_REC))
+    os.chdir(top)
+    _mount(".", "/", MS_MOVE)
+    _check(_libc.chroot(b"."), "chroot")
+    os.chdir("/")
+
+
+def _overlay(lower: str, upper: str, work: str, target: str, user: bool) -> None:
+    """The kernel's overlay at ``target``: ``lower`` read through, writes in ``upper``.
+    Every layer is named by a descriptor's path (``/proc/self/fd/N``), so a comma or a
+    colon in a directory's name cannot break the mount's options; in a user namespace the
+    overlay keeps its own attributes as ``user.overlay.*`` (``userxattr``), the only ones
+    it may write there."""
+    os.makedirs(upper, exist_ok=True)
+    os.makedirs(work, exist_ok=True)
+    fds = [os.open(p, os.O_PATH | os.O_DIRECTORY) for p in (upper, work)]
+    try:
+        options = (f"lowerdir={lower},upperdir=/proc/self/fd/{fds[0]},"
+                   f"workdir=/proc/self/fd/{fds[1]}" + (",userxattr" if user else ""))
+        _check(_libc.mount(b"overlay", target.encode(), b"overlay", 0, options.encode()),
+               f"mount an overlay on {target}")
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _mounts_under(target: str) -> list[str]:
+    """The topmost mount points strictly under ``target`` (each bind of one carries what
+    is mounted below it)."""
+    points = sorted({p for p, _ in _mount_points() if p != target and is_under(p, target)},
+                    key=len)
+    top: list[str] = []
+    for point in points:
+        if not any(is_under(point, t) for t in top):
+            top.append(point)
+    return top
 
 #: Mount flags a remount must keep (a user namespace may not drop them: the kernel locks
 #: them), by the names ``/proc/self/mountinfo`` gives them.
@@ -128,6 +197,11 @@ _LIVE = ("/dev", "/proc")
 #: What of a world's ``/proc`` stays read-only, as container runtimes keep it: the
 #: machine's settings (``/proc/sys``) and its triggers.
 PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
+
+
+def mount_points() -> list[str]:
+    """Every mount point of this process's namespace."""
+    return [point for point, _ in _mount_points()]
 
 
 def _mount_points() -> list[tuple[str, int]]:
@@ -203,8 +277,15 @@ Held = tuple[int, int]
 
 def prepare(binds: dict[int, tuple[Bind, ...]], keep: str, proc: bool = False
             ) -> dict[int, Held]:
+    """Every host's namespace (``each_host``), once all are made."""
+    return dict(each_host(binds, keep, proc))
+
+
+def each_host(binds: dict[int, tuple[Bind, ...]], keep: str, proc: bool = False
+              ) -> Iterator[tuple[int, Held]]:
     """In the leader: a mount namespace per host with its ``binds``, held open by
-    descriptors its units inherit. One child makes them all: it unshares a base namespace
+    descriptors its units inherit, each yielded as soon as it is made (the leader starts
+    that host's units while the next one is made). One child makes them all: it unshares a base namespace
     (every mount private), then for each host a copy of the base with that host's binds,
     which the leader opens before the child goes back to the base for the next. ``proc``:
     the leader's children are a PID namespace of the world's (``world_pids``), and each
@@ -213,7 +294,8 @@ def prepare(binds: dict[int, tuple[Bind, ...]], keep: str, proc: bool = False
     world's own directory bound on itself). Raises ``OSError`` saying what the kernel refused."""
     #: the machine's directories that stay writable (bound on themselves), on every host
     writable = tuple(sorted({b.target for host_binds in binds.values() for b in host_binds
-                             if b.source == b.target and not b.readonly}, key=len))
+                             if b.source == b.target and not b.readonly
+                             and b.overlay is None}, key=len))
     said_r, said_w = os.pipe()
     go_r, go_w = os.pipe()
     pid = os.fork()
@@ -234,10 +316,10 @@ def prepare(binds: dict[int, tuple[Bind, ...]], keep: str, proc: bool = False
                 _own_proc()
             _own_dev(os.path.join(keep, "dev"))
             base = os.open("/proc/self/ns/mnt", os.O_RDONLY)
-            for host, host_binds in binds.items():
+            for host_binds in binds.values():
                 _check(_libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
-                _bind_all(tuple(b for b in host_binds if b.target not in writable or
-                                b.machine), os.path.join(keep, f"host-{host}"))
+                _bind_all(tuple(b for b in host_binds if b.target not in writable
+                                or b.machine), word == b"ou", keep)
                 os.write(said_w, word)
                 if os.read(go_r, 1) != b"x":  # until the leader holds it open
                     raise OSError(errno.EPIPE, "the leader went away")
@@ -249,7 +331,6 @@ def prepare(binds: dict[int, tuple[Bind, ...]], keep: str, proc: bool = False
             os._exit(code)
     os.close(said_w)
     os.close(go_r)
-    held: dict[int, Held] = {}
     try:
         user = -1
         for host in binds:
@@ -259,16 +340,13 @@ def prepare(binds: dict[int, tuple[Bind, ...]], keep: str, proc: bool = False
                                            f"{said.decode(errors='replace') or 'no word'}")
             if said == b"ou" and user < 0:
                 user = os.open(f"/proc/{pid}/ns/user", os.O_RDONLY)
-            held[host] = (os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY), user)
+            made = (os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY), user)
             os.write(go_w, b"x")
-    except BaseException:
-        close(held)
-        raise
+            yield host, made  # the caller holds it (and ``close``s it) from here
     finally:
         os.close(said_r)
         os.close(go_w)
         os.waitpid(pid, 0)
-    return held
 
 
 def world_pids() -> int:
@@ -375,3 +453,58 @@ def unavailable() -> str:
         os.rmdir(staging)
         _available = "" if said == b"ok" else said.decode(errors="replace")
     return _available
+
+
+#: How much of the machine the kernel overlays for a host: ``/`` whole (its lower layer the
+#: machine's root, every mount of the machine's bound again over it), or each directory with
+#: no mount of the machine's below it (in a user namespace the kernel will not take a layer
+#: with mounts inherited below it: they are locked to it, and an overlay would uncover what
+#: they hide).
+WHOLE, DIRECTORIES = "whole", "directories"
+_overlays: tuple[str, str] | None = None
+
+
+def overlays(base: str) -> tuple[str, str]:
+    """(``WHOLE``, "") or (``DIRECTORIES``, "") where the kernel draws a host's overlays with
+    their copies under ``base``, else ("", why not): tried once per harness process, in a
+    child, as a host's namespace would (an upper directory on a filesystem the kernel
+    refuses, such as a container's own overlay, is the usual reason; a kernel older than
+    5.11 refuses them in a user namespace)."""
+    global _overlays
+    if _overlays is None:
+        import shutil
+        import tempfile
+
+        scratch = tempfile.mkdtemp(prefix="harness-overlay-", dir=base)
+        layers = [os.path.join(scratch, name) for name in ("lower", "upper", "work", "top")]
+        for layer in layers:
+            os.mkdir(layer)
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(read)
+                user = _unshare()
+                _mount(None, "/", MS_REC | MS_PRIVATE)
+                try:
+                    _overlay("/", layers[1], layers[2], layers[3], user)
+                    said = WHOLE
+                except OSError:
+                    os.rmdir(os.path.join(layers[2], "work"))  # the kernel's, from the try
+                    _overlay(layers[0], layers[1], layers[2], layers[3], user)
+                    said = DIRECTORIES
+                with open(os.path.join(layers[3], "probe"), "w") as f:
+                    f.write("x")
+                os.write(write, said.encode())
+            except BaseException as exc:  # noqa: BLE001
+                os.write(write, b"!" + (str(exc).encode()[:2000] or b"refused"))
+            finally:
+                os._exit(0)
+        os.close(write)
+        said = os.read(read, 4096).decode(errors="replace")
+        os.close(read)
+        os.waitpid(pid, 0)
+        shutil.rmtree(scratch, ignore_errors=True)
+        _overlays = (said, "") if said in (WHOLE, DIRECTORIES) else ("", said.lstrip("!")
+                                                                      or "no word")
+    return _overlays

@@ -15,7 +15,14 @@ import sys
 import tempfile
 from collections.abc import Iterable
 
-from harness.filesystem.mounts import KERNEL_TREES, MountTable, is_under, real_root
+from harness.filesystem.mounts import (
+    KERNEL_TREES,
+    Mount,
+    MountTable,
+    is_under,
+    real_root,
+    work_root,
+)
 from harness.rank import namespaces
 from harness.rank.namespaces import Bind
 from harness.topology import Topology
@@ -62,20 +69,25 @@ def world_base(mode: str) -> str:
 
 
 def binds_for(table: MountTable, topology: Topology, world_dir: str, sandbox: str,
-              machine_paths: Iterable[str]) -> dict[int, tuple[Bind, ...]]:
+              machine_paths: Iterable[str], overlays: str = namespaces.WHOLE
+              ) -> dict[int, tuple[Bind, ...]]:
     """Each host's binds: its fresh mounts (``/tmp``, ``/dev/shm``, a scenario's) over the
     machine's directories of the same path, where the machine has one (a mount point is
-    never made on the machine), then the machine's own directories the world needs that
-    those cover (``machine_paths``: the working directory, the target's, the interpreter's
-    paths, the overlays'), bound back at their own path, read-only as the rest of the
-    machine is; and what stays writable, each bound on itself: the world's directory (its
-    sandbox, the ranks' output) and a scenario's passthrough mounts."""
+    never made on the machine); with ``overlays`` (``namespaces.WHOLE`` or ``DIRECTORIES``;
+    "": none), the kernel's overlay of each directory a host has its own copy of (``drawn``),
+    writes landing in the host's copy in the
+    sandbox; then the machine's own directories the world needs that those cover
+    (``machine_paths``: the working directory, the target's, the interpreter's paths, the
+    overlays'), bound back at their own path, read-only as the rest of the machine is; and
+    what stays writable, each bound on itself: the world's directory (its sandbox, the
+    ranks' output) and a scenario's passthrough mounts."""
     fresh = sorted((m for m in table.mounts if m.base == "fresh" and m.scope in ("host", "shared")
                     and m.path != "/" and os.path.isdir(m.path) and not os.path.islink(m.path)),
                    key=lambda m: m.path.count("/"))
     covered = [m.path for m in fresh]
     passthrough = [m.path for m in table.mounts if m.base == "passthrough"
                    and m.path not in KERNEL_TREES and os.path.isdir(m.path)]
+    overlaid = drawn(table, overlays == namespaces.WHOLE) if overlays else {}
     wanted = {*(m.path for m in table.mounts if m.base in ("overlay", "real")
                 and m.path != "/" and m.path not in KERNEL_TREES), *machine_paths}
     wanted -= set(passthrough)
@@ -83,16 +95,47 @@ def binds_for(table: MountTable, topology: Topology, world_dir: str, sandbox: st
     for path in sorted((os.path.normpath(p) for p in wanted if p), key=len):
         if not os.path.isdir(path) or not any(is_under(path, c) and path != c for c in covered):
             continue
-        if any(is_under(path, b) for b in back):
-            continue  # bound with its parent
+        nearest = max((c for c in (*covered, *overlaid) if is_under(path, c)), key=len)
+        if nearest in overlaid or any(is_under(path, b) for b in back):
+            continue  # the host's copy of it is overlaid, or it is bound with its parent
         back.append(path)
     out: dict[int, tuple[Bind, ...]] = {}
     for host in range(topology.hosts):
+        key = f"host-{host}"
         out[host] = (*(Bind(real_root(sandbox, m, m.scope_key(-1, host)), m.path,
                             readonly=m.mode == "ro") for m in fresh),
+                     *(Bind(path, path, overlay=(
+                         os.path.join(real_root(sandbox, m, key), m.relative(path)),
+                         os.path.join(work_root(sandbox, m, key), m.relative(path))))
+                       for path, m in overlaid.items()),
                      *(Bind(p, p, readonly=True, machine=True) for p in back),
                      *(Bind(p, p, machine=True) for p in passthrough),
                      Bind(world_dir, world_dir))
+    return out
+
+
+def drawn(table: MountTable, whole: bool = True) -> dict[str, Mount]:
+    """The directories whose overlay the kernel draws in a host's namespace, each with its
+    mount: every overlay a host has its own copy of (a host-scoped, read-write, local
+    mount: ``/``, a working directory under ``/tmp``), so what the view does not see (a
+    subprocess, C code) writes the host's copy as Python code does, never the machine.
+    Not ``whole`` (in a user namespace): ``/`` is drawn as each of its directories, and only
+    a directory with no mount of the machine's below it (``namespaces.DIRECTORIES``); the
+    rest stays read-only to what the view does not see."""
+    own = [m for m in table.mounts
+           if (m.base, m.scope, m.mode, m.consistency) == ("overlay", "host", "rw", "local")
+           and os.path.isdir(m.path) and not os.path.islink(m.path)]
+    if whole:
+        return {m.path: m for m in own}
+    points = [p for p in namespaces.mount_points() if p != "/"]
+    out: dict[str, Mount] = {}
+    for m in own:
+        paths = [m.path] if m.path != "/" else [
+            "/" + name for name in sorted(os.listdir("/")) if "/" + name not in KERNEL_TREES]
+        for path in paths:
+            if (os.path.isdir(path) and not os.path.islink(path) and table.match(path) is m
+                    and not any(is_under(p, path) for p in points)):
+                out[path] = m
     return out
 
 

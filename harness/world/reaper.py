@@ -16,6 +16,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import queue
 import shutil
 import signal
 import subprocess
@@ -137,3 +138,36 @@ def main() -> None:
         for name in names:
             if name.startswith(f"harness-{harness_pid}-"):
                 shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+
+
+#: How long the harness's exit waits for the directories of its ended worlds to go (the
+#: reaper removes what is left after it).
+REMOVALS_GRACE_S = 30.0
+_removals: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+_remover: threading.Thread | None = None
+
+
+def remove_later(path: str) -> None:
+    """Remove an ended world's directory beside what the harness does next, not before its
+    result returns (a sandbox of many files takes milliseconds a world). The harness's exit
+    waits for the last one; one it could not wait for is the reaper's."""
+    global _remover
+    with _lock:
+        if _remover is None:
+            _remover = threading.Thread(target=_remove_all, name="harness-removals",
+                                        daemon=True)
+            _remover.start()
+            atexit.register(_removed)
+    _removals.put(path)
+
+
+def _remove_all() -> None:
+    while (path := _removals.get()) is not None:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _removed() -> None:
+    """At the harness's exit: every directory handed over so far is gone (within a grace)."""
+    if _remover is not None:
+        _removals.put(None)
+        _remover.join(REMOVALS_GRACE_S)

@@ -13,16 +13,15 @@ import dataclasses
 import itertools
 import logging
 import os
-import shutil
 import tempfile
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import refs
 from harness.filesystem import sandbox as sandbox_layout
-from harness.rank import sweep, wire
+from harness.rank import namespaces, sweep, wire
 from harness.rank.environment import shim_root
 from harness.rank.spec import WorldSpec
 from harness.topology import clean_environment
@@ -30,6 +29,9 @@ from harness.world import isolation, pool, reaper
 from harness.world.config import WorldConfig
 from harness.world.result import WorldResult
 from harness.world.server import ABORTED, DEADLINE, GUARD, LEADER_LOST, LIMIT, WorldServer
+
+if TYPE_CHECKING:
+    from harness.faults.plan import FaultPlan
 
 _counter = itertools.count()
 _said: set[str] = set()  # why kernel isolation was refused: said once per harness process
@@ -123,7 +125,7 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
         spec = dataclasses.replace(spec, binds=isolation.binds_for(
             table, topo, outdir, spec.sandbox, [*isolation.machine_paths(
                 cwd, module if module and refs.is_file(module) else None, config.argv),
-                *config.reads]))
+                *config.reads], overlays=_overlays(plan)))
     server = None
     try:
         if table is not None:
@@ -163,7 +165,23 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
         # What outlived the leader's own cleanup: daemons of a world whose fork server was killed.
         sweep.end_world(world_id)
         if not config.keep_output_dir:
-            shutil.rmtree(outdir, ignore_errors=True)
+            reaper.remove_later(outdir)
+
+
+def _overlays(plan: FaultPlan) -> str:
+    """How much of the machine the kernel overlays for each host in this world
+    (``namespaces.overlays``), "" for nothing: where the machine lets it, and unless a
+    fault of the plan writes a file's place behind the world's back (a held write), which a
+    kernel overlay would not show (its world keeps the view's overlays, the machine
+    read-only to what the view does not see)."""
+    if any(f.spec.writes_behind for f in plan.faults):
+        return ""
+    how, why = namespaces.overlays(isolation.KERNEL_BASE)
+    if why and why not in _said:
+        _said.add(why)
+        log.warning("kernel isolation without overlays: subprocesses and C code meet a "
+                    "read-only machine outside each host's fresh directories (%s)", why)
+    return how
 
 
 #: The wall-clock guard on a quiet machine: how long a world's clock may be held (an endless

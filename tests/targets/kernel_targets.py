@@ -69,9 +69,11 @@ def reach_the_harness(inputs: dict) -> dict:
 
 
 def writes_the_machine(inputs: dict) -> dict:
-    """What the view does not see writes the machine's directories: a subprocess into the
-    working directory and into a machine directory given, C code (sqlite3) into the
-    working directory, a root-only setting in /proc/sys. Says what each met."""
+    """Rank 0 changes the machine's directories the way only the kernel sees: a subprocess
+    writes a new file in the working directory and in a machine directory given, appends to
+    a file there and deletes another; C code (sqlite3) makes a database; a subprocess tries
+    a root-only setting in /proc/sys; Python writes a file that a subprocess then reads.
+    Then every rank says what its host shows, through Python and through a subprocess."""
     import sqlite3
 
     def attempt(fn) -> str:
@@ -81,22 +83,30 @@ def writes_the_machine(inputs: dict) -> dict:
         except (OSError, sqlite3.OperationalError, subprocess.CalledProcessError) as exc:
             return type(exc).__name__
 
-    out = {
-        "sh into cwd": attempt(lambda: subprocess.run(
-            ["sh", "-c", "echo x > from-sh.txt"], check=True, capture_output=True)),
-        "sh into the machine": attempt(lambda: subprocess.run(
-            ["sh", "-c", f"echo x > {inputs['machine']}/from-sh.txt"], check=True,
-            capture_output=True)),
-        "sqlite3 into cwd": attempt(lambda: sqlite3.connect("db.sqlite").execute(
-            "create table t (x)")),
-        "/proc/sys": attempt(lambda: subprocess.run(
-            ["sh", "-c", "echo 1 > /proc/sys/vm/drop_caches"], check=True, capture_output=True)),
-    }
-    # Python's own writes go through the view: the host's copy, in the sandbox
-    with open("through-the-view.txt", "w") as f:
-        f.write("x")
-    out["python into cwd"] = "written"
-    xm.rendezvous("tried")
+    def sh(script: str) -> None:
+        subprocess.run(["sh", "-c", script], check=True, capture_output=True)
+
+    machine = inputs["machine"]
+    out = {}
+    if xm.get_ordinal() == 0:
+        out = {
+            "sh into cwd": attempt(lambda: sh("echo x > from-sh.txt")),
+            "sh into the machine": attempt(lambda: sh(f"echo x > {machine}/from-sh.txt")),
+            "sh appends": attempt(lambda: sh("echo more >> kept.txt")),
+            "sh deletes": attempt(lambda: sh("rm gone.txt")),
+            "sqlite3 into cwd": attempt(lambda: sqlite3.connect("db.sqlite").execute(
+                "create table t (x)")),
+            "/proc/sys": attempt(lambda: sh("echo 1 > /proc/sys/vm/drop_caches")),
+        }
+        with open("through-the-view.txt", "w") as f:  # Python's own write, through the view
+            f.write("py")
+    xm.rendezvous("written")
+    out["python sees"] = sorted(os.listdir("."))
+    out["python reads kept.txt"] = open("kept.txt").read()
+    out["sh sees"] = subprocess.run(["ls"], capture_output=True, text=True).stdout.split()
+    out["sh reads python's"] = subprocess.run(["cat", "through-the-view.txt"],
+                                              capture_output=True, text=True).stdout
+    out["machine dir"] = sorted(os.listdir(machine))
     return out
 
 

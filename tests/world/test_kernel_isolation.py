@@ -88,9 +88,11 @@ def test_a_kernel_isolated_worlds_directory_is_never_under_what_a_host_covers() 
 
 def test_a_hosts_binds_cover_its_fresh_directories_and_bring_back_what_lies_under_them(
         tmp_path: Path) -> None:
-    """Pure: what each host of a 2x1 world binds. /tmp and /dev/shm are the host's own;
-    the working directory under /tmp comes back at its own path (once, with what is under
-    it); a fresh mount whose mount point the machine lacks is left to the view."""
+    """Pure: what each host of a 2x1 world binds. /tmp and /dev/shm are the host's own; the
+    machine's / and the working directory under /tmp are the kernel's overlays, writes
+    landing in the host's copy in the sandbox (each host its own); without overlays the
+    working directory comes back at its own path, read-only (once, with what is under it);
+    a fresh mount whose mount point the machine lacks is left to the view."""
     from harness.filesystem.mounts import Mount, default_table
     from harness.topology import get_topology
     from harness.world.isolation import binds_for
@@ -99,19 +101,54 @@ def test_a_hosts_binds_cover_its_fresh_directories_and_bring_back_what_lies_unde
     (cwd / "src").mkdir(parents=True)
     table = default_table(get_topology("2x1"), os.path.expanduser("~"), str(cwd)).with_mount(
         Mount("/mnt/no-such-dir-here", scope="shared", base="fresh"))
-    binds = binds_for(table, get_topology("2x1"), str(tmp_path), "/sb",
-                      [str(cwd), str(cwd / "src")])
-    assert sorted(binds) == [0, 1]
-    for host, host_binds in binds.items():
-        targets = {b.target: b for b in host_binds}
-        assert targets["/tmp"].source.startswith("/sb/") and f"host-{host}" in targets["/tmp"].source
-        assert targets["/dev/shm"].source.startswith("/sb/") and not targets["/tmp"].machine
-        assert targets[str(cwd)].machine and targets[str(cwd)].source == str(cwd)
-        assert str(cwd / "src") not in targets and "/mnt/no-such-dir-here" not in targets
-        # the world's own directory stays writable, bound on itself
-        world = targets[str(tmp_path)]
-        assert world.source == str(tmp_path) and not world.machine and not world.readonly
-    assert binds[0][0].source != binds[1][0].source  # each host its own /tmp
+    for overlays in (namespaces.WHOLE, ""):
+        binds = binds_for(table, get_topology("2x1"), str(tmp_path), "/sb",
+                          [str(cwd), str(cwd / "src")], overlays=overlays)
+        assert sorted(binds) == [0, 1]
+        for host, host_binds in binds.items():
+            targets = {b.target: b for b in host_binds}
+            assert targets["/tmp"].source.startswith("/sb/") and f"host-{host}" in targets["/tmp"].source
+            assert targets["/dev/shm"].source.startswith("/sb/") and not targets["/tmp"].machine
+            assert str(cwd / "src") not in targets and "/mnt/no-such-dir-here" not in targets
+            here = targets[str(cwd)]
+            if overlays:
+                upper, work = here.overlay
+                assert upper.startswith("/sb/mounts/") and f"/host-{host}" in upper
+                assert work.startswith("/sb/overlay-work/") and not here.machine
+                assert targets["/"].overlay[0] == f"/sb/mounts/%root/host-{host}/"
+            else:
+                assert here.machine and here.readonly and here.source == str(cwd)
+                assert "/" not in targets and here.overlay is None
+            # the world's own directory stays writable, bound on itself
+            world = targets[str(tmp_path)]
+            assert world.source == str(tmp_path) and not world.machine and not world.readonly
+        assert binds[0][0].source != binds[1][0].source  # each host its own /tmp
+
+
+def test_in_a_user_namespace_the_kernel_overlays_each_directory_with_no_mount_below_it(
+        tmp_path: Path) -> None:
+    """Pure: where the kernel will not take the machine's / as a layer (a user namespace:
+    the mounts below it are locked to it), / is drawn directory by directory, leaving out
+    each one a mount of the machine's lies under (and the kernel's trees, and /tmp)."""
+    from harness.filesystem.mounts import default_table
+    from harness.topology import get_topology
+    from harness.world.isolation import drawn
+
+    cwd = tmp_path / "checkout"
+    cwd.mkdir()
+    table = default_table(get_topology("2x1"), os.path.expanduser("~"), str(cwd))
+    assert set(drawn(table)) == {"/", str(cwd)}
+    each = drawn(table, whole=False)
+    points = namespaces.mount_points()
+    assert str(cwd) in each and "/" not in each and "/usr" in each
+    for path in ("/proc", "/sys", "/dev", "/tmp"):
+        assert path not in each
+    for path in each:
+        assert not any(p != "/" and (p == path or p.startswith(path + "/")) for p in points)
+    for point in points:  # a directory holding a mount of the machine's is left out
+        top = "/" + point.strip("/").split("/")[0]
+        if point.count("/") > 1 and not point.startswith(("/proc", "/sys", "/dev")):
+            assert top not in each, point
 
 
 def _named(comm: str) -> list[int]:
@@ -159,28 +196,49 @@ def test_a_world_is_a_pid_namespace_no_rank_can_see_out_of_and_nothing_outlives(
     assert _named(daemon) == []
 
 
-def test_what_the_view_does_not_see_cannot_write_the_machine(tmp_path: Path) -> None:
-    """Kernel isolation: the machine's directories are read-only for what the view does
-    not see (a subprocess, C code), the working directory and /proc/sys included: each
-    such write meets EROFS, never the machine; Python's writes there go to the host's copy
-    as in Python isolation."""
+@pytest.mark.parametrize("how", [namespaces.WHOLE, namespaces.DIRECTORIES])
+def test_what_the_view_does_not_see_writes_the_hosts_copy_never_the_machine(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    """Kernel isolation: the machine's / and the working directory are the kernel's
+    overlays, so a subprocess or C code writes, appends to and deletes files of the host's
+    copy as Python code does, never the machine's: host 0 (rank 0's) sees every change
+    through Python and through a subprocess alike, host 1 sees none, and the machine's files
+    are as they were, byte for byte. A root-only setting in /proc/sys is still refused. The
+    same where / is overlaid directory by directory (as in a user namespace)."""
+    monkeypatch.setattr(namespaces, "_overlays", (how, ""))
     cwd, machine = tmp_path / "checkout", Path("/var/tmp") / f"machine-{os.getpid()}"
     cwd.mkdir()
+    (cwd / "kept.txt").write_text("original\n")
+    (cwd / "gone.txt").write_text("a file rank 0's subprocess deletes\n")
     machine.mkdir(exist_ok=True)
+    before = {p.name: p.read_bytes() for p in cwd.iterdir()}
     try:
         result = run_world(f"{TARGETS_DIR / 'kernel_targets.py'}:writes_the_machine",
                            topology="2x1", timeout=60, isolation="kernel", cwd=str(cwd),
-                           args=({"machine": str(machine)},))
+                           args=({"machine": str(machine)},), watch=[f"{cwd}/*"])
         assert result.outcome == PASS, result.detail()
         assert list(machine.iterdir()) == []
     finally:
+        for leftover in machine.iterdir():
+            leftover.unlink()
         machine.rmdir()
-    assert list(cwd.iterdir()) == []
-    for rank in result.ranks:
-        assert rank.value == {"sh into cwd": "CalledProcessError",
-                              "sh into the machine": "CalledProcessError",
-                              "sqlite3 into cwd": "OperationalError",
-                              "/proc/sys": "CalledProcessError", "python into cwd": "written"}
+    assert {p.name: p.read_bytes() for p in cwd.iterdir()} == before
+    host0, host1 = (r.value for r in sorted(result.ranks, key=lambda r: r.rank))
+    assert {k: v for k, v in host0.items() if " sees" not in k and "reads" not in k} == {
+        "sh into cwd": "written", "sh into the machine": "written", "sh appends": "written",
+        "sh deletes": "written", "sqlite3 into cwd": "written", "/proc/sys": "CalledProcessError",
+        "machine dir": ["from-sh.txt"]}
+    changed = ["db.sqlite", "from-sh.txt", "kept.txt", "through-the-view.txt"]
+    assert host0["python sees"] == host0["sh sees"] == changed
+    assert host0["python reads kept.txt"] == "original\nmore\n"
+    assert host0["sh reads python's"] == "py"
+    assert host1 == {"python sees": ["gone.txt", "kept.txt"], "sh sees": ["gone.txt", "kept.txt"],
+                     "python reads kept.txt": "original\n", "sh reads python's": "",
+                     "machine dir": []}
+    # what the world left, as the harness reads it back: host 0's copy, its deletion kept
+    assert sorted(result.files[0]) == [f"{cwd}/{name}" for name in changed]
+    assert result.files[0][f"{cwd}/kept.txt"] == "original\nmore\n"
+    assert result.files[1] == {}
 
 
 def test_a_read_only_tmp_over_a_working_directory_under_it(tmp_path: Path) -> None:
@@ -197,17 +255,25 @@ def test_a_read_only_tmp_over_a_working_directory_under_it(tmp_path: Path) -> No
 
 
 def test_a_write_the_read_only_machine_refused_says_so(tmp_path: Path) -> None:
-    """A subprocess writing the checkout: on a pod it lands; here kernel isolation refuses
-    it (EROFS), and the world's one line says why, not only what the rank raised. An EROFS a
-    scenario's read-only mount explains says nothing more."""
+    """A world with a held write (hold-write: the harness publishes it into its place
+    later, which a kernel overlay would not show) keeps the view's overlays alone, and the
+    machine is read-only to what the view does not see: rank 0's subprocess writing the
+    checkout (fine on a pod) meets EROFS, and the world's one line says why, not only what
+    the rank raised. Without such a fault the same write lands in the host's copy. An EROFS
+    a scenario's read-only mount explains says nothing more."""
     from harness.filesystem.mounts import Mount
     from harness.world.fates import READ_ONLY_MACHINE
 
-    result = run_world(f"{TARGETS_DIR / 'kernel_targets.py'}:subprocess_writes_cwd",
-                       topology="2x1", timeout=30, isolation="kernel", cwd=str(tmp_path))
+    target = f"{TARGETS_DIR / 'kernel_targets.py'}:subprocess_writes_cwd"
+    held = [{"kind": "hold-write", "path": "/nowhere/*"}]
+    result = run_world(target, topology="2x1", timeout=30, isolation="kernel", cwd=str(tmp_path),
+                       faults=held)
     assert result.outcome == "ERROR"
     assert result.detail().startswith("rank 0 raised subprocess.CalledProcessError")
     assert result.detail().endswith(f"({READ_ONLY_MACHINE})")
+    plain = run_world(target, topology="2x1", timeout=30, isolation="kernel", cwd=str(tmp_path))
+    assert plain.outcome == PASS, plain.detail()
+    assert list(tmp_path.iterdir()) == []
     scenario_ro = run_world(f"{TARGETS_DIR / 'kernel_targets.py'}:writes_tmp", topology="2x1",
                             timeout=30, isolation="kernel", cwd=str(tmp_path),
                             mounts=[Mount("/tmp", scope="host", mode="ro")])
