@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 import traceback
 from typing import NoReturn
@@ -59,10 +60,22 @@ for _command in (exec_command, list_command, run_command, replay_command, report
     cli.add_command(_command)
 
 
+def _interrupted(signum: int, frame: object) -> None:
+    """Ctrl-C: every world in flight is told to end (``ABORT``) before the KeyboardInterrupt
+    is raised, so the run ends even where that exception is swallowed on its way (a garbage
+    collector's callback running at that moment only prints it)."""
+    world = sys.modules.get("harness.world.world")  # not imported: no world to end
+    if world is not None:
+        world.ABORT.set()
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     """Console-script entry: click's errors, Ctrl-C and the harness's own bugs mapped to
     their exit status (the group maps a ``HarnessError``); an internal error exits 3 with
     a short message, never a bare traceback."""
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not ignored
+        signal.signal(signal.SIGINT, _interrupted)
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Exit as exc:

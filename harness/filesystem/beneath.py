@@ -38,6 +38,16 @@ class Beneath:
     def __init__(self, root: str) -> None:
         self.root = os.path.abspath(root)
         self._fd: int | None = None
+        #: (a host's copy under the root, that host's own root, where the copy is seen there)
+        self._windows: list[tuple[str, str, str]] = []
+
+    def through(self, copy: str, root: str, at: str) -> None:
+        """Act on the files under ``copy`` (a host's copy in the sandbox, which the kernel
+        overlays in that host's namespace while the world runs) at ``at`` in the tree of
+        ``root`` (the host's own root: ``/proc/<leader>/fd/N``): a change made below a
+        mounted overlay is one the overlay may never show. Once that root is gone (the
+        world ended, its namespaces with it) the copy is acted on as it is."""
+        self._windows.append((os.path.normpath(copy), root, at))
 
     def _root_fd(self) -> int:
         if self._fd is None:
@@ -60,10 +70,24 @@ class Beneath:
             raise Outside(errno.EPERM, f"not under the world's sandbox {self.root}", path)
         return parts
 
+    def _start(self, path: str) -> tuple[int, list[str]]:
+        """Where ``path``'s walk starts (a descriptor the caller closes) and its components
+        from there: the root, or the host's own root where a window shows ``path``."""
+        parts = self.relative(path)
+        for copy, root, at in self._windows:
+            if path == copy or path.startswith(copy + "/"):
+                try:
+                    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # ours
+                except OSError:
+                    continue  # the world's namespaces are gone: its copy is plain files
+                rel = os.path.relpath(path, copy)
+                return fd, [p for p in at.split("/") if p] + ([] if rel == "." else
+                                                               rel.split("/"))
+        return os.dup(self._root_fd()), parts
+
     def _parent(self, path: str, make: bool = False) -> tuple[int, str]:
         """A descriptor of ``path``'s directory (the caller closes it) and its last name."""
-        parts = self.relative(path)
-        fd = os.dup(self._root_fd())
+        fd, parts = self._start(path)
         try:
             for part in parts[:-1]:
                 if make:
@@ -146,7 +170,38 @@ class Beneath:
             dst_dir, dst_name = self._parent(dst, make=True)
             try:
                 os.replace(src_name, dst_name, src_dir_fd=src_dir, dst_dir_fd=dst_dir)
+            except OSError as exc:
+                if exc.errno != errno.EXDEV:
+                    raise
+                _move_across(src_dir, src_name, dst_dir, dst_name, dst)
             finally:
                 os.close(dst_dir)
         finally:
             os.close(src_dir)
+
+
+def _move_across(src_dir: int, src_name: str, dst_dir: int, dst_name: str, dst: str) -> None:
+    """``os.replace`` into another filesystem (a host's overlay): a copy beside the
+    destination, renamed into place whole, then the source removed."""
+    from harness.filesystem import machine
+
+    src = os.open(src_name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                  dir_fd=src_dir)
+    try:
+        info = os.fstat(src)
+        if not stat.S_ISREG(info.st_mode):
+            raise Outside(errno.EINVAL, "not a regular file", dst)
+        beside = f"{dst_name}.harness-publish"
+        out = os.open(beside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+                      | os.O_CLOEXEC, 0o644, dir_fd=dst_dir)
+        try:
+            os.fchmod(out, stat.S_IMODE(info.st_mode))
+            while chunk := os.read(src, 1 << 20):
+                write_all(out, chunk)
+            machine.copy_stamp(src, out)
+        finally:
+            os.close(out)
+    finally:
+        os.close(src)
+    os.replace(beside, dst_name, src_dir_fd=dst_dir, dst_dir_fd=dst_dir)
+    os.unlink(src_name, dir_fd=src_dir)

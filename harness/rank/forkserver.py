@@ -233,7 +233,8 @@ def _lead(spec: WorldSpec) -> None:
                 if host_of(role, ident) == host:
                     start(role, ident)
     wire.send_frame(conn, {"type": "started",
-                           "units": [[pid, role, ident] for pid, (role, ident) in units.items()]})
+                           "units": [[pid, role, ident] for pid, (role, ident) in units.items()],
+                           "roots": [[host, held[2]] for host, held in (hosts or {}).items()]})
 
     # Units exit; the harness decides whether one comes back (a pre-empted rank)
     # and, once none is left, says "finish".

@@ -110,7 +110,7 @@ def _bind_all(binds: tuple[Bind, ...], user: bool, keep: str) -> None:
     covered = {b.target: [(point, os.open(point, os.O_PATH)) for point in _mounts_under(b.target)]
                for b in binds if b.overlay}
     try:
-        fresh: list[str] = []
+        made: list[str] = []  # the fresh mounts and overlays made: the host's own directories
         for bind in sorted(binds, key=lambda b: b.target.rstrip("/").count("/")):  # stable
             source = f"/proc/self/fd/{held.get(bind.target)}"
             if bind.overlay and bind.target == "/":
@@ -125,10 +125,11 @@ def _bind_all(binds: tuple[Bind, ...], user: bool, keep: str) -> None:
                 _mount(source, bind.target, MS_BIND | MS_REC)
             else:
                 if not os.path.lexists(bind.target) and any(is_under(bind.target, t)
-                                                            for t in fresh):
-                    os.makedirs(bind.target)  # inside a fresh mount made above (a host's /tmp)
+                                                            for t in made):
+                    os.makedirs(bind.target)  # in a host's own directory (its /tmp, its copy)
                 _mount(bind.source, bind.target, MS_BIND | MS_REC)
-                fresh.append(bind.target)
+            if not bind.machine:
+                made.append(bind.target)
         for bind in binds:  # last: a read-only /tmp still takes the mount points made in it
             if bind.readonly and not bind.machine:  # (not below it: an overlay there keeps
                 _mount(None, bind.target, MS_BIND | MS_REMOUNT | MS_RDONLY)  # its own mode)
@@ -271,8 +272,9 @@ def _own_dev(staging: str) -> None:
     _mount(staging, "/dev", MS_MOVE)
 
 
-#: A host's namespace, held open: (its mount namespace, its user namespace or -1).
-Held = tuple[int, int]
+#: A host's namespace, held open: (its mount namespace, its user namespace or -1, its root
+#: directory: the harness reaches the host's files through it, ``/proc/<leader>/fd/N``).
+Held = tuple[int, int, int]
 
 
 def prepare(binds: dict[int, tuple[Bind, ...]], keep: str, proc: bool = False
@@ -340,7 +342,8 @@ def each_host(binds: dict[int, tuple[Bind, ...]], keep: str, proc: bool = False
                                            f"{said.decode(errors='replace') or 'no word'}")
             if said == b"ou" and user < 0:
                 user = os.open(f"/proc/{pid}/ns/user", os.O_RDONLY)
-            made = (os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY), user)
+            made = (os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY), user,
+                    os.open(f"/proc/{pid}/root", os.O_PATH | os.O_DIRECTORY))
             os.write(go_w, b"x")
             yield host, made  # the caller holds it (and ``close``s it) from here
     finally:
@@ -397,7 +400,7 @@ def enter(held: dict[int, Held], host: int) -> None:
     working directory it had (the kernel moves it to the namespace's root), and close
     every host's descriptors: the target sees none of them."""
     cwd = os.getcwd()
-    mnt, user = held[host]
+    mnt, user, _ = held[host]
     if user >= 0:
         _check(_libc.setns(user, CLONE_NEWUSER), "setns(user)")
     _check(_libc.setns(mnt, CLONE_NEWNS), "setns(mnt)")
@@ -475,7 +478,8 @@ def overlays(base: str) -> tuple[str, str]:
         import shutil
         import tempfile
 
-        scratch = tempfile.mkdtemp(prefix="harness-overlay-", dir=base)
+        # named as a world's directory is: the reaper removes it if this process dies here
+        scratch = tempfile.mkdtemp(prefix=f"harness-{os.getpid()}-overlay-", dir=base)
         layers = [os.path.join(scratch, name) for name in ("lower", "upper", "work", "top")]
         for layer in layers:
             os.mkdir(layer)

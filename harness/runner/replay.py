@@ -22,7 +22,7 @@ RUN = ("harness", "run")
 #: Each option a replay writes, and the field it holds.
 _OPTIONS = {"--scenario": "scenario", "--target": "target", "--seed": "seed",
             "--workload": "workload", "--checker": "checker", "--data": "data", "--config": "config",
-            "--topology": "topology", "--timeout": "timeout"}
+            "--topology": "topology", "--timeout": "timeout", "--isolation": "isolation"}
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,8 @@ class Replay:
     config: str | None = None  # the user's own config file
     topology: str | None = None  # only when the run overrode the scenario's
     timeout: float | None = None  # likewise
+    #: "python" where the run chose it: the same cell under kernel isolation can differ
+    isolation: str | None = None
     command: tuple[str, ...] = REPLAY
 
     def argv(self) -> list[str]:
@@ -54,6 +56,8 @@ class Replay:
             args += ["--topology", self.topology]
         if self.timeout is not None:
             args += ["--timeout", f"{self.timeout:g}"]
+        if self.isolation is not None:
+            args += ["--isolation", self.isolation]
         return args
 
     def __str__(self) -> str:
@@ -96,5 +100,5 @@ class Replay:
 
     def on_pod(self, pod: tuple[str, ...]) -> Replay:
         """The same cell on the same pod: ``pod`` says how to reach it (``harness pod run
-        --local 8``); the topology is the pod's own."""
-        return dataclasses.replace(self, command=pod, topology=None)
+        --local 8``); the topology is the pod's own, and so is its isolation (real machines)."""
+        return dataclasses.replace(self, command=pod, topology=None, isolation=None)

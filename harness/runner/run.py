@@ -29,7 +29,7 @@ from harness.topology import get_topology
 from harness.vocabulary import ERROR, KNOWN, NOT_EXERCISED, OK, PASS, UNEXERCISED, UNEXPECTED, Expect
 from harness.workloads.base import Learning, Target
 from harness.workloads.registry import WORKLOADS
-from harness.world import pool
+from harness.world import isolation, pool
 from harness.world.fates import one_line
 from harness.world.result import WorldResult
 from harness.world.world import ABORT, run_world
@@ -114,7 +114,9 @@ def replay_of(plan: CellPlan) -> Replay:
                   checker=target.checker.ref if target.checker is not None else None,
                   data=scenario.data_given, config=scenario.config_given,
                   topology=plan.topology if plan.topology_overridden else None,
-                  timeout=plan.timeout if plan.timeout_overridden else None)
+                  timeout=plan.timeout if plan.timeout_overridden else None,
+                  isolation=isolation.PYTHON if isolation.default_mode() == isolation.PYTHON
+                  else None)
 
 
 def learning_key(plan: CellPlan) -> tuple[str, str]:
@@ -323,6 +325,8 @@ def run_matrix(plans: list[CellPlan], jobs: int | None = None, seed: int = 0,
         futures = {workers.submit(one, plan, known, found.get(learning_key(plan))): i
                    for i, plan in enumerate(plans)}
         for future in as_completed(futures):
+            if ABORT.is_set():  # a Ctrl-C whose KeyboardInterrupt was swallowed on its way
+                raise KeyboardInterrupt
             plan = plans[futures[future]]
             try:
                 cell = future.result()

@@ -107,7 +107,8 @@ READ_ONLY_MACHINE = ("under kernel isolation the machine's directories are read-
 
 def read_only_machine(result: WorldResult) -> bool:
     """Did a failing rank or launcher meet the read-only machine of kernel isolation (an
-    EROFS no read-only mount of the scenario's explains)?"""
+    EROFS no read-only mount of the scenario's explains; words that name no path, where
+    the scenario has one, may be its doing and are not claimed)?"""
     if result.isolation != "kernel":
         return False
     for unit in (*result.ranks, *result.hosts):
@@ -116,8 +117,9 @@ def read_only_machine(result: WorldResult) -> bool:
         error = unit.error or {}
         text = f"{error.get('message', '')}\n{error.get('traceback', '')}\n{unit.stderr}"
         for met in _READ_ONLY.finditer(text):
-            path = met.group(1)
-            if path is None or not any(is_under(path, ro) for ro in result.read_only):
+            path = met.group(1)  # None: a shell's or a library's words, which name no path
+            if (path is None and not result.read_only) or (
+                    path is not None and not any(is_under(path, ro) for ro in result.read_only)):
                 return True
     return False
 

@@ -72,22 +72,29 @@ def binds_for(table: MountTable, topology: Topology, world_dir: str, sandbox: st
               machine_paths: Iterable[str], overlays: str = namespaces.WHOLE
               ) -> dict[int, tuple[Bind, ...]]:
     """Each host's binds: its fresh mounts (``/tmp``, ``/dev/shm``, a scenario's) over the
-    machine's directories of the same path, where the machine has one (a mount point is
-    never made on the machine); with ``overlays`` (``namespaces.WHOLE`` or ``DIRECTORIES``;
-    "": none), the kernel's overlay of each directory a host has its own copy of (``drawn``),
-    writes landing in the host's copy in the
-    sandbox; then the machine's own directories the world needs that those cover
-    (``machine_paths``: the working directory, the target's, the interpreter's paths, the
-    overlays'), bound back at their own path, read-only as the rest of the machine is; and
-    what stays writable, each bound on itself: the world's directory (its sandbox, the
-    ranks' output) and a scenario's passthrough mounts."""
+    machine's directories of the same path, where the machine has one or the host's copy
+    can take one (a mount point is never made on the machine); with ``overlays``
+    (``namespaces.WHOLE`` or ``DIRECTORIES``; "": none), the kernel's overlay of each
+    directory a host has its own copy of (``drawn``), writes landing
+    in the host's copy in the sandbox; then the machine's own directories the world needs
+    that those cover (``machine_paths``: the working directory, the target's, the
+    interpreter's paths, the overlays'), bound back at their own path, read-only as the rest
+    of the machine is; and what stays writable, each bound on itself: the world's directory
+    (its sandbox, the ranks' output) and a scenario's passthrough mounts."""
+    overlaid = drawn(table, overlays == namespaces.WHOLE) if overlays else {}
+
+    def mountable(path: str) -> bool:
+        """A mount point the machine has, or one the host's copy can take."""
+        if os.path.islink(path):
+            return False
+        return os.path.isdir(path) or (not os.path.lexists(path)
+                                       and any(is_under(path, o) for o in overlaid))
+
     fresh = sorted((m for m in table.mounts if m.base == "fresh" and m.scope in ("host", "shared")
-                    and m.path != "/" and os.path.isdir(m.path) and not os.path.islink(m.path)),
-                   key=lambda m: m.path.count("/"))
+                    and m.path != "/" and mountable(m.path)), key=lambda m: m.path.count("/"))
     covered = [m.path for m in fresh]
     passthrough = [m.path for m in table.mounts if m.base == "passthrough"
                    and m.path not in KERNEL_TREES and os.path.isdir(m.path)]
-    overlaid = drawn(table, overlays == namespaces.WHOLE) if overlays else {}
     wanted = {*(m.path for m in table.mounts if m.base in ("overlay", "real")
                 and m.path != "/" and m.path not in KERNEL_TREES), *machine_paths}
     wanted -= set(passthrough)

@@ -188,6 +188,8 @@ class FileOp:
 @dataclass(slots=True)
 class Started:
     units: list[list[Any]]  # [pid, role, ident] each
+    #: kernel isolation: [host, fd] each, the leader's descriptor of that host's root
+    roots: list[list[int]] | None = None
 
 
 @dataclass(slots=True)
@@ -253,6 +255,10 @@ def _started_unit(v: Any) -> bool:
     return type(v) is list and len(v) == 3 and _int(v[0]) and _str(v[1]) and _int(v[2])
 
 
+def _root(v: Any) -> bool:
+    return type(v) is list and len(v) == 2 and _int(v[0]) and _int(v[1])
+
+
 def _idle_word(v: Any) -> bool:
     return _dict(v) and v.keys() <= {"seen", "wake"} and _int(v.get("seen")) and v["seen"] >= 0 \
         and _opt(_int)(v.get("wake"))
@@ -291,7 +297,7 @@ _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
     "file-op": (FileOp, {"op": _S, "path": _S, "ok": _B, "errno": _I0, "dst": _S0,
                          "size": _I0, "count": _I0, "offset": _I0, "trunc": (bool, _N),
                          "new": (bool, _N), "dir": (bool, _N), "line": _S0}),
-    "started": (Started, {"units": _list(_started_unit)}),
+    "started": (Started, {"units": _list(_started_unit), "roots": _opt(_list(_root))}),
     "exited": (Exited, {"pid": _I, "status": _I, "unit": _opt(_unit)}),
     "done": (Done, {"leftovers": _I}),
 }

@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 
 #: The environment variable every process of this harness run carries.
 RUN_KEY = "HARNESS_RUN"
+#: An ended world's directory, renamed so before it is removed: no longer a world's.
+ENDED = "ended-"
 #: how long the harness's exit waits for its reaper's sweep (a /proc scan: milliseconds)
 REAPER_GRACE_S = 2.0
 
@@ -106,7 +108,7 @@ def remove_orphaned_dirs(tmp: str | None = None) -> int:
         except OSError:
             continue
         for name in names:
-            parts = name.split("-")
+            parts = name.removeprefix(ENDED).split("-")
             if len(parts) < 3 or parts[0] != "harness" or not parts[1].isdigit():
                 continue
             if sweep.running(int(parts[1])):
@@ -136,7 +138,7 @@ def main() -> None:
         except OSError:
             continue
         for name in names:
-            if name.startswith(f"harness-{harness_pid}-"):
+            if name.removeprefix(ENDED).startswith(f"harness-{harness_pid}-"):
                 shutil.rmtree(os.path.join(base, name), ignore_errors=True)
 
 
@@ -149,9 +151,16 @@ _remover: threading.Thread | None = None
 
 def remove_later(path: str) -> None:
     """Remove an ended world's directory beside what the harness does next, not before its
-    result returns (a sandbox of many files takes milliseconds a world). The harness's exit
-    waits for the last one; one it could not wait for is the reaper's."""
+    result returns (a sandbox of many files takes milliseconds a world): renamed at once
+    (``ENDED``, then it is no world's directory), removed by a thread of the harness's. The
+    harness's exit waits for the last one; one it could not wait for is the reaper's."""
     global _remover
+    ended = os.path.join(os.path.dirname(path), ENDED + os.path.basename(path))
+    try:
+        os.rename(path, ended)
+        path = ended
+    except OSError:
+        pass  # removed in place, then
     with _lock:
         if _remover is None:
             _remover = threading.Thread(target=_remove_all, name="harness-removals",

@@ -475,6 +475,14 @@ class WorldServer:
     def _started(self, sock: socket.socket, conn: Conn, msg: protocol.Started) -> None:
         for pid, role, ident in msg.units:
             self.life.started(pid, role, ident)
+        # Kernel isolation: what the harness writes in a host's overlaid copy while the
+        # world runs (a held write published) goes through that host's own root.
+        for host, fd in msg.roots or ():
+            root = f"/proc/{self.life.leader_pid}/fd/{int(fd)}"
+            for bind in (self.spec.binds or {}).get(int(host), ()):
+                if bind.overlay is not None:
+                    for side in (self.publisher.beneath, self.sealer.beneath):
+                        side.through(bind.overlay[0], root, bind.target)
 
     def _exited(self, sock: socket.socket, conn: Conn, msg: protocol.Exited) -> None:
         unit = tuple(msg.unit) if msg.unit else self.life.pids.get(msg.pid)

@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness import refs
 from harness.filesystem import sandbox as sandbox_layout
@@ -29,9 +29,6 @@ from harness.world import isolation, pool, reaper
 from harness.world.config import WorldConfig
 from harness.world.result import WorldResult
 from harness.world.server import ABORTED, DEADLINE, GUARD, LEADER_LOST, LIMIT, WorldServer
-
-if TYPE_CHECKING:
-    from harness.faults.plan import FaultPlan
 
 _counter = itertools.count()
 _said: set[str] = set()  # why kernel isolation was refused: said once per harness process
@@ -125,7 +122,7 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
         spec = dataclasses.replace(spec, binds=isolation.binds_for(
             table, topo, outdir, spec.sandbox, [*isolation.machine_paths(
                 cwd, module if module and refs.is_file(module) else None, config.argv),
-                *config.reads], overlays=_overlays(plan)))
+                *config.reads], overlays=_overlays()))
     server = None
     try:
         if table is not None:
@@ -153,6 +150,11 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
             server.loop.drain_all(0.2)  # results sent just before exit
         finally:
             server.close()
+        if why == ABORTED and threading.current_thread() is threading.main_thread():
+            # The user's Ctrl-C, whose KeyboardInterrupt something swallowed on its way (a
+            # garbage collector's callback prints "Exception ignored" and goes on): raised
+            # again, so the command ends as the user asked, not with the next world.
+            raise KeyboardInterrupt
         result = server.result(time.monotonic() - start)
         result.isolation, result.isolation_note = mode, note
         result.read_only = tuple(m.path for m in table.mounts if m.mode == "ro") if table else ()
@@ -168,14 +170,9 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
             reaper.remove_later(outdir)
 
 
-def _overlays(plan: FaultPlan) -> str:
-    """How much of the machine the kernel overlays for each host in this world
-    (``namespaces.overlays``), "" for nothing: where the machine lets it, and unless a
-    fault of the plan writes a file's place behind the world's back (a held write), which a
-    kernel overlay would not show (its world keeps the view's overlays, the machine
-    read-only to what the view does not see)."""
-    if any(f.spec.writes_behind for f in plan.faults):
-        return ""
+def _overlays() -> str:
+    """How much of the machine the kernel overlays for each host (``namespaces.overlays``),
+    "" for nothing, where the machine refuses (said once)."""
     how, why = namespaces.overlays(isolation.KERNEL_BASE)
     if why and why not in _said:
         _said.add(why)

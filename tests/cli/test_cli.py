@@ -57,6 +57,15 @@ def test_replay_of_a_known_failure_prints_its_diagnosis_and_exits_0(bare_cli: Cl
     assert "replay: harness replay --scenario isolated-tmp --target naive-sync --seed 0" in out
 
 
+def test_a_cell_run_under_python_isolation_prints_a_replay_under_it(bare_cli: Cli) -> None:
+    """A new user's python-isolation run printed a replay without --isolation, which then
+    ran under kernel isolation and passed where the run had failed."""
+    done = bare_cli("replay", "--scenario", "isolated-tmp", "--target", "naive-sync",
+                    "--isolation", "python")
+    assert ("replay: harness replay --scenario isolated-tmp --target naive-sync --seed 0 "
+            "--isolation python") in done.stdout, done.stdout + done.stderr
+
+
 def test_replay_of_an_unexpected_failure_prints_its_diagnosis_and_exits_1(bare_cli: Cli) -> None:
     done = bare_cli("replay", "--scenario", "isolated-tmp", "--target", NAIVE)
     assert done.returncode == 1, done.stdout + done.stderr

@@ -71,8 +71,9 @@ def reach_the_harness(inputs: dict) -> dict:
 def writes_the_machine(inputs: dict) -> dict:
     """Rank 0 changes the machine's directories the way only the kernel sees: a subprocess
     writes a new file in the working directory and in a machine directory given, appends to
-    a file there and deletes another; C code (sqlite3) makes a database; a subprocess tries
-    a root-only setting in /proc/sys; Python writes a file that a subprocess then reads.
+    a file there and deletes another; C code (sqlite3, io.FileIO) makes a database and a
+    file; a subprocess tries a root-only setting in /proc/sys; Python writes a file that a
+    subprocess then reads.
     Then every rank says what its host shows, through Python and through a subprocess."""
     import sqlite3
 
@@ -96,6 +97,7 @@ def writes_the_machine(inputs: dict) -> dict:
             "sh deletes": attempt(lambda: sh("rm gone.txt")),
             "sqlite3 into cwd": attempt(lambda: sqlite3.connect("db.sqlite").execute(
                 "create table t (x)")),
+            "io.FileIO into cwd": attempt(lambda: io.FileIO("fileio.txt", "w").write(b"raw")),
             "/proc/sys": attempt(lambda: sh("echo 1 > /proc/sys/vm/drop_caches")),
         }
         with open("through-the-view.txt", "w") as f:  # Python's own write, through the view
@@ -108,6 +110,39 @@ def writes_the_machine(inputs: dict) -> dict:
                                               capture_output=True, text=True).stdout
     out["machine dir"] = sorted(os.listdir(machine))
     return out
+
+
+def shares_through_a_mount(inputs: dict | None = None) -> dict:
+    """Rank 0 writes run_cfg/a.txt through Python and run_cfg/b.txt through a subprocess;
+    every rank reads each the other way."""
+    if xm.get_ordinal() == 0:
+        os.makedirs("run_cfg", exist_ok=True)
+        with open("run_cfg/a.txt", "w") as f:
+            f.write("from python\n")
+        subprocess.run(["sh", "-c", "echo 'from sh' > run_cfg/b.txt"], check=True)
+    xm.rendezvous("shared")
+    return {"sh reads python's": subprocess.run(["cat", "run_cfg/a.txt"], capture_output=True,
+                                                text=True).stdout,
+            "python reads sh's": open("run_cfg/b.txt").read()}
+
+
+def held_then_read(inputs: dict | None = None) -> dict | None:
+    """Rank 0 writes cfg/cfg.json; the others poll for it (through Python: they are seen
+    to look), then read it through Python and through a subprocess."""
+    import time
+
+    if xm.get_ordinal() == 0:
+        os.makedirs("cfg", exist_ok=True)
+        with open("cfg/cfg.json", "w") as f:
+            f.write("v1")
+        return None
+    looked = False
+    while not os.path.exists("cfg/cfg.json"):
+        looked = True
+        time.sleep(0.5)
+    return {"python": open("cfg/cfg.json").read(), "looked before": looked,
+            "sh": subprocess.run(["cat", "cfg/cfg.json"], capture_output=True,
+                                 text=True).stdout}
 
 
 def writes_tmp(inputs: dict | None = None) -> dict:

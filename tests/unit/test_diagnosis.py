@@ -309,3 +309,24 @@ def test_a_fault_that_fired_alike_many_times_is_one_line_with_its_count() -> Non
         "fault permission-denied fired 700 times on ranks 1-7, first at 0.0 ms: "
         "EACCES on stat /tmp/job/ready",
         "fault eio fired on rank 0 at 500.0 ms: EIO on write"]
+
+
+def test_a_read_only_write_is_the_machines_only_where_no_read_only_mount_explains_it():
+    """Under kernel isolation an EROFS the scenario's read-only mounts do not explain is the
+    read-only machine's (said so); a shell's words name no path, so where the scenario has a
+    read-only mount they may be its doing, and nothing is claimed (a new user's read-only-fs
+    cell said "on a pod this write would land" of the scenario's own read-only directory)."""
+    from harness.world.fates import read_only_machine
+
+    from support import error, rank, world
+
+    sh = error("CalledProcessError", "returned non-zero exit status 2.")
+    failed = rank(0, "ERROR", error=sh, exit_code=1,
+                  stderr="sh: 1: cannot create run_meta/x: Read-only file system\n")
+    python = rank(0, "ERROR", error=error(
+        "OSError", "[Errno 30] Read-only file system: '/work/proj/x'"), exit_code=1)
+    assert read_only_machine(world([failed], isolation="kernel"))
+    assert not read_only_machine(world([failed], isolation="kernel", read_only=("/mnt/cfg",)))
+    assert not read_only_machine(world([failed], isolation="python"))
+    assert read_only_machine(world([python], isolation="kernel", read_only=("/mnt/cfg",)))
+    assert not read_only_machine(world([python], isolation="kernel", read_only=("/work/proj",)))

@@ -93,6 +93,7 @@ WORDS = st.text(st.characters(codec="utf-8", exclude_categories=["Cc", "Cs"]), m
                  workload=st.none() | st.sampled_from(["data-sharding", "checkpoint-resume"]),
                  checker=st.none() | WORDS, topology=st.none() | WORDS,
                  timeout=st.none() | st.floats(0.001, 86400).map(lambda t: float(f"{t:g}")),
+                 isolation=st.none() | st.just("python"),
                  command=st.sampled_from([REPLAY, RUN])))
 def test_a_replay_parses_back_to_itself(replay: Replay) -> None:
     assert Replay.parse(str(replay)) == replay

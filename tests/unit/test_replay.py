@@ -20,8 +20,16 @@ def test_a_cells_replay_names_only_what_the_run_changed():
     assert "--workload" not in str(Replay("baseline", "t.py:f", workload="config-sync"))
 
 
+def test_a_cell_run_under_python_isolation_is_replayed_under_it():
+    """The same cell under kernel isolation can end otherwise (a subprocess's write lands in
+    the host's copy there, on the machine here): the replay says which it had."""
+    cell = Replay("baseline", "t.py:f", seed=0, isolation="python")
+    assert str(cell).endswith("--seed 0 --isolation python")
+
+
 def test_on_a_pod_the_pod_says_how_to_reach_it_and_its_topology_is_its_own():
-    cell = Replay("baseline", "naive-sync", seed=3, topology="2x4", timeout=30.0)
+    cell = Replay("baseline", "naive-sync", seed=3, topology="2x4", timeout=30.0,
+                  isolation="python")
     pod = cell.on_pod(("harness", "pod", "run", "--hosts", "my workers.txt"))
     assert shlex.split(str(pod)) == ["harness", "pod", "run", "--hosts", "my workers.txt",
                                      "--scenario", "baseline", "--target", "naive-sync",

@@ -91,8 +91,9 @@ def test_a_hosts_binds_cover_its_fresh_directories_and_bring_back_what_lies_unde
     """Pure: what each host of a 2x1 world binds. /tmp and /dev/shm are the host's own; the
     machine's / and the working directory under /tmp are the kernel's overlays, writes
     landing in the host's copy in the sandbox (each host its own); without overlays the
-    working directory comes back at its own path, read-only (once, with what is under it);
-    a fresh mount whose mount point the machine lacks is left to the view."""
+    working directory comes back at its own path, read-only (once, with what is under it),
+    and a fresh mount whose mount point the machine lacks is left to the view (with them,
+    its mount point is made in the host's copy)."""
     from harness.filesystem.mounts import Mount, default_table
     from harness.topology import get_topology
     from harness.world.isolation import binds_for
@@ -109,7 +110,9 @@ def test_a_hosts_binds_cover_its_fresh_directories_and_bring_back_what_lies_unde
             targets = {b.target: b for b in host_binds}
             assert targets["/tmp"].source.startswith("/sb/") and f"host-{host}" in targets["/tmp"].source
             assert targets["/dev/shm"].source.startswith("/sb/") and not targets["/tmp"].machine
-            assert str(cwd / "src") not in targets and "/mnt/no-such-dir-here" not in targets
+            assert str(cwd / "src") not in targets
+            # a mount point the machine lacks: made in the host's copy, else left to the view
+            assert ("/mnt/no-such-dir-here" in targets) == bool(overlays)
             here = targets[str(cwd)]
             if overlays:
                 upper, work = here.overlay
@@ -123,6 +126,26 @@ def test_a_hosts_binds_cover_its_fresh_directories_and_bring_back_what_lies_unde
             world = targets[str(tmp_path)]
             assert world.source == str(tmp_path) and not world.machine and not world.readonly
         assert binds[0][0].source != binds[1][0].source  # each host its own /tmp
+
+
+def test_a_scenarios_mount_the_machine_lacks_is_the_same_for_python_and_a_subprocess(
+        tmp_path: Path) -> None:
+    """A scenario's shared mount in the checkout whose directory the machine does not have
+    (the target makes it): its mount point is made in each host's copy, so what Python
+    writes there a subprocess reads and the other way round, on every host (a new user's
+    shell step met "Directory nonexistent" where Python had just made it)."""
+    from harness.filesystem.mounts import Mount
+
+    cwd = tmp_path / "checkout"
+    cwd.mkdir()
+    result = run_world(f"{TARGETS_DIR / 'kernel_targets.py'}:shares_through_a_mount",
+                       topology="2x1", timeout=60, isolation="kernel", cwd=str(cwd),
+                       mounts=[Mount(f"{cwd}/run_cfg", scope="shared")])
+    assert result.outcome == PASS, result.detail()
+    for rank in result.ranks:
+        assert rank.value == {"sh reads python's": "from python\n",
+                              "python reads sh's": "from sh\n"}, rank.value
+    assert list(cwd.iterdir()) == []
 
 
 def test_in_a_user_namespace_the_kernel_overlays_each_directory_with_no_mount_below_it(
@@ -226,9 +249,10 @@ def test_what_the_view_does_not_see_writes_the_hosts_copy_never_the_machine(
     host0, host1 = (r.value for r in sorted(result.ranks, key=lambda r: r.rank))
     assert {k: v for k, v in host0.items() if " sees" not in k and "reads" not in k} == {
         "sh into cwd": "written", "sh into the machine": "written", "sh appends": "written",
-        "sh deletes": "written", "sqlite3 into cwd": "written", "/proc/sys": "CalledProcessError",
+        "sh deletes": "written", "sqlite3 into cwd": "written", "io.FileIO into cwd": "written",
+        "/proc/sys": "CalledProcessError",
         "machine dir": ["from-sh.txt"]}
-    changed = ["db.sqlite", "from-sh.txt", "kept.txt", "through-the-view.txt"]
+    changed = ["db.sqlite", "fileio.txt", "from-sh.txt", "kept.txt", "through-the-view.txt"]
     assert host0["python sees"] == host0["sh sees"] == changed
     assert host0["python reads kept.txt"] == "original\nmore\n"
     assert host0["sh reads python's"] == "py"
@@ -254,30 +278,50 @@ def test_a_read_only_tmp_over_a_working_directory_under_it(tmp_path: Path) -> No
     assert [r.value for r in result.ranks] == [{"python": "OSError", "sh": "refused"}] * 2
 
 
-def test_a_write_the_read_only_machine_refused_says_so(tmp_path: Path) -> None:
-    """A world with a held write (hold-write: the harness publishes it into its place
-    later, which a kernel overlay would not show) keeps the view's overlays alone, and the
-    machine is read-only to what the view does not see: rank 0's subprocess writing the
-    checkout (fine on a pod) meets EROFS, and the world's one line says why, not only what
-    the rank raised. Without such a fault the same write lands in the host's copy. An EROFS
-    a scenario's read-only mount explains says nothing more."""
+def test_a_write_the_read_only_machine_refused_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the machine refuses the kernel's overlays (a container's own overlay under the
+    world's directory, say), the machine is read-only to what the view does not see: rank
+    0's subprocess writing the checkout (fine on a pod) meets EROFS, and the world's one
+    line says why, not only what the rank raised. Where it allows them the same write
+    lands in the host's copy. An EROFS a scenario's read-only mount explains says nothing
+    more."""
     from harness.filesystem.mounts import Mount
     from harness.world.fates import READ_ONLY_MACHINE
 
     target = f"{TARGETS_DIR / 'kernel_targets.py'}:subprocess_writes_cwd"
-    held = [{"kind": "hold-write", "path": "/nowhere/*"}]
-    result = run_world(target, topology="2x1", timeout=30, isolation="kernel", cwd=str(tmp_path),
-                       faults=held)
-    assert result.outcome == "ERROR"
-    assert result.detail().startswith("rank 0 raised subprocess.CalledProcessError")
-    assert result.detail().endswith(f"({READ_ONLY_MACHINE})")
     plain = run_world(target, topology="2x1", timeout=30, isolation="kernel", cwd=str(tmp_path))
     assert plain.outcome == PASS, plain.detail()
     assert list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(namespaces, "_overlays", ("", "refused here, for this test"))
+    refused = run_world(target, topology="2x1", timeout=30, isolation="kernel",
+                        cwd=str(tmp_path))
+    assert refused.outcome == "ERROR"
+    assert refused.detail().startswith("rank 0 raised subprocess.CalledProcessError")
+    assert refused.detail().endswith(f"({READ_ONLY_MACHINE})")
     scenario_ro = run_world(f"{TARGETS_DIR / 'kernel_targets.py'}:writes_tmp", topology="2x1",
                             timeout=30, isolation="kernel", cwd=str(tmp_path),
                             mounts=[Mount("/tmp", scope="host", mode="ro")])
     assert READ_ONLY_MACHINE not in scenario_ro.detail()
+
+
+def test_a_held_write_in_the_checkout_is_published_through_the_hosts_overlay(
+        tmp_path: Path) -> None:
+    """hold-write on a file of the checkout: the harness publishes it, in its own process,
+    once every other rank has looked, through the host's own root (a file placed below a
+    mounted overlay the overlay may never show), so the readers then find it through
+    Python and through a subprocess alike, and the machine's checkout is untouched."""
+    cwd = tmp_path / "checkout"
+    cwd.mkdir()
+    result = run_world(f"{TARGETS_DIR / 'kernel_targets.py'}:held_then_read", topology="1x4",
+                       timeout=60, isolation="kernel", cwd=str(cwd),
+                       faults=[{"kind": "hold-write", "path": f"{cwd}/cfg/*"}])
+    assert result.outcome == PASS, result.detail()
+    assert [e.kind for e in result.history if e.kind in ("fault", "publish")] == \
+        ["fault", "publish"]  # held, then published
+    for rank in result.ranks[1:]:
+        assert rank.value == {"python": "v1", "sh": "v1", "looked before": True}, rank.value
+    assert list(cwd.iterdir()) == []
 
 
 def test_a_worlds_dev_holds_no_device_of_the_machines_but_the_harmless_ones(tmp_path: Path):

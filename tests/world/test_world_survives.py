@@ -287,6 +287,27 @@ def test_ctrl_c_cancels_the_queue_ends_the_worlds_in_flight_and_writes_the_parti
     assert "interrupted:" in out
 
 
+def test_a_ctrl_c_whose_keyboardinterrupt_was_swallowed_still_ends_the_run():
+    """The Ctrl-C handler marks every world to end (``ABORT``) before it raises; where the
+    KeyboardInterrupt is swallowed on its way (a garbage collector's callback running just
+    then prints "Exception ignored" and goes on: an explore run kept waiting two minutes),
+    the world in flight still ends, and run_world raises it again in the main thread."""
+    from harness.cli import _interrupted
+    from harness.world.world import ABORT
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _interrupted(signal.SIGINT, None)
+        assert ABORT.is_set()
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):  # the world would take two minutes
+            run_world(target("sleepy_sync"), topology="2x1", timeout=300,
+                      args=({"config": {}},))
+        assert time.monotonic() - started < 60  # the machine's time: bounds a stuck world
+    finally:
+        ABORT.clear()
+
+
 def test_a_second_ctrl_c_exits_at_once_and_leaves_nothing(tmp_path):
     """The second Ctrl-C does not wait for the worlds to end: exit 130, and the reaper ends
     every process the run started (found by a mark in their environment)."""

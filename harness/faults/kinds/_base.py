@@ -101,11 +101,6 @@ class FaultKind(BaseModel):
     #: It needs the simulator's coordinator (a write held and published later, by what the
     #: other ranks do): a pod has none.
     needs_coordinator: ClassVar[bool] = False
-    #: The harness writes the file's own place in the sandbox in its own process while the
-    #: world runs (a held write published, an empty file shown): a place the kernel
-    #: overlays would not see it, so such a world keeps the view's overlays alone
-    #: (``harness.world.isolation.drawn``).
-    writes_behind: ClassVar[bool] = False
     #: What ``harness explore`` draws for each parameter, simplest first (the shrinker
     #: goes toward the first); a parameter not named keeps its default.
     search: ClassVar[Mapping[str, tuple[Any, ...]]] = {}

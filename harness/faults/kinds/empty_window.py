@@ -20,7 +20,6 @@ class EmptyWindow(FaultKind):
     ops = ("close",)
     needs_sandbox = True
     needs_coordinator = True
-    writes_behind = True
     watched_path = True
     close_order = 4
 

@@ -23,7 +23,6 @@ class HoldWrite(FaultKind):
     ops = ("close",)
     needs_sandbox = True
     needs_coordinator = True
-    writes_behind = True
     watched_path = True
     close_order = 5
 
