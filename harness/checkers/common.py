@@ -14,7 +14,7 @@ from typing import Any
 
 from harness.history import ranks_phrase
 from harness.vocabulary import CRASH, ERROR, FAIL, HANG, PASS
-from harness.world.fates import fates_phrase, read_only_note
+from harness.world.fates import fates_phrase, walls_note
 from harness.world.result import RankResult, WorldResult
 
 
@@ -94,7 +94,7 @@ def _killed_note(result: WorldResult) -> str:
 def end_of_world(result: WorldResult) -> Judgement | None:
     """HANG, CRASH or ERROR if the judged ranks did not all return; None if they did."""
     ranks = judged(result)
-    why = _killed_note(result) + read_only_note(result)
+    why = _killed_note(result) + walls_note(result)
     if any(r.outcome == HANG for r in ranks):
         return Judgement(HANG, (result.hang_report or "the deadline passed") + why)
     crashed = [r for r in ranks if r.outcome == CRASH]

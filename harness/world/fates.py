@@ -124,15 +124,28 @@ def read_only_machine(result: WorldResult) -> bool:
     return False
 
 
-def read_only_note(result: WorldResult) -> str:
-    """What a world's line adds when a rank met the read-only machine ("" if none did)."""
-    return f" ({READ_ONLY_MACHINE})" if read_only_machine(result) else ""
+def walls_note(result: WorldResult) -> str:
+    """What a world's line adds when a rank met the read-only machine ("" if none did), or
+    when a failing rank ran a subprocess under python isolation (``SUBPROCESS_SEES``)."""
+    if read_only_machine(result):
+        return f" ({READ_ONLY_MACHINE})"
+    ran = [r.rank for r in result.ranks if r.outcome != PASS and r.rank in result.forked]
+    if result.isolation == "python" and ran:
+        return f" ({ranks_phrase(ran)} {SUBPROCESS_SEES})"
+    return ""
+
+
+#: Said when a failing rank ran a subprocess under python isolation, whose files are the
+#: machine's: what it wrote the target's Python code does not find, and the other way round.
+SUBPROCESS_SEES = ("ran a subprocess: under python isolation it reads and writes the "
+                   "machine's files, not the host's that the target's Python code sees; "
+                   "kernel isolation gives it the host's (see docs/explanation/isolation.md)")
 
 
 def world_detail(result: WorldResult) -> str:
     """A world's one line a person can act on (``WorldResult.detail``), and why a write
     was refused where kernel isolation refused it."""
-    return _world_detail(result) + read_only_note(result)
+    return _world_detail(result) + walls_note(result)
 
 
 def _world_detail(result: WorldResult) -> str:

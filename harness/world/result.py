@@ -90,6 +90,9 @@ class WorldResult:
     #: the world's read-only mounts (a scenario's): an EROFS under one is the scenario's,
     #: any other under kernel isolation is the read-only machine's (``fates``)
     read_only: tuple[str, ...] = ()
+    #: ranks that started a process of their own (a subprocess) in a sandboxed world: under
+    #: python isolation it saw the machine's files, not the view's (``fates``)
+    forked: list[int] = field(default_factory=list)
 
     @property
     def values(self) -> list[Any]:

@@ -66,6 +66,7 @@ class WorldServer:
         self.coordinator = Coordinator(spec.topology.world_size,
                                        now=lambda: seconds(self.clock.now))
         self.publisher = Publisher(spec.topology.world_size, spec.sandbox)
+        self.forked: set[int] = set()  # ranks that started a process of their own
         self.sealer = Sealer(spec.faults, spec.topology, spec.sandbox)
         self.loop = EventLoop(spec.address, self._on_frame, self._on_refused)
         self.life = Lifecycle(spec, self.loop, self.coordinator, self.publisher,
@@ -154,7 +155,10 @@ class WorldServer:
         return names
 
     def result(self, duration: float) -> WorldResult:
-        return world_result(self.life, self.coordinator, duration, world_time=self.coordinator.now())
+        result = world_result(self.life, self.coordinator, duration,
+                              world_time=self.coordinator.now())
+        result.forked = sorted(self.forked) if self.spec.mounts is not None else []
+        return result
 
     def close(self) -> None:
         self.loop.close()
@@ -298,6 +302,8 @@ class WorldServer:
         elif isinstance(msg, protocol.Forked):
             self.clock.started_process(key)
             self.clock.heard(key)
+            if key[0] == "rank":
+                self.forked.add(key[1])
         else:
             self.clock.heard(key)
             word = getattr(msg, "idle", None)

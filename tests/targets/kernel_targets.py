@@ -145,6 +145,16 @@ def held_then_read(inputs: dict | None = None) -> dict | None:
                                  text=True).stdout}
 
 
+def stages_then_copies(inputs: dict | None = None) -> str:
+    """Rank 0 stages a config in /tmp through Python, then a subprocess copies it into the
+    working directory (a new user's sync did just this)."""
+    if xm.get_ordinal() == 0:
+        with open("/tmp/staged-by-python.json", "w") as f:
+            f.write("{}")
+        subprocess.run(["cp", "/tmp/staged-by-python.json", "cfg.json"], check=True)
+    return "copied"
+
+
 def writes_tmp(inputs: dict | None = None) -> dict:
     """Python and a subprocess each write /tmp; says what each met."""
     out = {}

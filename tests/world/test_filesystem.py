@@ -575,3 +575,17 @@ def test_publish_across_filesystems_copies_beside_then_renames(tmp_path) -> None
     assert dst.read_bytes() == b"staged"
     assert not os.path.exists(src)
     assert os.listdir(dst.parent) == ["cfg.yaml"]
+
+
+def test_a_failing_rank_that_ran_a_subprocess_under_python_isolation_is_told_why(tmp_path):
+    """Python isolation: rank 0's subprocess copies a file its Python code staged in /tmp,
+    and cannot find it (the subprocess sees the machine's /tmp): the world's line says the
+    rank ran a subprocess, and what python isolation means for it (a new user's cells all
+    HANGed on `cp: cannot stat` with no word of why)."""
+    from harness.world.fates import SUBPROCESS_SEES
+
+    result = run_world(f"{TESTS / 'targets' / 'kernel_targets.py'}:stages_then_copies",
+                       topology="2x1", timeout=30, isolation="python", cwd=str(tmp_path))
+    assert result.outcome == "ERROR", result.detail()
+    assert result.detail().endswith(f"(rank 0 {SUBPROCESS_SEES})")
+    assert not os.path.exists("/tmp/staged-by-python.json")
