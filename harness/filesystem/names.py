@@ -10,7 +10,6 @@ from __future__ import annotations
 import errno
 import os
 import posixpath
-import shutil
 import stat as stat_module
 from typing import Any
 
@@ -78,7 +77,7 @@ class Names(Resolution):
         elif source == rs.lower:
             machine.copy(source, target)
         else:
-            machine.replace(source, target)
+            machine.move(source, target)
         if rd.whiteout and machine.exists(rd.whiteout):
             machine.rm(rd.whiteout)
         if is_dir:
@@ -107,7 +106,10 @@ class Names(Resolution):
         """Drop what is left of a directory whose files were all moved out."""
         for layer in (r.staging, r.upper):
             if layer and machine.is_dir(layer):
-                shutil.rmtree(layer, ignore_errors=True)
+                try:
+                    machine.rmtree(layer)
+                except OSError:
+                    pass  # what cannot go stays, as before
         if r.lower is not None and machine.exists(r.lower):
             machine.whiteout(r.whiteout)
 

@@ -283,73 +283,109 @@ def prepare(binds: dict[int, tuple[Bind, ...]], keep: str, proc: bool = False
     return dict(each_host(binds, keep, proc))
 
 
+#: How many processes make a world's host namespaces at once (a host's overlay costs the
+#: kernel about a millisecond): one per core, at most this many.
+MAKERS = 4
+#: Descriptors the leader holds while the namespaces are made: a unit forked meanwhile
+#: closes them (``enter``), as it closes every host's.
+_making: set[int] = set()
+
+
 def each_host(binds: dict[int, tuple[Bind, ...]], keep: str, proc: bool = False
               ) -> Iterator[tuple[int, Held]]:
     """In the leader: a mount namespace per host with its ``binds``, held open by
     descriptors its units inherit, each yielded as soon as it is made (the leader starts
-    that host's units while the next one is made). One child makes them all: it unshares a base namespace
-    (every mount private), then for each host a copy of the base with that host's binds,
-    which the leader opens before the child goes back to the base for the next. ``proc``:
-    the leader's children are a PID namespace of the world's (``world_pids``), and each
-    host's ``/proc`` is that namespace's own. The machine's mounts are read-only in every
-    host's namespace but for what its binds make writable (a host's fresh directories, the
-    world's own directory bound on itself). Raises ``OSError`` saying what the kernel refused."""
+    that host's units while others are made). One child unshares a base namespace (every
+    mount private; the machine's read-only but for what the binds make writable, the
+    world's own directory bound on itself; with ``proc``, the world's ``/proc``: the
+    leader's children are a PID namespace of the world's, ``world_pids``), then it and its
+    own children (``MAKERS``) each make a copy of the base per host with that host's binds
+    and hand its descriptors to the leader (``SCM_RIGHTS``). Raises ``OSError`` saying
+    what the kernel refused."""
+    import socket
+
     #: the machine's directories that stay writable (bound on themselves), on every host
     writable = tuple(sorted({b.target for host_binds in binds.values() for b in host_binds
                              if b.source == b.target and not b.readonly
                              and b.overlay is None}, key=len))
-    said_r, said_w = os.pipe()
-    go_r, go_w = os.pipe()
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()
     if pid == 0:  # makes every host's namespace, then goes
         code = 0
         try:
-            os.close(said_r)
-            os.close(go_w)
-            word = b"ou" if _unshare() else b"ok"  # ou: in a user namespace of its own
+            ours.close()
+            user = _unshare()
             _mount(None, "/", MS_REC | MS_PRIVATE)
             # What every host shares is made once, here, and copied into each host's
             # namespace: the writable directories of the machine's, the read-only rest,
-            # the world's /proc.
+            # the world's /proc and /dev.
             for path in writable:
                 _mount(path, path, MS_BIND | MS_REC)
             _read_only_machine(writable)
             if proc:
                 _own_proc()
             _own_dev(os.path.join(keep, "dev"))
-            base = os.open("/proc/self/ns/mnt", os.O_RDONLY)
-            for host_binds in binds.values():
-                _check(_libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
-                _bind_all(tuple(b for b in host_binds if b.target not in writable
-                                or b.machine), word == b"ou", keep)
-                os.write(said_w, word)
-                if os.read(go_r, 1) != b"x":  # until the leader holds it open
-                    raise OSError(errno.EPIPE, "the leader went away")
-                _check(_libc.setns(base, CLONE_NEWNS), "setns(base)")
+            hosts = list(binds)
+            makers = max(1, min(len(hosts), os.cpu_count() or 1, MAKERS))
+            mine, others = 0, []
+            for k in range(1, makers):
+                child = os.fork()
+                if child == 0:  # a maker of its own share, then goes
+                    mine, others = k, []
+                    break
+                others.append(child)
+            code = _make(hosts[mine::makers], binds, writable, user, keep, theirs)
+            for other in others:
+                code |= os.waitpid(other, 0)[1] != 0
         except BaseException as exc:  # noqa: BLE001 - said to the leader, whatever it is
-            os.write(said_w, f"{exc}".encode()[:4000] or b"failed")
+            theirs.send(b"!" + (f"{exc}".encode()[:4000] or b"failed"))
             code = 1
         finally:
             os._exit(code)
-    os.close(said_w)
-    os.close(go_r)
+    theirs.close()
+    _making.add(ours.fileno())
     try:
-        user = -1
-        for host in binds:
-            said = os.read(said_r, 4096)
-            if said not in (b"ok", b"ou"):
-                raise OSError(errno.EPERM, f"host {host}'s mount namespace: "
-                                           f"{said.decode(errors='replace') or 'no word'}")
-            if said == b"ou" and user < 0:
-                user = os.open(f"/proc/{pid}/ns/user", os.O_RDONLY)
-            made = (os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY), user,
-                    os.open(f"/proc/{pid}/root", os.O_PATH | os.O_DIRECTORY))
-            os.write(go_w, b"x")
-            yield host, made  # the caller holds it (and ``close``s it) from here
+        for _ in binds:
+            said, fds, _, _ = socket.recv_fds(ours, 4096, 3)
+            if not said or said.startswith(b"!"):
+                for fd in fds:
+                    os.close(fd)
+                raise OSError(errno.EPERM, "a host's mount namespace: "
+                                           f"{said[1:].decode(errors='replace') or 'no word'}")
+            yield int(said), (fds[0], fds[2] if len(fds) > 2 else -1, fds[1])
     finally:
-        os.close(said_r)
-        os.close(go_w)
+        _making.discard(ours.fileno())
+        ours.close()
         os.waitpid(pid, 0)
+
+
+def _make(hosts: list[int], binds: dict[int, tuple[Bind, ...]], writable: tuple[str, ...],
+          user: bool, keep: str, leader: object) -> int:
+    """In a maker (in the base namespace): each of ``hosts``' namespaces, its descriptors
+    sent to ``leader`` (a socket) as they are made; 0, or 1 after saying what failed."""
+    import socket
+
+    assert isinstance(leader, socket.socket)
+    host = None
+    try:
+        base = os.open("/proc/self/ns/mnt", os.O_RDONLY)
+        for host in hosts:
+            _check(_libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+            _bind_all(tuple(b for b in binds[host] if b.target not in writable or b.machine),
+                      user, keep)
+            fds = [os.open("/proc/self/ns/mnt", os.O_RDONLY),
+                   os.open("/proc/self/root", os.O_PATH | os.O_DIRECTORY),
+                   *([os.open("/proc/self/ns/user", os.O_RDONLY)] if user else [])]
+            try:
+                socket.send_fds(leader, [str(host).encode()], fds)
+            finally:
+                for fd in fds:
+                    os.close(fd)
+            _check(_libc.setns(base, CLONE_NEWNS), "setns(base)")
+    except BaseException as exc:  # noqa: BLE001 - said to the leader, whatever it is
+        leader.send(b"!" + (f"host {host}: {exc}".encode()[:4000] or b"failed"))
+        return 1
+    return 0
 
 
 def world_pids() -> int:
@@ -405,6 +441,8 @@ def enter(held: dict[int, Held], host: int) -> None:
         _check(_libc.setns(user, CLONE_NEWUSER), "setns(user)")
     _check(_libc.setns(mnt, CLONE_NEWNS), "setns(mnt)")
     close(held)
+    for fd in _making:
+        os.close(fd)
     os.chdir(cwd)
 
 

@@ -155,6 +155,25 @@ def stages_then_copies(inputs: dict | None = None) -> str:
     return "copied"
 
 
+def moves_between_mounts(inputs: dict | None = None) -> dict:
+    """Files and a directory moved between the overlaid checkout and the host's fresh /tmp,
+    both ways, then a tree of the checkout removed, all through Python."""
+    import shutil
+
+    with open("a.txt", "w") as f:
+        f.write("a")
+    os.makedirs("tree/sub", exist_ok=True)
+    with open("tree/sub/b.txt", "w") as f:
+        f.write("b")
+    os.replace("a.txt", "/tmp/a.txt")
+    os.rename("/tmp/a.txt", "back.txt")
+    shutil.move("tree", "/tmp/tree")
+    shutil.copytree("/tmp/tree", "again")
+    shutil.rmtree("again")
+    return {"cwd": sorted(os.listdir(".")), "tmp": sorted(os.listdir("/tmp")),
+            "back": open("back.txt").read(), "moved": open("/tmp/tree/sub/b.txt").read()}
+
+
 def writes_tmp(inputs: dict | None = None) -> dict:
     """Python and a subprocess each write /tmp; says what each met."""
     out = {}

@@ -305,6 +305,24 @@ def test_a_write_the_read_only_machine_refused_says_so(
     assert READ_ONLY_MACHINE not in scenario_ro.detail()
 
 
+def test_a_rename_between_the_overlaid_checkout_and_tmp_and_an_rmtree_work(
+        tmp_path: Path) -> None:
+    """A checkout under /tmp (as a CI clone is) is an overlay of its own, /tmp the host's
+    fresh directory: the kernel calls a rename between them cross-device (EXDEV), which a
+    pod's one disk does not; the view moves the file then, as ``mv`` does, and removes a
+    tree of the checkout by the machine's own calls (shutil's, through the view, recursed
+    without end)."""
+    cwd = tmp_path / "checkout"
+    cwd.mkdir()
+    result = run_world(f"{TARGETS_DIR / 'kernel_targets.py'}:moves_between_mounts",
+                       topology="1x1", timeout=60, isolation="kernel", cwd=str(cwd))
+    assert result.outcome == PASS, result.detail()
+    value = result.ranks[0].value
+    assert (value["cwd"], value["back"], value["moved"]) == (["back.txt"], "a", "b")
+    assert "tree" in value["tmp"] and "a.txt" not in value["tmp"]
+    assert list(cwd.iterdir()) == []
+
+
 def test_a_held_write_in_the_checkout_is_published_through_the_hosts_overlay(
         tmp_path: Path) -> None:
     """hold-write on a file of the checkout: the harness publishes it, in its own process,
