@@ -17,6 +17,8 @@ import errno
 import os
 import stat
 
+from harness.filesystem import machine
+
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -164,44 +166,38 @@ class Beneath:
 
     def replace(self, src: str, dst: str) -> None:
         """``os.replace`` of two paths under the root (a link at either is moved as a link,
-        never followed), ``dst``'s directories made."""
+        never followed), ``dst``'s directories made; into another filesystem (a host's
+        overlaid copy) a ``copy``, then ``src`` removed."""
         src_dir, src_name = self._parent(src)
         try:
             dst_dir, dst_name = self._parent(dst, make=True)
             try:
                 os.replace(src_name, dst_name, src_dir_fd=src_dir, dst_dir_fd=dst_dir)
+                return
             except OSError as exc:
                 if exc.errno != errno.EXDEV:
                     raise
-                _move_across(src_dir, src_name, dst_dir, dst_name, dst)
             finally:
                 os.close(dst_dir)
         finally:
             os.close(src_dir)
+        self.copy(src, dst)
+        self.remove(src)
 
-
-def _move_across(src_dir: int, src_name: str, dst_dir: int, dst_name: str, dst: str) -> None:
-    """``os.replace`` into another filesystem (a host's overlay): a copy beside the
-    destination, renamed into place whole, then the source removed."""
-    from harness.filesystem import machine
-
-    src = os.open(src_name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-                  dir_fd=src_dir)
-    try:
-        info = os.fstat(src)
-        if not stat.S_ISREG(info.st_mode):
-            raise Outside(errno.EINVAL, "not a regular file", dst)
-        beside = f"{dst_name}.harness-publish"
-        out = os.open(beside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
-                      | os.O_CLOEXEC, 0o644, dir_fd=dst_dir)
+    def copy(self, src: str, dst: str) -> None:
+        """``dst`` becomes a copy of ``src`` (its bytes, mode and world time of writing),
+        written beside it and renamed into place whole."""
+        beside = dst + ".harness-publish"
+        fd_in = self.open(src, os.O_RDONLY)
         try:
-            os.fchmod(out, stat.S_IMODE(info.st_mode))
-            while chunk := os.read(src, 1 << 20):
-                write_all(out, chunk)
-            machine.copy_stamp(src, out)
+            fd_out = self.open(beside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, make=True)
+            try:
+                os.fchmod(fd_out, stat.S_IMODE(os.fstat(fd_in).st_mode))
+                while chunk := os.read(fd_in, 1 << 20):
+                    write_all(fd_out, chunk)
+                machine.copy_stamp(fd_in, fd_out)
+            finally:
+                os.close(fd_out)
         finally:
-            os.close(out)
-    finally:
-        os.close(src)
-    os.replace(beside, dst_name, src_dir_fd=dst_dir, dst_dir_fd=dst_dir)
-    os.unlink(src_name, dir_fd=src_dir)
+            os.close(fd_in)
+        self.replace(beside, dst)

@@ -10,11 +10,9 @@ other rank has tried its read.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
-from harness.filesystem import machine
-from harness.filesystem.beneath import Beneath, write_all
+from harness.filesystem.beneath import Beneath
 
 
 @dataclass
@@ -88,19 +86,7 @@ class Publisher:
         if not beneath.exists(h.src):
             return
         if h.copy:
-            tmp = h.dst + ".harness-publish"
-            src = beneath.open(h.src, os.O_RDONLY)
-            try:
-                dst = beneath.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, make=True)
-                try:
-                    while chunk := os.read(src, 1 << 20):
-                        write_all(dst, chunk)
-                    machine.copy_stamp(src, dst)
-                finally:
-                    os.close(dst)
-            finally:
-                os.close(src)
-            beneath.replace(tmp, h.dst)
+            beneath.copy(h.src, h.dst)
         else:
             beneath.replace(h.src, h.dst)
 

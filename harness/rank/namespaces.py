@@ -3,26 +3,28 @@
 In Python isolation the view (``harness.filesystem``) draws the sandbox for the code that
 goes through Python's file functions; a subprocess, or C code that opens paths itself
 (``sqlite3``, ``torch.jit.save``), sees the machine. In kernel isolation the kernel draws
-it too: each host's fresh directories (its ``/tmp``, its ``/dev/shm``, a scenario's fresh
-mounts) are bind-mounted over the machine's in a mount namespace of that host's own, so
-whatever a rank runs meets the same walls, and the ranks of a host share them; every other
-mount of the machine's is read-only there. The view keeps doing what only it does (faults,
-consistency between hosts, the history): its backing directories are the very directories
-bound here, so both see the same files. The world's processes are a PID namespace whose
-init takes them all with it (``world_pids``), and each host's ``/proc`` is that
-namespace's: no rank sees or signals a process outside its world. Its ``/dev`` holds only
-the harmless devices (``DEVICES``): no disk of the machine's is there to write.
+it too, in a mount namespace of each host's own that the host's ranks share: its fresh
+directories (its ``/tmp``, its ``/dev/shm``, a scenario's fresh mounts) are bound over the
+machine's, and the machine's ``/`` (and a working directory under ``/tmp``) is the kernel's
+overlay whose writes land in the host's copy in the sandbox (``_new_root``); whatever a
+rank runs meets the same walls and sees the same files. The view keeps doing what only it
+does (faults, consistency between hosts, the history) on the very directories bound here.
+The world's processes are a PID namespace whose init takes them all with it
+(``world_pids``), and each host's ``/proc`` is that namespace's: no rank sees or signals a
+process outside its world. Its ``/dev`` holds only the harmless devices (``DEVICES``): no
+disk of the machine's is there to write.
 
 How: the world's leader makes the PID namespace and its init first, then forks one
 short-lived child (in that namespace), which unshares a mount namespace (inside a user
 namespace when it may not otherwise), makes every mount private, makes what every host
-shares (the read-only machine, the world's ``/proc``), and makes from it one namespace per
-host with that host's directories bound, each held open by a descriptor of the leader's
-before the child goes on to the next. Each unit of that host, right after its fork, joins
-the namespace (``enter``). Paths of the machine's that lie under a bound directory (a
-working directory under ``/tmp``, as a CI checkout often is) are bound back at their own
-path, so code and data stay where they were. ``unavailable`` says once per harness process
-whether this machine allows it all.
+shares (the read-only machine, the world's ``/proc`` and ``/dev``), and then it and its
+own children (one per core) each make copies of it, one per host, with that host's
+directories bound and overlaid, handing each namespace's descriptors to the leader
+(``each_host``). Each unit of that host, right after its fork, joins the namespace
+(``enter``). Paths of the machine's that lie under a bound directory (a working directory
+under ``/tmp`` without overlays) are bound back at their own path, so code and data stay
+where they were. ``unavailable`` and ``overlays`` say once per harness process what this
+machine allows.
 """
 
 from __future__ import annotations
