@@ -13,7 +13,8 @@ or SIGKILL mid-run. Then it counts what the harness promises never happens:
 
 - hang: ``harness run`` still running 60 s past its cells' deadlines;
 - leak: a process of that run alive 15 s after it ended (found by the SOAK_ID in the
-  environment every process it started inherits), or a ``harness-<pid>-*`` directory left;
+  environment every process it started inherits), or a ``harness-<pid>-*`` directory left
+  (or one renamed ``ended-`` to be removed);
 - escape: a file named after the round's token on the machine (/tmp, /dev/shm, the cwd), or
   the round's own target file changed;
 - exit-3: an internal error;
@@ -43,7 +44,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from harness.rank.sweep import marked, running
-from harness.world.reaper import world_dirs
+from harness.world.reaper import ENDED, world_dirs
 
 HERE = Path(__file__).resolve().parent
 #: The hostile targets, read from their source (they import torch_xla: only a rank can).
@@ -113,7 +114,8 @@ def one_round(i: int, rng: random.Random, work: Path, isolation: str) -> list[st
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-    dirs = [d for base in world_dirs() for d in glob.glob(os.path.join(base, f"harness-{harness.pid}-*"))]
+    dirs = [d for base in world_dirs() for prefix in ("", ENDED)
+            for d in glob.glob(os.path.join(base, f"{prefix}harness-{harness.pid}-*"))]
     if dirs:
         problems.append(f"leak: {what}: {len(dirs)} world directories")
         for d in dirs:

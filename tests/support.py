@@ -78,12 +78,14 @@ def start_cli(*args: str, cwd: Path | str, env: dict[str, str] | None = None) ->
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
-def worlds_of(pid: int) -> list[str]:
+def worlds_of(pid: int, ended: bool = False) -> list[str]:
     """The sandboxes of the worlds the harness process ``pid`` has up (in either isolation:
-    a kernel-isolated world's is not in the temporary directory)."""
-    from harness.world.reaper import world_dirs
+    a kernel-isolated world's is not in the temporary directory); with ``ended``, those of
+    its ended worlds still to be removed too (what it leaves behind)."""
+    from harness.world.reaper import ENDED, world_dirs
 
-    return [p for base in world_dirs() for p in glob.glob(os.path.join(base, f"harness-{pid}-*"))]
+    return [p for base in world_dirs() for prefix in ("", *([ENDED] if ended else []))
+            for p in glob.glob(os.path.join(base, f"{prefix}harness-{pid}-*"))]
 
 
 def ctrl_c(proc: subprocess.Popen) -> tuple[str, str]:

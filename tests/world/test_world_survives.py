@@ -249,10 +249,10 @@ def test_a_harness_killed_mid_run_leaves_no_process_and_no_world_directory(tmp_p
         while any(alive(p) for p in daemons) and time.monotonic() < gone:
             time.sleep(0.1)
         assert [p for p in daemons if alive(p)] == []
-        left = worlds_of(harness.pid)
+        left = worlds_of(harness.pid, ended=True)
         while left and time.monotonic() < gone:
             time.sleep(0.1)
-            left = worlds_of(harness.pid)
+            left = worlds_of(harness.pid, ended=True)
         assert left == []
     finally:
         harness.kill()
