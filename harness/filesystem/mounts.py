@@ -188,7 +188,7 @@ def real_root(sandbox: str, mount: Mount, key: str) -> str:
 def work_root(sandbox: str, mount: Mount, key: str) -> str:
     """The kernel's scratch directory beside a host's copy that it overlays (kernel
     isolation): on the same filesystem as ``real_root``, never inside it."""
-    return os.path.join(sandbox, "overlay-work", mount.slug, key)
+    return real_root(sandbox, mount, key) + ".work"
 
 
 def whiteout_root(sandbox: str, mount: Mount, key: str) -> str:

@@ -285,9 +285,6 @@ def prepare(binds: dict[int, tuple[Bind, ...]], keep: str, proc: bool = False
     return dict(each_host(binds, keep, proc))
 
 
-#: How many processes make a world's host namespaces at once (a host's overlay costs the
-#: kernel about a millisecond): one per core, at most this many.
-MAKERS = 4
 #: Descriptors the leader holds while the namespaces are made: a unit forked meanwhile
 #: closes them (``enter``), as it closes every host's.
 _making: set[int] = set()
@@ -297,13 +294,12 @@ def each_host(binds: dict[int, tuple[Bind, ...]], keep: str, proc: bool = False
               ) -> Iterator[tuple[int, Held]]:
     """In the leader: a mount namespace per host with its ``binds``, held open by
     descriptors its units inherit, each yielded as soon as it is made (the leader starts
-    that host's units while others are made). One child unshares a base namespace (every
+    that host's units while the next is made). One child unshares a base namespace (every
     mount private; the machine's read-only but for what the binds make writable, the
     world's own directory bound on itself; with ``proc``, the world's ``/proc``: the
-    leader's children are a PID namespace of the world's, ``world_pids``), then it and its
-    own children (``MAKERS``) each make a copy of the base per host with that host's binds
-    and hand its descriptors to the leader (``SCM_RIGHTS``). Raises ``OSError`` saying
-    what the kernel refused."""
+    leader's children are a PID namespace of the world's, ``world_pids``), then makes a
+    copy of the base per host with that host's binds and hands its descriptors to the
+    leader (``SCM_RIGHTS``). Raises ``OSError`` saying what the kernel refused."""
     import socket
 
     #: the machine's directories that stay writable (bound on themselves), on every host
@@ -327,18 +323,7 @@ def each_host(binds: dict[int, tuple[Bind, ...]], keep: str, proc: bool = False
             if proc:
                 _own_proc()
             _own_dev(os.path.join(keep, "dev"))
-            hosts = list(binds)
-            makers = max(1, min(len(hosts), os.cpu_count() or 1, MAKERS))
-            mine, others = 0, []
-            for k in range(1, makers):
-                child = os.fork()
-                if child == 0:  # a maker of its own share, then goes
-                    mine, others = k, []
-                    break
-                others.append(child)
-            code = _make(hosts[mine::makers], binds, writable, user, keep, theirs)
-            for other in others:
-                code |= os.waitpid(other, 0)[1] != 0
+            code = _make(binds, writable, user, keep, theirs)
         except BaseException as exc:  # noqa: BLE001 - said to the leader, whatever it is
             theirs.send(b"!" + (f"{exc}".encode()[:4000] or b"failed"))
             code = 1
@@ -361,17 +346,18 @@ def each_host(binds: dict[int, tuple[Bind, ...]], keep: str, proc: bool = False
         os.waitpid(pid, 0)
 
 
-def _make(hosts: list[int], binds: dict[int, tuple[Bind, ...]], writable: tuple[str, ...],
-          user: bool, keep: str, leader: object) -> int:
-    """In a maker (in the base namespace): each of ``hosts``' namespaces, its descriptors
-    sent to ``leader`` (a socket) as they are made; 0, or 1 after saying what failed."""
+def _make(binds: dict[int, tuple[Bind, ...]], writable: tuple[str, ...], user: bool,
+          keep: str, leader: object) -> int:
+    """In the base namespace: each host's namespace, its descriptors sent to ``leader`` (a
+    socket) as it is made; 0, or 1 after saying what failed. (Two makers at once on two
+    cores took longer: a host's cost is the new inodes its overlay's work directory takes.)"""
     import socket
 
     assert isinstance(leader, socket.socket)
     host = None
     try:
         base = os.open("/proc/self/ns/mnt", os.O_RDONLY)
-        for host in hosts:
+        for host in binds:
             _check(_libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
             _bind_all(tuple(b for b in binds[host] if b.target not in writable or b.machine),
                       user, keep)

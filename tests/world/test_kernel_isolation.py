@@ -117,7 +117,7 @@ def test_a_hosts_binds_cover_its_fresh_directories_and_bring_back_what_lies_unde
             if overlays:
                 upper, work = here.overlay
                 assert upper.startswith("/sb/mounts/") and f"/host-{host}" in upper
-                assert work.startswith("/sb/overlay-work/") and not here.machine
+                assert work == upper.rstrip("/") + ".work/" and not here.machine
                 assert targets["/"].overlay[0] == f"/sb/mounts/%root/host-{host}/"
             else:
                 assert here.machine and here.readonly and here.source == str(cwd)
