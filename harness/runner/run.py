@@ -146,7 +146,17 @@ def discover_targets(plans: Iterable[CellPlan], use_cache: bool = True,
         futures = {key: workers.submit(discover, target, WORKLOADS[workload], previous, use_cache,
                                        timeout, learning)
                    for key, (target, workload, previous, timeout, learning) in wanted.items()}
-        return {key: f.result() for key, f in futures.items()}
+        found = {}
+        for key, future in futures.items():
+            try:
+                found[key] = future.result()
+            except Exception:
+                if ABORT.is_set():  # a Ctrl-C ended its world: what it raised says nothing
+                    raise KeyboardInterrupt from None
+                raise
+        if ABORT.is_set():  # a Ctrl-C whose KeyboardInterrupt was swallowed on its way
+            raise KeyboardInterrupt
+        return found
     except KeyboardInterrupt:
         ABORT.set()  # before waiting for them: the worlds in flight end now
         raise

@@ -163,11 +163,19 @@ def remove_later(path: str) -> None:
         pass  # removed in place, then
     with _lock:
         if _remover is None:
-            _remover = threading.Thread(target=_remove_all, name="harness-removals",
-                                        daemon=True)
-            _remover.start()
-            atexit.register(_removed)
-    _removals.put(path)
+            thread = threading.Thread(target=_remove_all, name="harness-removals", daemon=True)
+            try:
+                thread.start()
+            except RuntimeError:  # the interpreter is ending: no new thread
+                pass
+            else:
+                _remover = thread
+                atexit.register(_removed)
+        later = _remover is not None and _remover.is_alive()
+    if later:
+        _removals.put(path)
+    else:  # the harness is ending (its exit already waited for the remover): now
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _remove_all() -> None:

@@ -13,6 +13,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -539,9 +540,26 @@ def test_a_new_harness_removes_the_world_directories_of_harness_processes_that_a
     (tmp_path / f"harness-{dead.pid}-0-ab12-xyz").mkdir()
     (tmp_path / f"harness-{os.getpid()}-0-cd34-xyz").mkdir()
     (tmp_path / "harness-notapid-x").mkdir()
-    assert remove_orphaned_dirs(str(tmp_path)) == 1
+    (tmp_path / f"ended-harness-{dead.pid}-1-ef56-xyz").mkdir()  # one it was removing
+    assert remove_orphaned_dirs(str(tmp_path)) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         f"harness-{os.getpid()}-0-cd34-xyz", "harness-notapid-x"]
+
+
+def test_an_ended_worlds_directory_is_no_worlds_at_once_and_gone_soon_after(tmp_path):
+    """A world's directory is removed beside the next world: renamed at once (no leak check
+    or "is a world up" sees it), removed by a thread of the harness's."""
+    from harness.world.reaper import ENDED, remove_later
+
+    world = tmp_path / f"harness-{os.getpid()}-9-ab12-xyz"
+    (world / "fs" / "deep").mkdir(parents=True)
+    (world / "fs" / "deep" / "file").write_text("x")
+    remove_later(str(world))
+    assert not world.exists()
+    deadline = time.monotonic() + 30  # the machine's time: bounds a removal that never ends
+    while (tmp_path / (ENDED + world.name)).exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_rank_lists_its_installed_packages_whatever_the_working_directory(tmp_path):
