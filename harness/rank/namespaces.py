@@ -279,12 +279,6 @@ def _own_dev(staging: str) -> None:
 Held = tuple[int, int, int]
 
 
-def prepare(binds: dict[int, tuple[Bind, ...]], keep: str, proc: bool = False
-            ) -> dict[int, Held]:
-    """Every host's namespace (``each_host``), once all are made."""
-    return dict(each_host(binds, keep, proc))
-
-
 #: Descriptors the leader holds while the namespaces are made: a unit forked meanwhile
 #: closes them (``enter``), as it closes every host's.
 _making: set[int] = set()
