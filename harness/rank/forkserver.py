@@ -28,7 +28,13 @@ import time
 
 from harness.rank import namespaces, sweep, wire
 from harness.rank.bootstrap import run_unit
-from harness.rank.process import after_fork, become_subreaper, die_with_parent, name_process
+from harness.rank.process import (
+    after_fork,
+    become_subreaper,
+    die_with_parent,
+    name_process,
+    share_in_huge_pages,
+)
 from harness.rank.spec import WorldSpec
 from harness.vocabulary import UNIT_FAILED
 
@@ -129,6 +135,7 @@ def warm_up(again: bool = False) -> None:
     rank_clock.find_early_bindings()  # ... and of the machine's clock, locks and queues
     gc.collect()
     gc.freeze()
+    share_in_huge_pages()
 
 
 def _reap(leaders: set[int]) -> None:
