@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness import refs
 from harness.rank import clock as rank_clock
-from harness.rank import imported, runtime, values
+from harness.rank import imported, runtime, values, warm
 from harness.rank.channel import Channel
 from harness.rank.environment import enter_environment, seed_generators, seed_temp_names
 from harness.rank.process import arm_fallback_stacks, die_with_parent, redirect_output
@@ -154,7 +154,8 @@ def resolve_target(target: str, kind: str = "target") -> Callable[..., Any]:
             if not _code_exists(path):
                 raise FileNotFoundError(f"{kind} {target!r}: no such file {path}")
             sys.path.insert(0, os.path.dirname(path))
-            spec = importlib.util.spec_from_file_location(mod_name, path)
+            spec = importlib.util.spec_from_file_location(  # its code: the fork server's
+                mod_name, path, loader=warm.HeldCodeLoader(mod_name, path))
             assert spec is not None and spec.loader is not None
             module = importlib.util.module_from_spec(spec)
             sys.modules[mod_name] = module

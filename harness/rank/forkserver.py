@@ -26,7 +26,8 @@ import socket
 import sys
 import time
 
-from harness.rank import namespaces, sweep, wire
+from harness import refs
+from harness.rank import namespaces, sweep, warm, wire
 from harness.rank.bootstrap import run_unit
 from harness.rank.process import (
     after_fork,
@@ -75,6 +76,7 @@ def main() -> None:
         if header.get("type") != "world":
             continue
         spec: WorldSpec = pickle.loads(payload)
+        _hold_target(spec)
         sys.stdout.flush()
         sys.stderr.flush()
         server = os.getpid()
@@ -118,7 +120,6 @@ def warm_up(again: bool = False) -> None:
     import harness.filesystem.view  # noqa: F401
     if "numpy" in sys.modules:
         import numpy.random  # noqa: F401
-    from harness.rank import warm
     from harness.rank.environment import forget_foreign_torch_xla, shim_root
     if not again:
         try:
@@ -136,6 +137,15 @@ def warm_up(again: bool = False) -> None:
     gc.collect()
     gc.freeze()
     share_in_huge_pages()
+
+
+def _hold_target(spec: WorldSpec) -> None:
+    """A target file's code, compiled here once for every rank of every world that runs it."""
+    if spec.target is None or not refs.module_of(spec.target):
+        return
+    ref = refs.parse(spec.target)
+    if ref.is_file:
+        warm.hold_file(os.path.normpath(os.path.join(spec.cwd, ref.module)))
 
 
 def _reap(leaders: set[int]) -> None:

@@ -1,4 +1,5 @@
-"""The shim's compiled code, held by the fork server for every rank it forks.
+"""The shim's and each target file's compiled code, held by the fork server for every
+rank it forks.
 
 The shim can only be imported inside a rank: its module code reads the rank's
 environment and profile and registers itself with the rank's torch, so every
@@ -11,6 +12,12 @@ file is unchanged (same mtime and size, checked by one stat, as the ``.pyc``
 check does), and reads the file as before otherwise. Which ``torch_xla`` a
 rank imports is still decided by ``sys.path``, as before: these finders answer
 only for the shim's directories, and only once a rank put the shim on its path.
+
+A target given as a file (``path/to/sync.py:fn``) is never imported in the server (its
+module may import ``torch_xla``), but its code is compiled there once (``hold_file``),
+before the server forks the first world that runs it: each rank used to compile it
+again, since a rank's ``.pyc`` is not written back where the next one would read it
+(and ``PYTHONDONTWRITEBYTECODE``, common in containers, writes none at all).
 """
 
 from __future__ import annotations
@@ -42,6 +49,25 @@ class HeldCodeLoader(machinery.SourceFileLoader):
             if st is not None and st.st_mtime_ns == mtime_ns and st.st_size == size:
                 return code
         return super().get_code(fullname)
+
+
+def hold_file(path: str) -> None:
+    """In the fork server: compile ``path`` unless its held code is still its own."""
+    try:
+        st = posix.stat(path)
+    except OSError:
+        return  # the rank says what is missing
+    held = _held.get(path)
+    if held is not None and (held[1], held[2]) == (st.st_mtime_ns, st.st_size):
+        return
+    name = os.path.splitext(os.path.basename(path))[0]
+    try:
+        code = machinery.SourceFileLoader(name, path).get_code(name)
+    except (OSError, SyntaxError, ImportError, ValueError) as exc:
+        log.debug("not held: %s: %s", path, exc)  # the rank compiles it and says what failed
+        return
+    if code is not None:
+        _held[path] = (code, st.st_mtime_ns, st.st_size)
 
 
 def _loaders() -> list[tuple[type, list[str]]]:

@@ -170,6 +170,33 @@ def test_a_rank_imports_the_shim_from_the_code_the_fork_server_holds():
         assert rank.value["metrics_samples"] == 77
 
 
+_HELD_TARGET = """
+import sys
+
+from harness.rank import warm
+
+
+def run():
+    module = sys.modules[__name__]
+    return {"loader": type(module.__loader__).__name__, "version": VERSION,
+            "held": module.__file__ in warm._held}  # by the fork server this rank came from
+"""
+
+
+def test_a_target_file_is_compiled_once_by_the_fork_server_and_read_again_once_edited(tmp_path):
+    """Each rank compiled the target's file again (no ``.pyc`` is written back where the
+    next rank reads it, none at all under ``PYTHONDONTWRITEBYTECODE``)."""
+    target = tmp_path / "held_target.py"
+    target.write_text("VERSION = 1\n" + _HELD_TARGET)
+    first = run_world(f"{target}:run", topology="v4-8", timeout=30)
+    assert first.outcome == PASS, describe(first)
+    assert [r.value for r in first.ranks] == [
+        {"loader": "HeldCodeLoader", "version": 1, "held": True}] * 4
+    target.write_text("VERSION = 22  # edited after the fork server held it\n" + _HELD_TARGET)
+    again = run_world(f"{target}:run", topology="v4-8", timeout=30)
+    assert [r.value["version"] for r in again.ranks] == [22] * 4, describe(again)
+
+
 @pytest.fixture
 def held_tree(tmp_path, monkeypatch):
     """A package held by ``warm.hold``, on ``sys.path``; forgotten afterwards."""
