@@ -99,17 +99,24 @@ def _unshare(flag: int = CLONE_NEWNS) -> bool:
     return True
 
 
-def _bind_all(binds: tuple[Bind, ...], user: bool, keep: str) -> None:
+def _bind_all(binds: tuple[Bind, ...], user: bool, keep: str,
+              under: dict[str, list[str]] | None = None) -> None:
     """In a fresh mount namespace (its mounts private already): ``binds``, outer paths
     first. The machine's directories (bound back, or an overlay's lower layer) are held by
     descriptors before anything covers them; an overlay covers the mounts under its
     target (the world's directory bound on itself, the world's ``/proc``), so those are
     held too and bound again over it; an overlay of ``/`` becomes the namespace's root
     (``_new_root``); a fresh mount inside one (a dataset under the working directory under
-    ``/tmp``) is bound after it. ``keep``: a directory of the world's for this host."""
+    ``/tmp``) is bound after it. ``keep``: a directory of the world's for this host;
+    ``under``: the mount points under each overlay's target, when already read (every host
+    is made from the same base namespace: its mount table is read once, not per host)."""
+    under = {} if under is None else under
+    for b in binds:
+        if b.overlay and b.target not in under:
+            under[b.target] = _mounts_under(b.target)
     held = {b.target: os.open(b.source, os.O_PATH | os.O_DIRECTORY)
             for b in binds if b.machine or b.overlay}
-    covered = {b.target: [(point, os.open(point, os.O_PATH)) for point in _mounts_under(b.target)]
+    covered = {b.target: [(point, os.open(point, os.O_PATH)) for point in under[b.target]]
                for b in binds if b.overlay}
     try:
         made: list[str] = []  # the fresh mounts and overlays made: the host's own directories
@@ -351,10 +358,11 @@ def _make(binds: dict[int, tuple[Bind, ...]], writable: tuple[str, ...], user: b
     host = None
     try:
         base = os.open("/proc/self/ns/mnt", os.O_RDONLY)
+        under: dict[str, list[str]] = {}
         for host in binds:
             _check(_libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
             _bind_all(tuple(b for b in binds[host] if b.target not in writable or b.machine),
-                      user, keep)
+                      user, keep, under)
             fds = [os.open("/proc/self/ns/mnt", os.O_RDONLY),
                    os.open("/proc/self/root", os.O_PATH | os.O_DIRECTORY),
                    *([os.open("/proc/self/ns/user", os.O_RDONLY)] if user else [])]
