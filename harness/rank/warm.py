@@ -61,11 +61,14 @@ def hold_file(path: str) -> None:
     if held is not None and (held[1], held[2]) == (st.st_mtime_ns, st.st_size):
         return
     name = os.path.splitext(os.path.basename(path))[0]
+    writes, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # the user's tree: read only
     try:
         code = machinery.SourceFileLoader(name, path).get_code(name)
     except (OSError, SyntaxError, ImportError, ValueError) as exc:
         log.debug("not held: %s: %s", path, exc)  # the rank compiles it and says what failed
         return
+    finally:
+        sys.dont_write_bytecode = writes
     if code is not None:
         _held[path] = (code, st.st_mtime_ns, st.st_size)
 
