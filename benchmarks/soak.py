@@ -74,7 +74,7 @@ def one_round(i: int, rng: random.Random, work: Path, isolation: str) -> list[st
     (cwd / "target.py").write_text(source)
     env = {**os.environ, "SOAK_ID": soak_id, "SOAK_TOKEN": token,
            "HARNESS_CACHE_DIR": str(cwd / "cache"), "HARNESS_ISOLATION": isolation,
-           "HARNESS_LIMITS": "output=16MiB"}
+           "HARNESS_LIMITS": "output=16MiB", "HARNESS_DEBUG": "1"}  # an exit 3's traceback
     what = f"round {i}: {kind} x {scenario}" + (f", {signal.Signals(sig).name}" if sig else "")
     harness = subprocess.Popen(
         [sys.executable, "-m", "harness", "run", "-T", f"target.py:{kind}", "-s", scenario,
@@ -91,8 +91,11 @@ def one_round(i: int, rng: random.Random, work: Path, isolation: str) -> list[st
         harness.kill()
         _, err = harness.communicate()
     code = harness.returncode
-    if code == 3:
-        problems.append(f"exit-3: {what}: {err.strip().splitlines()[-1:]}")
+    if code == 3:  # the internal error's line, and its whole stderr kept to read
+        said = [line for line in err.splitlines() if "internal error" in line][-1:]
+        kept = Path(tempfile.gettempdir()) / f"soak-exit3-{soak_id[:8]}.txt"
+        kept.write_text(f"{what}\n{err}")
+        problems.append(f"exit-3: {what}: {said or err.strip().splitlines()[-1:]} ({kept})")
     report = cwd / "reports" / "latest" / "matrix.json"
     # A Ctrl-C before the run made its report directory (while it imports and plans) stops
     # it before any world: there is nothing to report. Once the directory is there, a
