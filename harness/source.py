@@ -37,6 +37,18 @@ def parse(path: str) -> ast.Module:
         return tree
 
 
+def module_file(module: str, search: list[str]) -> str | None:
+    """The source file of ``module`` (``a.b``: ``a/b.py`` or ``a/b/__init__.py``) under the
+    first directory of ``search`` that has it, found without importing it or its packages."""
+    parts = module.split(".")
+    for base in search:
+        stem = os.path.join(base or ".", *parts)
+        for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
+            if os.path.isfile(candidate):
+                return candidate
+    return None
+
+
 def check_defines(what: str, path: str, name: str) -> None:
     """The file exists and defines ``name``: read from its source, never run here,
     so that a typo is a usage error before any world starts, not eight ERROR ranks.

@@ -38,11 +38,6 @@ def run_command(ctx: click.Context, scenarios: tuple[str, ...], targets: tuple[s
     harness run --seeds 0-24 --cluster local:2          # 2,125 cells on 2 local workers
     harness run --seeds 0-24 --cluster tcp://sched:8786  # on an existing Dask cluster
     """
-    from rich.console import Console
-
-    from harness.reports import write_run
-    from harness.runner.run import plan_cells
-
     seeds = [seed]
     if seed_spec is not None:
         if ctx.get_parameter_source("seed") is not click.core.ParameterSource.DEFAULT:
@@ -51,8 +46,17 @@ def run_command(ctx: click.Context, scenarios: tuple[str, ...], targets: tuple[s
     if cluster is not None and jobs is not None:
         raise click.UsageError("--jobs is the cluster's threads with --cluster: leave it out")
     known = common.known_from(baseline)
-    scenario_list = common.scenarios_from(scenarios, data, config_file)
     target_list = common.targets_from(targets, workload, checker, data, config_file)
+    if cluster is None:  # its imports (seconds) beside the rest of the harness's start-up
+        from harness.world import pool
+
+        pool.start(m for t in target_list for m in t.modules())
+    from rich.console import Console
+
+    from harness.reports import write_run
+    from harness.runner.run import plan_cells
+
+    scenario_list = common.scenarios_from(scenarios, data, config_file)
     plans = [p for s in seeds for p in plan_cells(scenario_list, target_list, s, topology, timeout)]
     if not plans:
         raise click.UsageError("no cell to run: no target belongs to these scenarios' workloads")

@@ -140,12 +140,14 @@ def warm_up(again: bool = False) -> None:
 
 
 def _hold_target(spec: WorldSpec) -> None:
-    """A target file's code, compiled here once for every rank of every world that runs it."""
+    """A target's code, compiled here once for every rank of every world that runs it."""
     if spec.target is None or not refs.module_of(spec.target):
         return
     ref = refs.parse(spec.target)
     if ref.is_file:
         warm.hold_file(os.path.normpath(os.path.join(spec.cwd, ref.module)))
+    elif ref.module not in sys.modules:  # a rank's sys.path is ours, the shim's ahead of it
+        warm.hold_module(ref.module, [p or spec.cwd for p in sys.path])
 
 
 def _reap(leaders: set[int]) -> None:

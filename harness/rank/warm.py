@@ -13,11 +13,12 @@ check does), and reads the file as before otherwise. Which ``torch_xla`` a
 rank imports is still decided by ``sys.path``, as before: these finders answer
 only for the shim's directories, and only once a rank put the shim on its path.
 
-A target given as a file (``path/to/sync.py:fn``) is never imported in the server (its
-module may import ``torch_xla``), but its code is compiled there once (``hold_file``),
-before the server forks the first world that runs it: each rank used to compile it
-again, since a rank's ``.pyc`` is not written back where the next one would read it
-(and ``PYTHONDONTWRITEBYTECODE``, common in containers, writes none at all).
+A target (``path/to/sync.py:fn`` or ``pkg.sync:fn``) is never imported in the server (its
+module may import ``torch_xla``), but its code is compiled there once (``hold_file``,
+``hold_module``), before the server forks the first world that runs it: each rank used
+to compile it again, since a rank's ``.pyc`` is not written back where the next one would
+read it (kernel isolation keeps it in the host's copy of the disk, and
+``PYTHONDONTWRITEBYTECODE``, common in containers, writes none at all).
 """
 
 from __future__ import annotations
@@ -73,6 +74,33 @@ def hold_file(path: str) -> None:
         _held[path] = (code, st.st_mtime_ns, st.st_size)
 
 
+def hold_module(module: str, search: list[str]) -> None:
+    """In the fork server: compile the module ``module`` would import from ``search`` (the
+    rank's ``sys.path``, its working directory for ``""``) and have the finder of its
+    directory, as the rank's import system will look it up, return the held code."""
+    from harness.source import module_file
+
+    path = module_file(module, search)
+    if path is None:
+        return  # the rank's import says what is missing
+    hold_file(path)
+    directory = os.path.dirname(path)
+    if os.path.basename(path) == "__init__.py":
+        directory = os.path.dirname(directory)  # a package is found in its parent's directory
+    if not isinstance(sys.path_importer_cache.get(directory), _HeldFinder):
+        sys.path_importer_cache[directory] = _finder(directory)
+
+
+class _HeldFinder(machinery.FileFinder):
+    """A directory's finder whose source loader is ``HeldCodeLoader``."""
+
+
+def _finder(directory: str) -> machinery.FileFinder:
+    finder = _HeldFinder(directory, *_loaders())
+    finder.find_spec("__harness_fills_the_directory_cache__")  # its listing, read once here
+    return finder
+
+
 def _loaders() -> list[tuple[type, list[str]]]:
     """A ``FileFinder``'s loaders in the import system's own order, ours for sources."""
     return [(machinery.ExtensionFileLoader, machinery.EXTENSION_SUFFIXES),
@@ -83,7 +111,6 @@ def _loaders() -> list[tuple[type, list[str]]]:
 def hold(root: str) -> int:
     """In the fork server: compile every module under ``root`` and put a finder for each of
     its directories in ``sys.path_importer_cache``; returns how many modules are held."""
-    details = _loaders()
     for directory, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d != "__pycache__"]
         for name in filenames:
@@ -98,7 +125,5 @@ def hold(root: str) -> int:
                 continue
             if code is not None:
                 _held[path] = (code, st.st_mtime_ns, st.st_size)
-        finder = machinery.FileFinder(directory, *details)
-        finder.find_spec("__harness_fills_the_directory_cache__")
-        sys.path_importer_cache[directory] = finder
+        sys.path_importer_cache[directory] = _finder(directory)
     return len(_held)

@@ -218,11 +218,7 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
     watch = workload.watch(inputs) if workload.watch else []
     faults = make_plan(scenario.faults, seed=plan.seed, world_size=topology.world_size,
                        hosts=topology.hosts, home=home, roles=roles)
-    preload = target.preload
-    if discovery is not None and discovery.imported:
-        preload = tuple(dict.fromkeys((*(preload if preload is not None else
-                                         pool.preload_for(target.ref, None, os.getcwd())),
-                                       *discovery.imported)))
+    preload = target.modules(discovery.imported if discovery is not None else ())
     checker = checker_of(scenario, target)
     recording = {"record_files": True} if workload.records_files(inputs) else {}
     result = execute(target.ref, topology=topology, timeout=plan.timeout, seed=plan.seed,
@@ -330,7 +326,13 @@ def run_matrix(plans: list[CellPlan], jobs: int | None = None, seed: int = 0,
     ABORT.clear()
     workers = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="harness-cell")
     try:
+        if cell_runner is None:  # this machine's fork server: its imports beside the learning
+            pool.start(m for t in {p.target.name: p.target for p in plans}.values()
+                       for m in t.modules())
         found = discover_targets(plans, use_cache, jobs)
+        if cell_runner is None:  # all it will need, imported at once rather than mid-run
+            pool.fork_server(tuple(dict.fromkeys(m for p in plans for m in p.target.modules(
+                getattr(found.get(learning_key(p)), "imported", ())))))
         one = cell_runner or run_cell  # looked up now: a test may replace run_cell
         futures = {workers.submit(one, plan, known, found.get(learning_key(plan))): i
                    for i, plan in enumerate(plans)}

@@ -23,6 +23,7 @@ from harness.filesystem.mounts import Mount
 from harness.filesystem.sandbox import Leftover
 from harness.rank.validator import Validator, validator
 from harness.topology import Topology
+from harness.world import pool
 from harness.world.result import WorldResult
 
 
@@ -87,6 +88,13 @@ class Target:
         if module and refs.is_file(module):
             return (os.path.dirname(os.path.abspath(module)),)
         return ()
+
+    def modules(self, learned: tuple[str, ...] = ()) -> tuple[str, ...]:
+        """What the fork server imports for its worlds: ``preload``, else the installed
+        modules its source imports; then ``learned`` (what its fault-free run imported)."""
+        own = self.preload if self.preload is not None else pool.preload_for(self.ref, None,
+                                                                              os.getcwd())
+        return tuple(dict.fromkeys((*own, *learned)))
 
 
 def takes_inputs(signature: inspect.Signature, is_class: bool, declared: object = None

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import sysconfig
 import threading
+from collections.abc import Iterable
 
 from harness import refs, source
 from harness.rank import sweep, wire
@@ -27,6 +28,10 @@ _HARNESS_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspat
 
 
 class ForkServer:
+    """A fork server process, started at once; its first use waits until it has imported
+    its preloads (seconds: torch alone takes 2.5 s here), so the harness's own start-up
+    goes on meanwhile (``start``)."""
+
     def __init__(self, preload: tuple[str, ...]) -> None:
         self.preload = preload
         self.modules = set(preload)  # asked for so far (a module that failed to import too)
@@ -44,20 +49,27 @@ class ForkServer:
         theirs.close()
         self.sock = ours
         self.lock = threading.Lock()
-        # Wait until the preloads are imported: a world's deadline starts after that.
-        ours.settimeout(300)
-        header, _ = wire.recv_frame(ours)
+        self.ready = False
+
+    def _wait_ready(self) -> None:
+        """Until the preloads are imported (under ``lock``): a world's deadline starts after."""
+        if self.ready:
+            return
+        self.sock.settimeout(300)
+        header, _ = wire.recv_frame(self.sock)
         if header.get("type") != "ready":
             raise RuntimeError(f"fork server did not start: {header}")
+        self.ready = True
 
     def alive(self) -> bool:
         return self.process.poll() is None
 
     def ensure(self, preload: tuple[str, ...]) -> None:
         """Have the server import what ``preload`` adds, before it forks the next world."""
-        if set(preload) <= self.modules:
+        if self.ready and set(preload) <= self.modules:
             return
         with self.lock:
+            self._wait_ready()
             missing = sorted(set(preload) - self.modules)
             if not missing:
                 return
@@ -71,12 +83,15 @@ class ForkServer:
     def fork_world(self, spec: WorldSpec) -> int:
         """Ask for a leader for ``spec``; returns the leader's pid."""
         with self.lock:
+            self._wait_ready()
             self.sock.settimeout(60)
             wire.send_frame(self.sock, {"type": "world"}, pickle.dumps(spec))
             header, _ = wire.recv_frame(self.sock)
         return int(header["pid"])
 
     def close(self) -> None:
+        if not self.ready:
+            self.process.kill()  # still importing its preloads: nothing of a world's is there
         try:
             self.sock.close()
         finally:
@@ -94,13 +109,24 @@ _servers_lock = threading.Lock()
 def fork_server(preload: tuple[str, ...]) -> ForkServer:
     """The warm server, having imported ``preload``: started on first use, or again with
     everything its predecessor had imported if a target killed it."""
+    server = _server(preload)
+    server.ensure(preload)
+    return server
+
+
+def start(modules: Iterable[str]) -> None:
+    """Start the fork server now with ``modules`` (every target's of a run), without waiting
+    for it: the first world waits, by then for less. Nothing if one is running."""
+    _server(tuple(sorted(set(modules))))
+
+
+def _server(preload: tuple[str, ...]) -> ForkServer:
     with _servers_lock:
         server = _servers[-1] if _servers else None
         if server is None or not server.alive():
             had = server.modules if server is not None else set()
             server = ForkServer(tuple(sorted(set(preload) | had)))
             _servers.append(server)
-    server.ensure(preload)
     return server
 
 
@@ -151,17 +177,6 @@ def imports_of(path: str) -> set[str]:
     return names
 
 
-def module_file(module: str, search: list[str]) -> str | None:
-    """Find a module's source without importing it (or its packages)."""
-    parts = module.split(".")
-    for base in search:
-        stem = os.path.join(base or ".", *parts)
-        for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
-            if os.path.isfile(candidate):
-                return candidate
-    return None
-
-
 def preload_for(target: str | None, argv: tuple[str, ...] | None, cwd: str) -> tuple[str, ...]:
     """The installed modules the target's own source imports.
 
@@ -172,10 +187,10 @@ def preload_for(target: str | None, argv: tuple[str, ...] | None, cwd: str) -> t
     if target:
         ref = refs.parse(target)
         path = os.path.join(cwd, ref.module) if ref.is_file else \
-            module_file(ref.module, [cwd, *sys.path])
+            source.module_file(ref.module, [cwd, *sys.path])
     elif argv:
         if argv[0] == "-m" and len(argv) > 1:
-            path = module_file(argv[1], [cwd, *sys.path])
+            path = source.module_file(argv[1], [cwd, *sys.path])
         else:
             path = os.path.join(cwd, argv[0])
     if not path:
@@ -203,7 +218,7 @@ def _reaches_torch_xla(module: str, seen: set[str] | None = None) -> bool:
     if module in seen:
         return False
     seen.add(module)
-    path = module_file(module, [_HARNESS_PARENT])
+    path = source.module_file(module, [_HARNESS_PARENT])
     if path is None:
         return False
     names = imports_of(path)

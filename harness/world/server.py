@@ -82,6 +82,7 @@ class WorldServer:
         self._held_by: tuple | None = None  # who the history last said keeps the clock real
         #: busy units seen asleep in the kernel: since when (wall), and their CPU time then
         self._asleep: dict[Key, tuple[float, int]] = {}
+        self._looked: dict[Key, float] = {}  # when /proc said a busy unit was not waiting yet
         self.meter = Meter(limits or Limits(), lambda: self.life.leader_pid, self._unit_names,
                            spec.outdir, spec.sandbox if spec.mounts is not None else None)
         self.exceeded: Exceeded | None = None  # the limit that stopped the world
@@ -235,7 +236,11 @@ class WorldServer:
 
     def _waits_outside(self, key: Key, wall: float) -> bool:
         """Has the busy unit slept in the kernel for ``OUTSIDE_AFTER``, using no CPU and
-        sending nothing? Then it waits on something outside the world."""
+        sending nothing? Then it waits on something outside the world. A unit found not
+        waiting is looked at again ``HELD_LOOK`` later, not at every frame of the world:
+        reading its threads' states in ``/proc`` was a tenth of the harness's own work."""
+        if wall - self._looked.get(key, -HELD_LOOK) < HELD_LOOK:
+            return False
         pid = self.life.pid_of(key)
         cpu = asleep(pid) if pid is not None else None
         seen = self._asleep.get(key)
@@ -244,8 +249,12 @@ class WorldServer:
                 self._asleep.pop(key, None)
             else:
                 self._asleep[key] = (wall, cpu)
+            self._looked[key] = wall
             return False
-        return wall - seen[0] >= OUTSIDE_AFTER
+        if wall - seen[0] < OUTSIDE_AFTER:
+            self._looked[key] = wall
+            return False
+        return True
 
     def _send_time(self, key: Key) -> None:
         """Tell a unit the world's time: its waits now due wake (on its control socket)."""

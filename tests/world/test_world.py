@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -381,6 +382,42 @@ def test_a_fork_server_outlives_the_thread_that_started_it():
     assert pool.fork_server(("json",)).alive()
     again = run_world(target("identity"), topology="2x1", timeout=10, preload=("json",))
     assert results[0].outcome == again.outcome == PASS
+
+
+_STARTED_EARLY = """
+import json, sys
+from harness import run_world
+from harness.world import pool
+
+pool.start(["json"])  # returns at once: the server imports meanwhile
+server = pool._servers[-1]
+ready_at_once = server.ready
+pool.start(["email"])  # one is running: nothing more
+servers = len(pool._servers)
+if sys.argv[1] == "leave":  # the harness ends while its server still imports
+    print(json.dumps({"pid": server.process.pid}))
+    sys.exit(0)
+result = run_world(sys.argv[1] + ":identity", topology="2x1", timeout=10, preload=("json",))
+print(json.dumps({"ready_at_once": ready_at_once, "servers": servers, "same": pool._servers[-1]
+                  is server, "ready": server.ready, "outcome": result.outcome}))
+"""
+
+
+def test_a_fork_server_started_early_is_the_one_the_first_world_waits_for():
+    done = subprocess.run([sys.executable, "-c", _STARTED_EARLY, str(TARGETS)],
+                          capture_output=True, text=True,
+                          timeout=120)  # a guard: one small world takes seconds, never this
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout) == {"ready_at_once": False, "servers": 1, "same": True,
+                                       "ready": True, "outcome": PASS}
+
+
+def test_a_harness_that_ends_while_its_fork_server_still_imports_leaves_no_process():
+    done = subprocess.run([sys.executable, "-c", _STARTED_EARLY, "leave"], capture_output=True,
+                          text=True, timeout=120)  # a guard: an exit takes a moment, never this
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    assert not alive(json.loads(done.stdout)["pid"])
 
 
 PREEMPTED_IN_A_COLLECTIVE = """

@@ -191,34 +191,44 @@ import sys
 
 from harness import run_world
 
-target = sys.argv[1]
+path, target = sys.argv[1:]
 first = run_world(target + ":run", topology="v4-8", timeout=30)
-pycache = os.path.exists(os.path.join(os.path.dirname(target), "__pycache__"))
-with open(target) as f:
+pycache = os.path.join(os.path.dirname(path), "__pycache__")
+compiled = [n for n in os.listdir(pycache) if n.startswith("held_target.")] \\
+    if os.path.isdir(pycache) else []
+with open(path) as f:
     text = f.read()
-with open(target, "w") as f:
+with open(path, "w") as f:
     f.write(text.replace("VERSION = 1\\n", "VERSION = 22  # edited after it was held\\n"))
 again = run_world(target + ":run", topology="v4-8", timeout=30)
-print(json.dumps({"first": [r.value for r in first.ranks], "pycache": pycache,
+print(json.dumps({"first": [r.value for r in first.ranks], "compiled": compiled,
                   "again": [r.value for r in again.ranks]}))
 """
 
 
-def test_a_target_file_is_compiled_once_by_the_fork_server_and_read_again_once_edited(tmp_path):
-    """Each rank compiled the target's file again (no ``.pyc`` is written back where the
-    next rank reads it, none at all under ``PYTHONDONTWRITEBYTECODE``). The fork server,
-    which compiles it now, writes no ``.pyc`` into the user's tree either: it runs here
-    where Python would write one."""
-    target = tmp_path / "held_target.py"
-    target.write_text("VERSION = 1\n" + _HELD_TARGET)
+@pytest.mark.parametrize("given_as", ["file", "module"])
+def test_a_target_is_compiled_once_by_the_fork_server_and_read_again_once_edited(tmp_path,
+                                                                                 given_as):
+    """Each rank compiled the target's code again (no ``.pyc`` is written back where the
+    next rank reads it: kernel isolation keeps it in the host's copy, and none is written
+    at all under ``PYTHONDONTWRITEBYTECODE``). The fork server, which compiles it now,
+    writes no ``.pyc`` of it into the user's tree either: it runs here where Python would
+    write one. A target named by its module (``pkg.mod:fn``, found from the working
+    directory) is held as one given by its file is."""
+    package = tmp_path / "heldtargets"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    path = package / "held_target.py"
+    path.write_text("VERSION = 1\n" + _HELD_TARGET)
+    target = str(path) if given_as == "file" else "heldtargets.held_target"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    done = subprocess.run([sys.executable, "-c", _TWO_WORLDS, str(target)], capture_output=True,
-                          text=True, cwd=REPO, env=env,
+    done = subprocess.run([sys.executable, "-c", _TWO_WORLDS, str(path), target],
+                          capture_output=True, text=True, cwd=tmp_path, env=env,
                           timeout=300)  # a guard: two small worlds take seconds, never this
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout.splitlines()[-1])
     assert seen["first"] == [{"loader": "HeldCodeLoader", "version": 1, "held": True}] * 4
-    assert not seen["pycache"]
+    assert seen["compiled"] == []
     assert [v["version"] for v in seen["again"]] == [22] * 4, seen["again"]
 
 
