@@ -1,16 +1,19 @@
 """The whole catalog, this checkout's harness against a baseline's, in one run.
 
     python benchmarks/bench_catalog.py [--rounds 3] [--baseline REF | --no-baseline]
-                                       [--cache fresh|warm] [--load N]
+                                       [--cache fresh|warm] [--load N] [--all-cells]
 
-Each round runs ``harness run`` as a user runs it (the catalog's 81 cells against the
+Each round runs ``harness run`` as a user runs it (the catalog's cells against the
 built-in targets, every report written, here to a temporary directory) once with this
 checkout and once with REF's (``git archive REF`` in a temporary directory; default:
 the commit before the world clock), the order alternating between rounds, so that both
 sides see the same machine. ``--cache fresh`` (the default) gives every run an empty
 ``HARNESS_CACHE_DIR``, as a new user or a CI runner has; ``warm`` keeps one per side,
 learned in a first run that is not counted. ``--load N`` keeps N busy processes (a spin
-loop each) beside the runs: ``--load 6`` on 2 cores is 3x overload.
+loop each) beside the runs: ``--load 6`` on 2 cores is 3x overload. Both sides run the
+scenarios both catalogs hold (``-s`` each), so that they run the same cells (REF's 81:
+scenarios added since are left out, and named); ``--all-cells`` runs each side's own
+whole catalog.
 
 It prints each side's median wall time and the ratio, and every cell whose outcome or
 verdict differs between two runs of the same side (a verdict that moves with the
@@ -44,11 +47,19 @@ BEFORE_REF = "59fbc99"
 Cells = dict[str, tuple[str, str]]  # "scenario[target]" -> (outcome, verdict)
 
 
-def run_catalog(checkout: str, cache: str, out: str) -> tuple[float, Cells]:
-    """One ``harness run`` of the whole catalog with ``checkout``'s harness."""
+def scenarios_of(checkout: str) -> set[str]:
+    """The names of the scenarios in ``checkout``'s catalog."""
+    return {os.path.basename(p)[:-len(".yaml")]
+            for p in glob.glob(os.path.join(checkout, "scenarios", "*.yaml"))}
+
+
+def run_catalog(checkout: str, cache: str, out: str,
+                scenarios: list[str] | None = None) -> tuple[float, Cells]:
+    """One ``harness run`` with ``checkout``'s harness: of ``scenarios``, else the catalog."""
     env = dict(os.environ, PYTHONPATH=checkout, HARNESS_CACHE_DIR=cache)
+    chosen = [arg for name in scenarios or () for arg in ("-s", name)]
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "harness", "run", "--report-dir", out],
+    done = subprocess.run([sys.executable, "-m", "harness", "run", *chosen, "--report-dir", out],
                           cwd=checkout, env=env, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
     reports = sorted(glob.glob(os.path.join(out, "*", "matrix.json")))
@@ -78,6 +89,8 @@ def main() -> int:
     parser.add_argument("--no-baseline", action="store_true", help="this checkout only")
     parser.add_argument("--cache", choices=("fresh", "warm"), default="fresh")
     parser.add_argument("--load", type=int, default=0, help="busy processes beside the runs")
+    parser.add_argument("--all-cells", action="store_true",
+                        help="each side's whole catalog, not the scenarios both hold")
     args = parser.parse_args()
 
     work = tempfile.mkdtemp(prefix="bench-catalog-")
@@ -86,6 +99,14 @@ def main() -> int:
         base = checkout_of(args.baseline, work)
         if base is not None:
             sides[f"harness at {args.baseline}"] = base
+    scenarios: list[str] | None = None
+    if len(sides) == 2 and not args.all_cells:
+        held = [scenarios_of(checkout) for checkout in sides.values()]
+        scenarios = sorted(held[0] & held[1])
+        for name, only in zip(sides, (held[0] - held[1], held[1] - held[0])):
+            if only:
+                print(f"left out, only {name} has them: {', '.join(sorted(only))}",
+                      file=sys.stderr)
     spinners = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(args.load)]
     for p in spinners:
         p.start()
@@ -96,14 +117,15 @@ def main() -> int:
         if args.cache == "warm":  # each side learns its targets once, uncounted
             for i, checkout in enumerate(sides.values()):
                 run_catalog(checkout, os.path.join(work, f"cache-side-{i}"),
-                            os.path.join(work, "warm-up"))
+                            os.path.join(work, "warm-up"), scenarios)
         for round_ in range(args.rounds):
             order = list(sides.items()) if round_ % 2 == 0 else list(reversed(sides.items()))
             for name, checkout in order:
                 runs += 1
                 cache = os.path.join(work, f"cache-side-{list(sides).index(name)}"
                                      if args.cache == "warm" else f"cache-{runs}")
-                elapsed, cells = run_catalog(checkout, cache, os.path.join(work, f"run-{runs}"))
+                elapsed, cells = run_catalog(checkout, cache, os.path.join(work, f"run-{runs}"),
+                                             scenarios)
                 times[name].append(elapsed)
                 seen[name].append(cells)
                 print(f"round {round_ + 1}: {name}: {elapsed:.2f} s, {len(cells)} cells",
@@ -116,7 +138,9 @@ def main() -> int:
             p.terminate()
 
     cores = os.cpu_count() or 1
-    print(f"the whole catalog (`harness run`), {cores} cores, load average "
+    what = "the whole catalog" if scenarios is None else \
+        f"the {len(scenarios)} scenarios both catalogs hold"
+    print(f"{what} (`harness run`), {cores} cores, load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}, {args.load} busy processes beside "
           f"it, {args.cache} cache; median of {args.rounds} runs each")
     medians = {name: statistics.median(t) for name, t in times.items()}
