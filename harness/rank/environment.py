@@ -36,6 +36,9 @@ def enter_environment(spec: WorldSpec, env: dict[str, str]) -> None:
     posix.chdir(spec.cwd)  # the real one: a launcher forking us may have a view installed
     if spec.shim_root not in sys.path[:1]:
         sys.path.insert(0, spec.shim_root)
+    from harness.rank import warm
+
+    warm.hand_out(spec.shim_root)  # the shim's modules, as the fork server executed them
     # The fork server dropped them once for all its ranks (a scan of every module name
     # touches, and so copies, pages of the inherited heap); a submodule is only ever
     # imported after its package, so without the package there is nothing to drop.

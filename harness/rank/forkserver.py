@@ -107,8 +107,9 @@ def warm_up(again: bool = False) -> None:
 
     The harness's rank-side modules are imported (so every rank of every world
     runs the same code, compiled once); ``numpy.random`` too when numpy is
-    loaded (each rank seeds it); the shim is byte-compiled and its code held
-    (``warm``), since it can only be imported inside a rank; and the heap is
+    loaded (each rank seeds it); the shim is byte-compiled, its code held and its
+    modules executed (``warm``): a rank's import of them does only what acts on the
+    rank (its environment, its torch); and the heap is
     frozen so that a rank's garbage collections do not touch, and so copy,
     every page it inherited.
     """
@@ -128,8 +129,9 @@ def warm_up(again: bool = False) -> None:
             compileall.compile_dir(shim_root(), quiet=2, force=False)
         except Exception:  # noqa: BLE001 - bytecode is an optimisation only (read-only installs)
             pass
-        warm.hold(shim_root())  # its code, compiled once: every rank still runs it in its world
+        warm.hold(shim_root())  # its code, compiled once
     forget_foreign_torch_xla(shim_root())  # a preload's real torch_xla: gone for every rank
+    warm.prepare(shim_root())  # the shim, executed once, less what its import does in a rank
     from harness.filesystem.patch import find_early_bindings
     from harness.rank import clock as rank_clock
     find_early_bindings()  # after every preload: what they hold of the real os, once

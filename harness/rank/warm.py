@@ -23,12 +23,14 @@ read it (kernel isolation keeps it in the host's copy of the disk, and
 
 from __future__ import annotations
 
+import _thread
+import importlib
 import importlib.machinery as machinery
 import logging
 import os
 import posix
 import sys
-from types import CodeType
+from types import CodeType, ModuleType
 
 log = logging.getLogger(__name__)
 
@@ -127,3 +129,127 @@ def hold(root: str) -> int:
                 _held[path] = (code, st.st_mtime_ns, st.st_size)
         sys.path_importer_cache[directory] = _finder(directory)
     return len(_held)
+
+
+# -- the shim's modules, executed once --------------------------------------------------
+
+#: Set while the fork server executes the shim's modules ahead of its ranks: the shim's
+#: ``torch_xla/__init__`` then leaves out what its import does to torch (``_on_import``).
+PREPARING = "HARNESS_PREPARING_SHIM"
+#: What the fork server executes of the shim: what every rank that imports ``torch_xla``
+#: executed itself, less the modules whose import acts on torch (``xla_backend`` registers
+#: the ``xla`` backend, ``_internal.ops`` the collectives as ops) or reads the rank's
+#: profile (``xla_dist``): those run in the rank, as before.
+PREPARED = ("torch_xla", "torch_xla.core.xla_model", "torch_xla.runtime",
+            "torch_xla.distributed.xla_multiprocessing")
+_ACTING = ("torch_xla.distributed.xla_backend", "torch_xla._internal.ops",
+           "torch_xla.distributed.xla_dist")
+
+_MACHINE_LOCKS = (_thread.LockType, type(_thread.RLock()))
+#: name -> module, in the order they were imported (a package before its modules)
+_prepared: dict[str, ModuleType] = {}
+
+
+def prepare(root: str) -> int:
+    """In the fork server: execute the shim's ``PREPARED`` modules (from ``root``) once, and
+    keep them out of ``sys.modules``; a rank's first ``import torch_xla`` is then handed
+    them (``hand_out``). Returns how many modules are kept (0: none, and ranks import
+    the shim as before). Once: a server's later preloads change nothing of it."""
+    if _prepared:
+        return len(_prepared)
+    saved_path, saved_meta = list(sys.path), list(sys.meta_path)
+    saved_env = {k: os.environ.get(k) for k in (PREPARING, "PJRT_DEVICE")}
+    before = set(sys.modules)
+    os.environ[PREPARING] = "1"
+    sys.path.insert(0, root)
+    try:
+        for name in PREPARED:
+            importlib.import_module(name)
+    except Exception as exc:  # noqa: BLE001 - an optimisation only: ranks import it as before
+        log.debug("shim not prepared: %s", exc)
+    finally:
+        sys.path[:], sys.meta_path[:] = saved_path, saved_meta
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        made = {name: sys.modules.pop(name) for name in list(sys.modules)
+                if name not in before and (name == "torch_xla" or name.startswith("torch_xla."))}
+    if any(name in made for name in _ACTING) or not all(name in made for name in PREPARED):
+        log.debug("shim not prepared: it imported %s", sorted(made))
+        return 0
+    _prepared.update(made)
+    return len(_prepared)
+
+
+def hand_out(root: str) -> None:
+    """In a unit, once the shim is on its path: its imports of the prepared modules take
+    the fork server's (``_Handout``)."""
+    if _prepared and not any(isinstance(f, _Handout) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Handout(os.path.join(os.path.abspath(root), "")))
+
+
+class _Handout:  # a meta-path finder and loader (importlib.abc costs a rank ~8 ms)
+    """Answers for the prepared modules while the shim is the ``torch_xla`` the rank's
+    path finds. The first of them imported brings every other through the import system
+    (so a hook on one of them, as the harness's on the shim's runtime, fires), then runs
+    each one's ``_on_import``: what its import does beyond defining it. A lock made at
+    module level is made again, the rank's own (its waits on the world's clock)."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.given: set[str] = set()
+
+    def find_spec(self, fullname: str, path: object = None, target: object = None
+                  ) -> machinery.ModuleSpec | None:
+        module = _prepared.get(fullname)
+        if module is None or fullname in self.given:
+            return None  # imported again after it was dropped: its file runs, as before
+        parent, _, _ = fullname.rpartition(".")
+        if parent and sys.modules.get(parent) is not _prepared.get(parent):
+            return None
+        if not parent and not self._shim_first():
+            return None
+        known = module.__spec__
+        spec = machinery.ModuleSpec(fullname, self, origin=known.origin,
+                                    is_package=known.submodule_search_locations is not None)
+        spec.submodule_search_locations = known.submodule_search_locations
+        spec.has_location, spec.cached = known.has_location, known.cached
+        return spec
+
+    def _shim_first(self) -> bool:
+        """Is the shim the first ``torch_xla`` on the rank's path?"""
+        for entry in sys.path:
+            if os.path.join(os.path.abspath(entry or "."), "") == self.root:
+                return True
+            for candidate in ("torch_xla", "torch_xla.py"):
+                try:
+                    posix.stat(os.path.join(entry or ".", candidate))
+                    return False
+                except OSError:
+                    pass
+        return False
+
+    def create_module(self, spec: machinery.ModuleSpec) -> ModuleType:
+        return _prepared[spec.name]
+
+    def exec_module(self, module: ModuleType) -> None:
+        first = not self.given
+        self.given.add(module.__name__)
+        if not first:
+            return
+        for name in _prepared:  # the rest, in the order they were first imported
+            if name not in sys.modules:
+                importlib.import_module(name)
+        import threading
+
+        for prepared in _prepared.values():
+            for key, value in list(vars(prepared).items()):
+                if type(value) in _MACHINE_LOCKS:
+                    setattr(prepared, key, threading.Lock() if type(value) is _thread.LockType
+                            else threading.RLock())
+        for prepared in _prepared.values():
+            on_import = vars(prepared).get("_on_import")
+            if callable(on_import):
+                on_import()

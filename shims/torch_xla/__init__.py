@@ -43,16 +43,30 @@ def _register_xla_backend(_module: object) -> None:
 # any code that calls dist.init_process_group.
 from torch_xla._internal.imports import when_imported as _when_imported  # noqa: E402
 
-_when_imported("torch.distributed", _register_xla_backend)
-
 
 def _register_ops(_module: object) -> None:
     import torch_xla._internal.ops  # noqa: F401 - the collectives as ops, for torch.compile
 
 
-# torch.compile traces the collectives as ops (see _internal/ops.py): registered when dynamo
-# is first imported (torch.compile imports it), not with torch, which many ranks never compile.
-_when_imported("torch._dynamo", _register_ops)
+def _hooks() -> None:
+    _when_imported("torch.distributed", _register_xla_backend)
+    # torch.compile traces the collectives as ops (see _internal/ops.py): registered when
+    # dynamo is first imported (torch.compile imports it), not with torch, which many ranks
+    # never compile.
+    _when_imported("torch._dynamo", _register_ops)
+
+
+def _on_import() -> None:
+    """What importing the package does to the process beyond defining it. A harness fork
+    server that executed this module ahead of its ranks (with ``HARNESS_PREPARING_SHIM``
+    set, when nothing of this may reach torch) has each rank call it on its import."""
+    _os.environ.setdefault("PJRT_DEVICE", "TPU")
+    _surface.install()
+    _hooks()
+
+
+if not _os.environ.get("HARNESS_PREPARING_SHIM"):
+    _hooks()
 
 
 def _own_getattr(name: str) -> object:

@@ -14,7 +14,7 @@ import textwrap
 import pytest
 
 from harness import PASS, run_world
-from harness.rank import sweep
+from harness.rank import namespaces, sweep
 from harness.rank.environment import seed_torch
 from harness.reports.diagnosis import describe
 
@@ -159,16 +159,31 @@ def test_the_benchmark_runs_and_prints_the_ratio_to_the_floor():
     assert textwrap.dedent("outcomes: ERROR x1") in out
 
 
-def test_a_rank_imports_the_shim_from_the_code_the_fork_server_holds():
+@pytest.mark.parametrize("isolation", ["python", "kernel"])
+def test_a_rank_is_handed_the_shim_the_fork_server_executed_and_its_import_acts_in_the_rank(
+        isolation):
+    """The fork server executes the shim's modules once (``warm.prepare``); a rank's import
+    is handed them, and does there what importing torch_xla does to a process: the
+    environment it reads is the rank's, the ``xla`` backend is registered in the rank's
+    torch (never before it imports torch_xla), its locks wait on the world's clock."""
+    if isolation == "kernel" and namespaces.unavailable():
+        pytest.skip(f"no kernel isolation here: {namespaces.unavailable()}")
     result = run_world(f"{TARGETS}:shim_loaders", topology="v4-8", timeout=30,
-                       env={"XLA_METRICS_SAMPLES": "77"})
+                       env={"XLA_METRICS_SAMPLES": "77"}, isolation=isolation)
     assert result.outcome == PASS, describe(result)
+    assert sorted(r.value["ordinal"] for r in result.ranks) == [0, 1, 2, 3]
     for rank in result.ranks:
-        loaders = rank.value["loaders"]
-        assert loaders["torch_xla.core.xla_model"] == "HeldCodeLoader", loaders
-        assert loaders["torch_xla"] == "HeldCodeLoader", loaders
-        # its module code ran in the rank, reading the rank's environment
-        assert rank.value["metrics_samples"] == 77
+        value = rank.value
+        assert value["before"] == {"torch_xla": False, "xla backend": False}
+        # (the shim's runtime module is handed out too, through the harness's hook that
+        # installs the world's runtime in it: the ordinals above could not be read otherwise)
+        assert {"torch_xla", "torch_xla.core.xla_model", "torch_xla.debug.metrics",
+                "torch_xla.runtime"} <= set(value["handed"]), value["handed"]
+        assert "torch_xla.distributed.xla_backend" not in value["handed"]  # it acts on torch
+        assert value["loaders"]["torch_xla.core.xla_model"] == "HeldCodeLoader"
+        assert value["metrics_samples"] == 77
+        assert value["xla backend"]
+        assert value["locks"] == ["WorldLock", "WorldLock"]
 
 
 _HELD_TARGET = """

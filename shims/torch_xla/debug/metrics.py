@@ -39,7 +39,14 @@ from contextlib import contextmanager, nullcontext
 from torch_xla.experimental.eager import is_eager_mode
 
 _LOCK = threading.Lock()
-_MAX_SAMPLES = int(os.environ.get("XLA_METRICS_SAMPLES", "1024"))
+_max_samples: int | None = None  # XLA_METRICS_SAMPLES, read at the first sample
+
+
+def _samples_kept() -> int:
+    global _max_samples
+    if _max_samples is None:
+        _max_samples = int(os.environ.get("XLA_METRICS_SAMPLES", "1024"))
+    return _max_samples
 
 
 def _percentiles() -> list[float]:
@@ -92,7 +99,7 @@ class _Metric:
         self.count += 1
         self.accumulator += value
         self.samples.append((time.time_ns(), value))
-        if len(self.samples) > _MAX_SAMPLES:
+        if len(self.samples) > _samples_kept():
             del self.samples[0]
 
     def report(self, name: str) -> str:
