@@ -203,8 +203,10 @@ def run_leader(spec: WorldSpec) -> None:
 
 def _lead(spec: WorldSpec) -> None:
     # Kernel isolation: the world's processes are a PID namespace of their own, whose init
-    # is forked now, before anything else of the world.
-    init = namespaces.world_pids() if spec.binds is not None else None
+    # is forked now, before anything else of the world; it makes each host's mount
+    # namespace meanwhile.
+    init, made = namespaces.world(spec.binds, os.path.join(spec.outdir, "keep")) \
+        if spec.binds is not None else (None, None)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
@@ -243,12 +245,11 @@ def _lead(spec: WorldSpec) -> None:
     def host_of(role: str, ident: int) -> int:
         return spec.topology.host_of(ident) if role == "rank" else ident
 
-    if hosts is None:
+    if made is None:
         for role, ident in spec.units():
             start(role, ident)
     else:  # each host's units as soon as its namespace is made, while the next is made
-        for host, held in namespaces.each_host(spec.binds, os.path.join(spec.outdir, "keep"),
-                                               proc=True):
+        for host, held in made:
             hosts[host] = held
             for role, ident in spec.units():
                 if host_of(role, ident) == host:

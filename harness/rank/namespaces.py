@@ -10,21 +10,21 @@ overlay whose writes land in the host's copy in the sandbox (``_new_root``); wha
 rank runs meets the same walls and sees the same files. The view keeps doing what only it
 does (faults, consistency between hosts, the history) on the very directories bound here.
 The world's processes are a PID namespace whose init takes them all with it
-(``world_pids``), and each host's ``/proc`` is that namespace's: no rank sees or signals a
+(``world``), and each host's ``/proc`` is that namespace's: no rank sees or signals a
 process outside its world. Its ``/dev`` holds only the harmless devices (``DEVICES``): no
 disk of the machine's is there to write.
 
-How: the world's leader makes the PID namespace and its init first, then forks one
-short-lived child (in that namespace), which unshares a mount namespace (inside a user
-namespace when it may not otherwise), makes every mount private, makes what every host
-shares (the read-only machine, the world's ``/proc`` and ``/dev``), and then it and its
-own children (one per core) each make copies of it, one per host, with that host's
+How: the world's leader makes the PID namespace and forks its init first. The init
+unshares a mount namespace (inside a user namespace when it may not otherwise), makes
+every mount private, makes what every host shares (the read-only machine, the world's
+``/proc`` and ``/dev``), and then makes copies of it, one per host, with that host's
 directories bound and overlaid, handing each namespace's descriptors to the leader
-(``each_host``). Each unit of that host, right after its fork, joins the namespace
-(``enter``). Paths of the machine's that lie under a bound directory (a working directory
-under ``/tmp`` without overlays) are bound back at their own path, so code and data stay
-where they were. ``unavailable`` and ``overlays`` say once per harness process what this
-machine allows.
+(``world``), before it settles to reaping the world's orphans (a child of its own for
+this cost a fork and an exit of the leader's whole address space per world). Each unit
+of that host, right after its fork, joins the namespace (``enter``). Paths of the
+machine's that lie under a bound directory (a working directory under ``/tmp`` without
+overlays) are bound back at their own path, so code and data stay where they were.
+``unavailable`` and ``overlays`` say once per harness process what this machine allows.
 """
 
 from __future__ import annotations
@@ -291,49 +291,39 @@ Held = tuple[int, int, int]
 _making: set[int] = set()
 
 
-def each_host(binds: dict[int, tuple[Bind, ...]], keep: str, proc: bool = False
-              ) -> Iterator[tuple[int, Held]]:
-    """In the leader: a mount namespace per host with its ``binds``, held open by
-    descriptors its units inherit, each yielded as soon as it is made (the leader starts
-    that host's units while the next is made). One child unshares a base namespace (every
-    mount private; the machine's read-only but for what the binds make writable, the
-    world's own directory bound on itself; with ``proc``, the world's ``/proc``: the
-    leader's children are a PID namespace of the world's, ``world_pids``), then makes a
-    copy of the base per host with that host's binds and hands its descriptors to the
-    leader (``SCM_RIGHTS``). Raises ``OSError`` saying what the kernel refused."""
+def world(binds: dict[int, tuple[Bind, ...]], keep: str) -> tuple[int, Iterator[tuple[int, Held]]]:
+    """In the leader, before it forks anything of its world: its children from now on are
+    a PID namespace of their own (in a user namespace of the leader's when it is not root),
+    whose first process, forked here, is that namespace's init. The init makes a mount
+    namespace per host with its ``binds`` (``_make_hosts``), then adopts every orphan of
+    the world and lives as long as the leader; when it goes the kernel kills every process
+    of the namespace, so nothing of the world outlives it, and no rank can see or signal a
+    process outside it (the harness, its fork server, the leader).
+
+    Returns the init's pid (as the leader sees it) and the hosts' namespaces, each yielded
+    as soon as the init has made it, held open by descriptors the units inherit (the
+    leader starts that host's units while the next is made). Raises ``OSError`` saying
+    what the kernel refused."""
     import socket
 
-    #: the machine's directories that stay writable (bound on themselves), on every host
-    writable = tuple(sorted({b.target for host_binds in binds.values() for b in host_binds
-                             if b.source == b.target and not b.readonly
-                             and b.overlay is None}, key=len))
+    _unshare(CLONE_NEWPID)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()
-    if pid == 0:  # makes every host's namespace, then goes
-        code = 0
-        try:
-            ours.close()
-            user = _unshare()
-            _mount(None, "/", MS_REC | MS_PRIVATE)
-            # What every host shares is made once, here, and copied into each host's
-            # namespace: the writable directories of the machine's, the read-only rest,
-            # the world's /proc and /dev.
-            for path in writable:
-                _mount(path, path, MS_BIND | MS_REC)
-            _read_only_machine(writable)
-            if proc:
-                _own_proc()
-            _own_dev(os.path.join(keep, "dev"))
-            code = _make(binds, writable, user, keep, theirs)
-        except BaseException as exc:  # noqa: BLE001 - said to the leader, whatever it is
-            theirs.send(b"!" + (f"{exc}".encode()[:4000] or b"failed"))
-            code = 1
-        finally:
-            os._exit(code)
+    if pid == 0:
+        ours.close()
+        _init(binds, keep, theirs)
     theirs.close()
     _making.add(ours.fileno())
+    return pid, _hosts_made(ours, len(binds))
+
+
+def _hosts_made(ours: object, count: int) -> Iterator[tuple[int, Held]]:
+    """The leader's side of ``_make_hosts``: each host's descriptors, as they come."""
+    import socket
+
+    assert isinstance(ours, socket.socket)
     try:
-        for _ in binds:
+        for _ in range(count):
             said, fds, _, _ = socket.recv_fds(ours, 4096, 3)
             if not said or said.startswith(b"!"):
                 for fd in fds:
@@ -344,18 +334,48 @@ def each_host(binds: dict[int, tuple[Bind, ...]], keep: str, proc: bool = False
     finally:
         _making.discard(ours.fileno())
         ours.close()
-        os.waitpid(pid, 0)
+
+
+def _make_hosts(binds: dict[int, tuple[Bind, ...]], keep: str, leader: object) -> None:
+    """In the world's init, first: unshare a base mount namespace (every mount private; the
+    machine's read-only but for what the binds make writable, the world's own directory
+    bound on itself; the world's ``/proc``, this PID namespace's, and ``/dev``), then make
+    a copy of the base per host with that host's binds and hand its descriptors to the
+    leader (``SCM_RIGHTS``), or say what failed (``!why``)."""
+    import socket
+
+    assert isinstance(leader, socket.socket)
+    #: the machine's directories that stay writable (bound on themselves), on every host
+    writable = tuple(sorted({b.target for host_binds in binds.values() for b in host_binds
+                             if b.source == b.target and not b.readonly
+                             and b.overlay is None}, key=len))
+    try:
+        user = _unshare()
+        _mount(None, "/", MS_REC | MS_PRIVATE)
+        # What every host shares is made once, here, and copied into each host's
+        # namespace: the writable directories of the machine's, the read-only rest,
+        # the world's /proc and /dev.
+        for path in writable:
+            _mount(path, path, MS_BIND | MS_REC)
+        _read_only_machine(writable)
+        _own_proc()
+        _own_dev(os.path.join(keep, "dev"))
+    except BaseException as exc:  # noqa: BLE001 - said to the leader, whatever it is
+        leader.send(b"!" + (f"{exc}".encode()[:4000] or b"failed"))
+        return
+    _make(binds, writable, user, keep, leader)
 
 
 def _make(binds: dict[int, tuple[Bind, ...]], writable: tuple[str, ...], user: bool,
-          keep: str, leader: object) -> int:
+          keep: str, leader: object) -> None:
     """In the base namespace: each host's namespace, its descriptors sent to ``leader`` (a
-    socket) as it is made; 0, or 1 after saying what failed. (Two makers at once on two
-    cores took longer: a host's cost is the new inodes its overlay's work directory takes.)"""
+    socket) as it is made, or what failed. (Two makers at once on two cores took longer:
+    a host's cost is the new inodes its overlay's work directory takes.)"""
     import socket
 
     assert isinstance(leader, socket.socket)
     host = None
+    base = -1
     try:
         base = os.open("/proc/self/ns/mnt", os.O_RDONLY)
         under: dict[str, list[str]] = {}
@@ -374,41 +394,31 @@ def _make(binds: dict[int, tuple[Bind, ...]], writable: tuple[str, ...], user: b
             _check(_libc.setns(base, CLONE_NEWNS), "setns(base)")
     except BaseException as exc:  # noqa: BLE001 - said to the leader, whatever it is
         leader.send(b"!" + (f"host {host}: {exc}".encode()[:4000] or b"failed"))
-        return 1
-    return 0
+    finally:
+        if base >= 0:
+            os.close(base)
 
 
-def world_pids() -> int:
-    """In the leader, before it forks anything of its world: its children from now on are
-    a PID namespace of their own (in a user namespace of the leader's when it is not root),
-    whose first process, forked here, is that namespace's init. The init adopts every
-    orphan of the world and lives as long as the leader; when it goes the kernel kills
-    every process of the namespace, so nothing of the world outlives it, and no rank can
-    see or signal a process outside it (the harness, its fork server, the leader). Returns
-    the init's pid (as the leader sees it). Raises ``OSError`` if the kernel refuses."""
-    _unshare(CLONE_NEWPID)
-    pid = os.fork()
-    if pid == 0:
-        _init()
-    return pid
-
-
-def _init() -> None:
-    """Pid 1 of a world: reaps what is orphaned to it until the leader goes."""
+def _init(binds: dict[int, tuple[Bind, ...]], keep: str, leader: object) -> None:
+    """Pid 1 of a world: makes its hosts' namespaces, then reaps what is orphaned to it
+    until the leader goes."""
     import signal
 
     try:
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # go with the leader
         if os.getppid() != 0:  # the leader (outside the namespace) went before the line above
             os._exit(0)
+        mine = getattr(leader, "fileno", lambda: -1)()
         for fd in os.listdir("/proc/self/fd"):
-            if int(fd) > 2:
+            if int(fd) > 2 and int(fd) != mine:
                 try:
                     os.close(int(fd))
                 except OSError:
                     pass
         with open("/proc/self/comm", "w") as comm:
             comm.write("harness-init")
+        _make_hosts(binds, keep, leader)
+        getattr(leader, "close", lambda: None)()
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
         while True:
             try:
