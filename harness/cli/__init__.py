@@ -64,9 +64,11 @@ def _interrupted(signum: int, frame: object) -> None:
     """Ctrl-C: every world in flight is told to end (``ABORT``) before the KeyboardInterrupt
     is raised, so the run ends even where that exception is swallowed on its way (a garbage
     collector's callback running at that moment only prints it)."""
-    world = sys.modules.get("harness.world.world")  # not imported: no world to end
-    if world is not None:
-        world.ABORT.set()
+    # Not imported, or still being imported (the signal came in the middle of it): no
+    # world to end yet.
+    abort = getattr(sys.modules.get("harness.world.world"), "ABORT", None)
+    if abort is not None:
+        abort.set()
     raise KeyboardInterrupt
 
 

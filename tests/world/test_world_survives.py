@@ -287,6 +287,21 @@ def test_ctrl_c_cancels_the_queue_ends_the_worlds_in_flight_and_writes_the_parti
     assert "interrupted:" in out
 
 
+def test_a_ctrl_c_while_the_harness_still_imports_its_worlds_module_is_a_plain_interrupt(
+        monkeypatch):
+    """A Ctrl-C in the middle of importing ``harness.world.world`` (the module is in
+    sys.modules, half made, without ``ABORT``): no world is running yet, and the handler
+    raised AttributeError, which the command line reported as an internal error (exit 3,
+    once in a soak of 16 rounds)."""
+    import types
+
+    from harness.cli import _interrupted
+
+    monkeypatch.setitem(sys.modules, "harness.world.world", types.ModuleType("harness.world.world"))
+    with pytest.raises(KeyboardInterrupt):
+        _interrupted(signal.SIGINT, None)
+
+
 def test_a_ctrl_c_whose_keyboardinterrupt_was_swallowed_still_ends_the_run():
     """The Ctrl-C handler marks every world to end (``ABORT``) before it raises; where the
     KeyboardInterrupt is swallowed on its way (a garbage collector's callback running just
