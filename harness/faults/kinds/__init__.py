@@ -7,6 +7,7 @@ module defines one ``FaultKind`` subclass, registered under its ``kind``.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 from typing import Annotated, Any, Union
@@ -33,7 +34,11 @@ def _discover() -> dict[str, type[FaultKind]]:
 KINDS: dict[str, type[FaultKind]] = _discover()
 #: A fault as a scenario writes it: the kind named by ``kind``.
 FaultSpec = Annotated[Union[tuple(KINDS.values())], Field(discriminator="kind")]  # noqa: UP007
-_ADAPTER: TypeAdapter[Any] = TypeAdapter(FaultSpec)
+
+
+@functools.cache
+def _adapter() -> TypeAdapter[Any]:
+    return TypeAdapter(FaultSpec)  # built on first use: a rank never validates a fault
 
 
 def kind_of(name: str) -> type[FaultKind]:
@@ -46,7 +51,7 @@ def kind_of(name: str) -> type[FaultKind]:
 
 def parse_fault(value: Any) -> FaultKind:
     """A fault given as a mapping (the Python API), validated as a scenario's would be."""
-    return _ADAPTER.validate_python(value)
+    return _adapter().validate_python(value)
 
 
 def explain(error: Any) -> tuple[str, tuple[Any, ...]]:

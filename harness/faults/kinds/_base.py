@@ -66,7 +66,9 @@ Content = Annotated[str, Field(max_length=MAX_CONTENT)] | Annotated[bytes, Field
 class FaultKind(BaseModel):
     """A fault as the scenario wrote it: its kind's parameters and its trigger."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    # Validated where a scenario is read, never in the fork server or a rank (which only
+    # unpickle them): each kind's schema is built on its first validation.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
     kind: str
     rank: Ranks | None = None
