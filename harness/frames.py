@@ -5,6 +5,7 @@ Kept apart from ``reports`` so that a rank can ask without importing the rendere
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 
@@ -20,9 +21,11 @@ _WORKLOAD_MACHINERY = frozenset({"__init__.py", "base.py", "registry.py", "workl
 _ON_A_WORKER = re.compile(r"/\.harness-pod/lib/[0-9a-f]+/harness/(?!workloads/)")
 
 
+@functools.lru_cache(maxsize=4096)
 def own_frame(path: str) -> bool:
     """A frame of the harness's machinery (the bootstrap that calls the target, the
-    filesystem view under its ``open``), which no user wrote and none can act on."""
+    filesystem view under its ``open``), which no user wrote and none can act on. (Asked
+    for every frame of every report's traceback: a file's answer is kept.)"""
     if _ON_A_WORKER.search(path):
         return True
     real = os.path.realpath(path)

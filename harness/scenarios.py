@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import functools
 import os
 import posixpath
 from collections.abc import Iterable
@@ -451,8 +452,10 @@ def _check_faults(path: str, root: yaml.Node, scenario: Scenario) -> None:
                             field=".".join(str(p) for p in exc.loc)) from None
 
 
+@functools.cache
 def catalog_dir() -> Path:
-    """The built-in scenarios: installed with the package, or the checkout's folder."""
+    """The built-in scenarios: installed with the package, or the checkout's folder (asked
+    for every cell's replay command: found once)."""
     here = Path(__file__).resolve().parent
     for candidate in (here / "_scenarios", here.parent / "scenarios"):
         if candidate.is_dir() and any(candidate.glob("*.yaml")):
