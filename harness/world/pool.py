@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from harness import refs, source
 from harness.rank import sweep, wire
 from harness.rank.spec import WorldSpec
+from harness.world import reaper
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +122,10 @@ def start(modules: Iterable[str]) -> None:
 
 
 def _server(preload: tuple[str, ...]) -> ForkServer:
+    # First the run's token and its reaper: the server's environment, as it starts, marks
+    # it and everything forked under it (a rank's daemons too) as this run's, for the
+    # reaper to end whatever the harness leaves when it is killed.
+    reaper.ensure()
     with _servers_lock:
         server = _servers[-1] if _servers else None
         if server is None or not server.alive():

@@ -385,13 +385,18 @@ def test_a_fork_server_outlives_the_thread_that_started_it():
 
 
 _STARTED_EARLY = """
-import json, sys
+import json, os, sys
 from harness import run_world
 from harness.world import pool
 
 pool.start(["json"])  # returns at once: the server imports meanwhile
 server = pool._servers[-1]
 ready_at_once = server.ready
+# as it started, the server carried the run's token: the reaper finds it, and every process
+# forked under it, if the harness is killed
+from harness.rank import sweep
+from harness.world import reaper
+marked = server.process.pid in sweep.marked((reaper.RUN_KEY, os.environ.get(reaper.RUN_KEY)))
 pool.start(["email"])  # one is running: nothing more
 servers = len(pool._servers)
 if sys.argv[1] == "leave":  # the harness ends while its server still imports
@@ -399,17 +404,19 @@ if sys.argv[1] == "leave":  # the harness ends while its server still imports
     sys.exit(0)
 result = run_world(sys.argv[1] + ":identity", topology="2x1", timeout=10, preload=("json",))
 print(json.dumps({"ready_at_once": ready_at_once, "servers": servers, "same": pool._servers[-1]
-                  is server, "ready": server.ready, "outcome": result.outcome}))
+                  is server, "ready": server.ready, "outcome": result.outcome, "marked": marked}))
 """
 
 
 def test_a_fork_server_started_early_is_the_one_the_first_world_waits_for():
+    """Started before any world (``pool.start``), the server still carries the run's token
+    (a soak's SIGTERM left 94 processes of a fork-bomb target when it did not)."""
     done = subprocess.run([sys.executable, "-c", _STARTED_EARLY, str(TARGETS)],
                           capture_output=True, text=True,
                           timeout=120)  # a guard: one small world takes seconds, never this
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout) == {"ready_at_once": False, "servers": 1, "same": True,
-                                       "ready": True, "outcome": PASS}
+                                       "ready": True, "outcome": PASS, "marked": True}
 
 
 def test_a_harness_that_ends_while_its_fork_server_still_imports_leaves_no_process():
