@@ -146,7 +146,8 @@ _ACTING = ("torch_xla.distributed.xla_backend", "torch_xla._internal.ops",
            "torch_xla.distributed.xla_dist")
 
 _MACHINE_LOCKS = (_thread.LockType, type(_thread.RLock()))
-#: name -> module, in the order they were imported (a package before its modules)
+#: name -> module, in the order their imports completed (``import_module`` brings a
+#: module's package first when it hands them out)
 _prepared: dict[str, ModuleType] = {}
 
 
