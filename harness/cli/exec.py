@@ -65,6 +65,9 @@ def exec_command(ctx: click.Context, topology: str, timeout: float, profile: str
     """
     import contextlib
 
+    from harness.world import pool
+
+    pool.begin()  # torch's import beside the rest of the harness's start-up
     from rich.console import Console
     from rich.text import Text
 

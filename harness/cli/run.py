@@ -38,6 +38,10 @@ def run_command(ctx: click.Context, scenarios: tuple[str, ...], targets: tuple[s
     harness run --seeds 0-24 --cluster local:2          # 2,125 cells on 2 local workers
     harness run --seeds 0-24 --cluster tcp://sched:8786  # on an existing Dask cluster
     """
+    if cluster is None:  # torch's import (seconds) beside the rest of the harness's start-up
+        from harness.world import pool
+
+        pool.begin()
     seeds = [seed]
     if seed_spec is not None:
         if ctx.get_parameter_source("seed") is not click.core.ParameterSource.DEFAULT:
@@ -47,9 +51,7 @@ def run_command(ctx: click.Context, scenarios: tuple[str, ...], targets: tuple[s
         raise click.UsageError("--jobs is the cluster's threads with --cluster: leave it out")
     known = common.known_from(baseline)
     target_list = common.targets_from(targets, workload, checker, data, config_file)
-    if cluster is None:  # its imports (seconds) beside the rest of the harness's start-up
-        from harness.world import pool
-
+    if cluster is None:  # the targets' imports next
         pool.start(m for t in target_list for m in t.modules())
     from rich.console import Console
 
@@ -102,6 +104,9 @@ def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workloa
     harness replay reports/latest/matrix.json --cell 'isolated-tmp[naive-sync]'
     harness replay reports/latest/matrix.json --cell 'isolated-tmp[naive-sync] seed 7'
     """
+    from harness.world import pool
+
+    pool.begin()  # torch's import beside the rest of the harness's start-up
     from harness.reports.diagnosis import describe
     from harness.runner.run import plan_cells, run_cell
 

@@ -55,7 +55,15 @@ def main() -> None:
     become_subreaper()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sock = socket.socket(fileno=int(sys.argv[1]))
-    preload(sys.argv[2:])
+    first = sys.argv[2:]
+    more = first[-1:] == [wire.MORE_PRELOADS]
+    preload(first[:-1] if more else first)
+    if more:  # the rest, once the harness has read its targets (while we imported the first)
+        try:
+            header, _ = wire.recv_frame(sock)
+        except (EOFError, OSError):
+            os._exit(0)
+        preload([str(m) for m in header.get("modules", [])])
     warm_up()
     wire.send_frame(sock, {"type": "ready"})
     leaders: set[int] = set()
@@ -69,8 +77,10 @@ def main() -> None:
         except (EOFError, OSError):
             break
         if header.get("type") == "preload":  # what the next world needs, imported here once
+            before = len(sys.modules)
             preload([str(m) for m in header.get("modules", [])])
-            warm_up(again=True)
+            if len(sys.modules) != before:  # else nothing changed that warm_up would redo
+                warm_up(again=True)
             wire.send_frame(sock, {"type": "ready"})
             continue
         if header.get("type") != "world":

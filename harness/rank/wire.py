@@ -27,6 +27,11 @@ MAX_HEADER = 1 << 20
 MAX_PAYLOAD = 1 << 30
 
 
+#: A fork server's last argument when more preloads follow, in a ``preload`` frame (the
+#: harness starts it before it has read its targets).
+MORE_PRELOADS = "+"
+
+
 class ConnectionLost(EOFError):
     """The other end closed the socket."""
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import atexit
 import importlib.machinery
+import importlib.util
 import logging
 import os
 import pickle
@@ -17,11 +18,14 @@ import sys
 import sysconfig
 import threading
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from harness import refs, source
 from harness.rank import sweep, wire
-from harness.rank.spec import WorldSpec
 from harness.world import reaper
+
+if TYPE_CHECKING:  # the spec's models (pydantic) would delay the server's start
+    from harness.rank.spec import WorldSpec
 
 log = logging.getLogger(__name__)
 
@@ -31,11 +35,13 @@ _HARNESS_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspat
 class ForkServer:
     """A fork server process, started at once; its first use waits until it has imported
     its preloads (seconds: torch alone takes 2.5 s here), so the harness's own start-up
-    goes on meanwhile (``start``)."""
+    goes on meanwhile (``start``). ``more``: it imports ``preload`` and then waits for the
+    rest (``add``), which the harness knows only once it has read its targets."""
 
-    def __init__(self, preload: tuple[str, ...]) -> None:
+    def __init__(self, preload: tuple[str, ...], more: bool = False) -> None:
         self.preload = preload
         self.modules = set(preload)  # asked for so far (a module that failed to import too)
+        self.awaiting = more
         ours, theirs = socket.socketpair()
         env = dict(os.environ)
         env[sweep.SLOT_KEY] = sweep.EMPTY_SLOT  # each world's leader writes its id here
@@ -45,17 +51,31 @@ class ForkServer:
         env.setdefault("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1")
         self.process = subprocess.Popen(
             [sys.executable, "-c", "from harness.rank.forkserver import main; main()",
-             str(theirs.fileno()), *preload],
+             str(theirs.fileno()), *preload, *([wire.MORE_PRELOADS] if more else [])],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env, close_fds=True)
         theirs.close()
         self.sock = ours
         self.lock = threading.Lock()
         self.ready = False
 
+    def add(self, modules: Iterable[str]) -> None:
+        """The rest of a server's first preloads (``more``), sent without waiting; nothing
+        once they were sent (``ensure`` imports what comes later)."""
+        with self.lock:
+            self._rest(modules)
+
+    def _rest(self, modules: Iterable[str]) -> None:
+        if self.awaiting:  # (under ``lock``)
+            missing = sorted(set(modules) - self.modules)
+            wire.send_frame(self.sock, {"type": "preload", "modules": missing})
+            self.modules.update(missing)
+            self.awaiting = False
+
     def _wait_ready(self) -> None:
         """Until the preloads are imported (under ``lock``): a world's deadline starts after."""
         if self.ready:
             return
+        self._rest(())  # nobody said more: the server imports nothing else first
         self.sock.settimeout(300)
         header, _ = wire.recv_frame(self.sock)
         if header.get("type") != "ready":
@@ -70,6 +90,7 @@ class ForkServer:
         if self.ready and set(preload) <= self.modules:
             return
         with self.lock:
+            self._rest(preload)  # the first world's modules are the rest of a begun server's
             self._wait_ready()
             missing = sorted(set(preload) - self.modules)
             if not missing:
@@ -115,13 +136,34 @@ def fork_server(preload: tuple[str, ...]) -> ForkServer:
     return server
 
 
+def begin() -> None:
+    """Start the fork server now, before the harness knows its targets, importing what every
+    world of a PyTorch/XLA harness imports (torch: seconds), then waiting for the rest
+    (``start``). Nothing if one is running."""
+    _server(FIRST, more=True)
+
+
 def start(modules: Iterable[str]) -> None:
     """Start the fork server now with ``modules`` (every target's of a run), without waiting
-    for it: the first world waits, by then for less. Nothing if one is running."""
-    _server(tuple(sorted(set(modules))))
+    for it: the first world waits, by then for less; a server ``begin`` started imports
+    them next. Nothing else if one is running."""
+    modules = tuple(sorted(set(modules)))
+    _server(modules).add(modules)
 
 
-def _server(preload: tuple[str, ...]) -> ForkServer:
+def _first() -> tuple[str, ...]:
+    try:
+        return ("torch",) if importlib.util.find_spec("torch") is not None else ()
+    except (ImportError, ValueError):
+        return ()
+
+
+#: What a server ``begin`` starts imports first: torch, which a rank's ``import torch_xla``
+#: imports (on a pod too) and takes most of a server's start.
+FIRST = _first()
+
+
+def _server(preload: tuple[str, ...], more: bool = False) -> ForkServer:
     # First the run's token and its reaper: the server's environment, as it starts, marks
     # it and everything forked under it (a rank's daemons too) as this run's, for the
     # reaper to end whatever the harness leaves when it is killed.
@@ -130,7 +172,7 @@ def _server(preload: tuple[str, ...]) -> ForkServer:
         server = _servers[-1] if _servers else None
         if server is None or not server.alive():
             had = server.modules if server is not None else set()
-            server = ForkServer(tuple(sorted(set(preload) | had)))
+            server = ForkServer(tuple(sorted(set(preload) | had)), more)
             _servers.append(server)
     return server
 

@@ -427,6 +427,47 @@ def test_a_harness_that_ends_while_its_fork_server_still_imports_leaves_no_proce
     assert not alive(json.loads(done.stdout)["pid"])
 
 
+_BEGUN = """
+import json, sys
+from harness import run_world
+from harness.world import pool
+
+pool.begin()  # before the harness knows its targets: torch first, then it waits for the rest
+server = pool._servers[-1]
+first = (server.preload, server.awaiting)
+if sys.argv[2] == "rest":
+    pool.start(["xml.dom.minidom"])  # the targets' modules: the same server imports them next
+result = run_world(sys.argv[1], topology="2x1", timeout=30)
+print(json.dumps({"first": first, "servers": len(pool._servers), "outcome": result.outcome,
+                  "values": result.values}))
+"""
+
+PRELOADED = """
+import sys
+
+def fn():
+    return "xml.dom.minidom" in sys.modules, "torch" in sys.modules
+"""
+
+
+@pytest.mark.parametrize("rest", ["rest", "none"])
+def test_a_fork_server_begun_before_the_targets_are_known_imports_torch_then_their_modules(
+        tmp_path, rest):
+    """``pool.begin`` starts the server at the command's first line (torch's import beside the
+    harness's own start-up); ``pool.start`` hands it the targets' modules, imported before
+    its first world. With no ``start`` the first world tells it there is nothing more."""
+    path = tmp_path / "preloaded.py"
+    path.write_text(PRELOADED)
+    done = subprocess.run([sys.executable, "-c", _BEGUN, f"{path}:fn", rest],
+                          capture_output=True, text=True,
+                          timeout=120)  # a guard: one small world takes seconds, never this
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = json.loads(done.stdout)
+    assert said["first"] == [["torch"], True]
+    assert said["servers"] == 1 and said["outcome"] == PASS
+    assert said["values"] == [[rest == "rest", True]] * 2
+
+
 PREEMPTED_IN_A_COLLECTIVE = """
 import os, time
 import torch_xla.core.xla_model as xm
