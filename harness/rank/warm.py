@@ -137,13 +137,15 @@ def hold(root: str) -> int:
 #: ``torch_xla/__init__`` then leaves out what its import does to torch (``_on_import``).
 PREPARING = "HARNESS_PREPARING_SHIM"
 #: What the fork server executes of the shim: what every rank that imports ``torch_xla``
-#: executed itself, less the modules whose import acts on torch (``xla_backend`` registers
-#: the ``xla`` backend, ``_internal.ops`` the collectives as ops) or reads the rank's
-#: profile (``xla_dist``): those run in the rank, as before.
+#: executed itself, less the modules whose import acts on torch in a way a rank must do
+#: itself (``_internal.ops`` registers the collectives as ops) or reads the rank's profile
+#: (``xla_dist``): those run in the rank, as before.
 PREPARED = ("torch_xla", "torch_xla.core.xla_model", "torch_xla.runtime",
             "torch_xla.distributed.xla_multiprocessing")
-_ACTING = ("torch_xla.distributed.xla_backend", "torch_xla._internal.ops",
-           "torch_xla.distributed.xla_dist")
+#: ... and, when the server has torch.distributed (a rank's ``import torch_xla`` then
+#: imports it at once), the ``xla`` backend: its registration is its ``_on_import``.
+WITH_DISTRIBUTED = ("torch_xla.distributed.xla_backend",)
+_ACTING = ("torch_xla._internal.ops", "torch_xla.distributed.xla_dist")
 
 _MACHINE_LOCKS = (_thread.LockType, type(_thread.RLock()))
 #: name -> module, in the order their imports completed (``import_module`` brings a
@@ -163,8 +165,9 @@ def prepare(root: str) -> int:
     before = set(sys.modules)
     os.environ[PREPARING] = "1"
     sys.path.insert(0, root)
+    wanted = PREPARED + (WITH_DISTRIBUTED if "torch.distributed" in sys.modules else ())
     try:
-        for name in PREPARED:
+        for name in wanted:
             importlib.import_module(name)
     except Exception as exc:  # noqa: BLE001 - an optimisation only: ranks import it as before
         log.debug("shim not prepared: %s", exc)
@@ -177,7 +180,7 @@ def prepare(root: str) -> int:
                 os.environ[key] = value
         made = {name: sys.modules.pop(name) for name in list(sys.modules)
                 if name not in before and (name == "torch_xla" or name.startswith("torch_xla."))}
-    if any(name in made for name in _ACTING) or not all(name in made for name in PREPARED):
+    if any(name in made for name in _ACTING) or not all(name in made for name in wanted):
         log.debug("shim not prepared: it imported %s", sorted(made))
         return 0
     _prepared.update(made)

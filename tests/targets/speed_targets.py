@@ -35,7 +35,8 @@ def shim_loaders():
     unwrapped), which of them the fork server had executed, and what the shim's import
     did in this rank: what it read of the rank's environment, the ``xla`` backend it
     registered, the locks it made."""
-    before = {"torch_xla": "torch_xla" in sys.modules, "xla backend": _xla_backend()}
+    before = {"torch_xla": "torch_xla" in sys.modules, "xla backend": _xla_backend(),
+              "xla new_group": _xla_new_group()}
     import torch_xla.core.xla_model as xm
     import torch_xla.debug.metrics as metrics
 
@@ -49,8 +50,17 @@ def shim_loaders():
                 handed.append(name)
     return {"loaders": loaders, "handed": sorted(handed), "before": before,
             "metrics_samples": metrics._samples_kept(), "xla backend": _xla_backend(),
+            "xla new_group": _xla_new_group(),
+            "store lock": type(sys.modules["torch_xla._internal.rendezvous"]._store_lock).__name__,
             "locks": [type(m).__name__ for m in (metrics._LOCK, xm._DEVICE_CONTEXTS_LOCK)],
             "ordinal": xm.get_ordinal()}
+
+
+def _xla_new_group() -> bool:
+    """Is ``dist.new_group`` the shim's (which gives an XLA subgroup its mesh)?"""
+    import torch.distributed as dist
+
+    return dist.new_group.__name__ == "new_xla_process_group"
 
 
 def _xla_backend() -> bool:

@@ -162,10 +162,11 @@ def test_the_benchmark_runs_and_prints_the_ratio_to_the_floor():
 @pytest.mark.parametrize("isolation", ["python", "kernel"])
 def test_a_rank_is_handed_the_shim_the_fork_server_executed_and_its_import_acts_in_the_rank(
         isolation):
-    """The fork server executes the shim's modules once (``warm.prepare``); a rank's import
-    is handed them, and does there what importing torch_xla does to a process: the
-    environment it reads is the rank's, the ``xla`` backend is registered in the rank's
-    torch (never before it imports torch_xla), its locks wait on the world's clock."""
+    """The fork server executes the shim's modules once (``warm.prepare``), the ``xla``
+    backend's too when it holds torch.distributed; a rank's import is handed them, and does
+    there what importing torch_xla does to a process: the environment it reads is the
+    rank's, the ``xla`` backend and the shim's ``dist.new_group`` are the rank's torch's
+    (never before it imports torch_xla), its locks wait on the world's clock."""
     if isolation == "kernel" and namespaces.unavailable():
         pytest.skip(f"no kernel isolation here: {namespaces.unavailable()}")
     result = run_world(f"{TARGETS}:shim_loaders", topology="v4-8", timeout=30,
@@ -174,16 +175,20 @@ def test_a_rank_is_handed_the_shim_the_fork_server_executed_and_its_import_acts_
     assert sorted(r.value["ordinal"] for r in result.ranks) == [0, 1, 2, 3]
     for rank in result.ranks:
         value = rank.value
-        assert value["before"] == {"torch_xla": False, "xla backend": False}
+        assert value["before"] == {"torch_xla": False, "xla backend": False,
+                                   "xla new_group": False}
         # (the shim's runtime module is handed out too, through the harness's hook that
         # installs the world's runtime in it: the ordinals above could not be read otherwise)
         assert {"torch_xla", "torch_xla.core.xla_model", "torch_xla.debug.metrics",
                 "torch_xla.runtime"} <= set(value["handed"]), value["handed"]
-        assert "torch_xla.distributed.xla_backend" not in value["handed"]  # it acts on torch
+        assert {"torch_xla.distributed.xla_backend",
+                "torch_xla._internal.rendezvous"} <= set(value["handed"])  # torch.distributed's
+        assert "torch_xla._internal.ops" not in value["handed"]  # it acts on torch: the rank's
         assert value["loaders"]["torch_xla.core.xla_model"] == "HeldCodeLoader"
         assert value["metrics_samples"] == 77
-        assert value["xla backend"]
+        assert value["xla backend"] and value["xla new_group"]
         assert value["locks"] == ["WorldLock", "WorldLock"]
+        assert value["store lock"] == "WorldLock"
 
 
 _HELD_TARGET = """
