@@ -27,11 +27,9 @@ def shim_root() -> str:
 
 
 def enter_environment(spec: WorldSpec, env: dict[str, str]) -> None:
-    os.environ.clear()
-    os.environ.update(spec.base_env)
-    os.environ.update(env)
-    os.environ["HARNESS_PROFILE"] = spec.profile
-    os.environ["HARNESS_WORLD_ID"] = spec.world_id
+    """The unit's environment: the world's (``spec.base_env``) with the unit's ``env``."""
+    set_environment({**spec.base_env, **env, "HARNESS_PROFILE": spec.profile,
+                     "HARNESS_WORLD_ID": spec.world_id})
     import posix
     posix.chdir(spec.cwd)  # the real one: a launcher forking us may have a view installed
     if spec.shim_root not in sys.path[:1]:
@@ -44,6 +42,19 @@ def enter_environment(spec: WorldSpec, env: dict[str, str]) -> None:
     # imported after its package, so without the package there is nothing to drop.
     if "torch_xla" in sys.modules:
         forget_foreign_torch_xla(spec.shim_root)
+
+
+def set_environment(wanted: dict[str, str]) -> None:
+    """``os.environ`` (and the C library's) becomes ``wanted``, changing only what differs:
+    the environment inherited from the fork server is mostly the world's already, and each
+    variable removed or set again frees or makes objects on pages the fork shares (a copy of
+    each page for the rank) and reallocates the C library's array."""
+    environ = os.environ
+    for key in [k for k in environ if k not in wanted]:
+        del environ[key]
+    for key, value in wanted.items():
+        if environ.get(key) != value:
+            environ[key] = value
 
 
 def forget_foreign_torch_xla(shim_root: str) -> None:

@@ -498,3 +498,28 @@ def test_tempfile_names_are_the_same_in_every_run_and_differ_between_ranks():
     assert first.outcome == PASS, describe(first)
     assert first.values == again.values
     assert len({tuple(v) for v in first.values}) == len(first.ranks)
+
+
+ENVIRONMENT = """
+import os
+
+def fn():
+    return dict(os.environ)
+"""
+
+
+def test_a_rank_environment_is_the_world_one_and_nothing_of_the_fork_server(tmp_path, monkeypatch):
+    """A rank changes only what differs from the environment it inherits; what the fork
+    server had of its own (its heap's ``GLIBC_TUNABLES``, the harness's ``PYTHONPATH``) is
+    gone, what the world sets is there, and the C library's copy is the same."""
+    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)  # the server sets its own
+    monkeypatch.setenv("TEAM_SETTING_KEPT", "kept")
+    path = tmp_path / "environment.py"
+    path.write_text(ENVIRONMENT)
+    result = run_world(f"{path}:fn", topology="2x1", timeout=30, env={"TEAM_SETTING_SET": "set"})
+    assert result.outcome == PASS, describe(result)
+    for rank in result.ranks:
+        env = rank.value
+        assert "GLIBC_TUNABLES" not in env
+        assert env["TEAM_SETTING_KEPT"] == "kept" and env["TEAM_SETTING_SET"] == "set"
+        assert env["HARNESS_WORLD_ID"] and env["TPU_WORKER_ID"] == str(rank.rank)
