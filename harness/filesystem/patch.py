@@ -22,6 +22,7 @@ from harness.imports import when_imported
 from harness.rebinding import rebind, replace, scan_modules, undo
 
 _installed: View | None = None
+_functions = False  # the view's stand-ins are in place (``install_functions``)
 _saved: list[tuple[Any, str, Any]] = []
 
 
@@ -31,52 +32,30 @@ def _set(owner: Any, key: Any, value: Any) -> None:
 
 
 def install(view: View) -> None:
-    """Make ``view`` the filesystem of this process (once per process)."""
+    """Make ``view`` the filesystem of this process (``install_functions`` first, when the
+    process did not inherit them from its world's leader)."""
     global _installed
-    if _installed is not None:
-        uninstall()
-    early = find_early_bindings() if _early is None else _early
+    install_functions()
     _installed = view
-    v = view
-    _set(builtins, "open", v.open)
-    _set(io, "open", v.open)
-    _set(os, "open", v.os_open)
-    _set(os, "stat", v.stat)
-    _set(os, "lstat", v.lstat)
-    _set(os, "access", v.access)
-    _set(os, "listdir", v.listdir)
-    _set(os, "scandir", v.scandir)
-    _set(os, "mkdir", v.mkdir)
-    _set(os, "remove", v.remove)
-    _set(os, "unlink", v.remove)
-    _set(os, "rmdir", v.rmdir)
-    _set(os, "rename", lambda src, dst, **kw: v.rename(src, dst, replace=False, **kw))
-    _set(os, "replace", lambda src, dst, **kw: v.rename(src, dst, replace=True, **kw))
-    _set(os, "chmod", v.chmod)
-    _set(os, "utime", v.utime)
-    _set(os, "truncate", v.truncate)
-    _set(os, "readlink", v.readlink)
-    _set(os, "symlink", v.symlink)
-    _set(os, "link", v.link)
-    _set(os, "fsync", v.fsync)
-    _set(os, "close", v.close_fd)
-    _set(os, "dup", v.dup)
-    _set(os, "dup2", v.dup2)
-    _set(os, "chdir", v.chdir)
-    _set(os, "getcwd", v.getcwd)
-    _set(os, "getcwdb", lambda: os.fsencode(v.getcwd()))
-    _set(os, "chown", v.chown)
-    _set(os, "fchmod", v.fchmod)
-    _set(os, "fchown", v.fchown)
-    _set(os, "lchown", v.lchown)
-    _set(os, "mkfifo", v.mkfifo)
-    _set(os, "mknod", v.mknod)
-    _set(os, "statvfs", v.statvfs)
-    for name in ("listxattr", "getxattr", "setxattr", "removexattr"):
-        if hasattr(os, name):
-            _set(os, name, getattr(v, name))
-    if hasattr(os, "fdatasync"):
-        _set(os, "fdatasync", v.fsync)
+    import tempfile
+    tempfile.tempdir = None  # recomputed through the view on next use
+
+
+def install_functions() -> None:
+    """Put the view's functions in the place of the machine's, once per process: each
+    passes its call to the installed view, to the machine's own while there is none (a
+    world's leader installs them for all its units, which inherit them with its pages)."""
+    global _functions
+    if _functions:
+        return
+    _functions = True
+    early = find_early_bindings() if _early is None else _early
+    for owner, name, method in _VIEW_FUNCTIONS:
+        if hasattr(owner, name):
+            _set(owner, name, _to_view(method, getattr(owner, name)))
+    _set(os, "rename", _to_view("rename", os.rename, replace=False))
+    _set(os, "replace", _to_view("rename", os.replace, replace=True))
+    _set(os, "getcwdb", _getcwdb)
     # pathlib on 3.10 bound os functions into an accessor at import time.
     pathlib = sys.modules.get("pathlib")
     accessor = getattr(pathlib, "_normal_accessor", None)
@@ -85,8 +64,6 @@ def install(view: View) -> None:
                      "rename", "replace", "chmod", "utime", "readlink", "symlink", "link"):
             if hasattr(accessor, name):
                 _set(accessor, name, getattr(os, name))
-    import tempfile
-    tempfile.tempdir = None  # recomputed through the view on next use
     import linecache
     _set(linecache, "os", _MACHINE_OS)  # a traceback's source, from the machine (see _KEEP)
     _rebind_early(early)
@@ -96,10 +73,44 @@ def install(view: View) -> None:
     when_imported("fcntl", _patch_fcntl)
 
 
+#: (owner, name, the view's method that takes its place)
+_VIEW_FUNCTIONS = [(builtins, "open", "open"), (io, "open", "open"), *(
+    (os, name, method) for name, method in (
+    ("open", "os_open"), ("stat", "stat"), ("lstat", "lstat"), ("access", "access"),
+    ("listdir", "listdir"), ("scandir", "scandir"), ("mkdir", "mkdir"), ("remove", "remove"),
+    ("unlink", "remove"), ("rmdir", "rmdir"), ("chmod", "chmod"), ("utime", "utime"),
+    ("truncate", "truncate"), ("readlink", "readlink"), ("symlink", "symlink"), ("link", "link"),
+    ("fsync", "fsync"), ("close", "close_fd"), ("dup", "dup"), ("dup2", "dup2"),
+    ("chdir", "chdir"), ("getcwd", "getcwd"), ("chown", "chown"), ("fchmod", "fchmod"),
+    ("fchown", "fchown"), ("lchown", "lchown"), ("mkfifo", "mkfifo"), ("mknod", "mknod"),
+    ("statvfs", "statvfs"), ("listxattr", "listxattr"), ("getxattr", "getxattr"),
+    ("setxattr", "setxattr"), ("removexattr", "removexattr"), ("fdatasync", "fsync")))]
+
+
+def _to_view(method: str, machine: Any, **bound: Any) -> Any:
+    """``machine``'s stand-in: the installed view's ``method`` (with ``bound``), or
+    ``machine`` itself while this process has no view."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        view = _installed
+        if view is None:
+            return machine(*args, **kwargs)
+        return getattr(view, method)(*args, **bound, **kwargs)
+
+    call.__name__ = call.__qualname__ = getattr(machine, "__name__", method)
+    call.__doc__ = getattr(machine, "__doc__", None)
+    return call
+
+
+def _getcwdb() -> bytes:
+    view = _installed
+    return _MACHINE_OS.getcwdb() if view is None else os.fsencode(view.getcwd())
+
+
 def uninstall() -> None:
-    global _installed
+    global _installed, _functions
     undo(_saved)
     _installed = None
+    _functions = False
 
 
 # -- references bound before the view existed ------------------------------------

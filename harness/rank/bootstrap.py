@@ -23,7 +23,12 @@ from harness import refs
 from harness.rank import clock as rank_clock
 from harness.rank import imported, runtime, values, warm
 from harness.rank.channel import Channel
-from harness.rank.environment import enter_environment, seed_generators, seed_temp_names
+from harness.rank.environment import (
+    enter_environment,
+    enter_world_environment,
+    seed_generators,
+    seed_temp_names,
+)
 from harness.rank.process import arm_fallback_stacks, die_with_parent, redirect_output
 from harness.rank.runtime import RankContext
 from harness.rank.spec import WorldSpec
@@ -57,6 +62,21 @@ def become_rank(spec: WorldSpec, rank: int, life: int = 0, round_: int = 0,
     _start_clock(channel, start_ns)
     _enter_world(ctx, rank, life, round_)
     return ctx
+
+
+def prepare_units(spec: WorldSpec) -> None:
+    """In a world's leader, before it forks its units: what each unit would do alike after
+    its fork, done once, for all of them to inherit (each then does only what is its own):
+    the world's environment with the shim on the path, and the world's clock and
+    filesystem functions in the place of the machine's, which stay the machine's until a
+    unit has its own clock and view. A third of a unit's start, and the pages it wrote
+    (each a copy per unit)."""
+    enter_world_environment(spec)
+    rank_clock.install_functions()
+    if spec.mounts is not None:
+        from harness.filesystem import patch
+
+        patch.install_functions()
 
 
 def become_host(spec: WorldSpec, host: int) -> RankContext:

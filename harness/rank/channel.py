@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _thread
 import os
 import socket
 import sys
@@ -28,8 +29,10 @@ class Channel:
     """
 
     def __init__(self, address: str, role: str, ident: int) -> None:
-        self._lock = threading.Lock()  # one request (send + its reply) at a time
-        self._send_lock = threading.Lock()  # one frame at a time on the wire
+        # The machine's locks (the unit's world functions may be in place, inherited from its
+        # leader, before its clock is): the harness's own, never a wait of the world's.
+        self._lock = _thread.allocate_lock()  # one request (send + its reply) at a time
+        self._send_lock = _thread.allocate_lock()  # one frame at a time on the wire
         self.call = wire.connect(address)
         wire.send_frame(self.call, {"type": "hello", "role": role, "id": ident,
                                     "pid": os.getpid(), "channel": "call"})

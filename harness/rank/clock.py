@@ -313,36 +313,38 @@ def current() -> RankClock | None:
     return _clock
 
 
-def _c() -> RankClock:
-    clock = _clock
-    assert clock is not None, "the world clock is not installed in this process"
-    return clock
-
-
 # -- time --------------------------------------------------------------------------------
 
+# Before a unit has its clock (a world's leader, which installs these functions once for all
+# its units, and a unit's own start before ``install``), they are the machine's.
+
 def world_time() -> float:
-    return (EPOCH_NS + _c().read()) / NS
+    clock = _clock
+    return real_time() if clock is None else (EPOCH_NS + clock.read()) / NS
 
 
 def world_time_ns() -> int:
-    return EPOCH_NS + _c().read()
+    clock = _clock
+    return real_time_ns() if clock is None else EPOCH_NS + clock.read()
 
 
 def world_monotonic() -> float:
-    return (MONOTONIC_BASE_NS + _c().read()) / NS
+    clock = _clock
+    return real_monotonic() if clock is None else (MONOTONIC_BASE_NS + clock.read()) / NS
 
 
 def world_monotonic_ns() -> int:
-    return MONOTONIC_BASE_NS + _c().read()
+    clock = _clock
+    return real_monotonic_ns() if clock is None else MONOTONIC_BASE_NS + clock.read()
 
 
 def world_sleep(secs: float) -> None:
-    if not isinstance(secs, (int, float)):
-        real_sleep(secs)  # the machine's own TypeError for a non-number
+    clock = _clock
+    if clock is None or not isinstance(secs, (int, float)):
+        return real_sleep(secs)  # (the machine's own TypeError for a non-number)
     if secs != secs or secs < 0:
         raise ValueError("sleep length must be non-negative")
-    _c().sleep(secs)
+    clock.sleep(secs)
 
 
 _real_localtime, _real_gmtime = time.localtime, time.gmtime
@@ -605,6 +607,7 @@ _saved_types: list[tuple[type, str, Any]] = []
 # -- install -------------------------------------------------------------------------------
 
 _saved: list[tuple[Any, str, Any]] = []
+_functions = False  # the world's functions are in place (``install_functions``)
 #: references to the machine's functions held by modules imported before the fork
 #: (``threading._time``, ``queue.time``, ``from time import sleep``): found once, in the
 #: fork server (``find_early_bindings``), rebound in each unit
@@ -645,10 +648,24 @@ def install(clock: RankClock) -> None:
     """Make ``clock`` this process's time and the judge of its waits (once per unit;
     a unit forked from another replaces its parent's)."""
     global _clock
-    first = _clock is None and not _saved
+    inherited = _clock is not None
     _clock = clock
-    if not first:
+    install_functions()
+    if inherited:
         return
+    logging = sys.modules.get("logging")  # its records' relativeCreated count from its import
+    if logging is not None and hasattr(logging, "_startTime"):
+        _set(logging, "_startTime", (EPOCH_NS + clock.now) / NS)  # a look, not a reading
+
+
+def install_functions() -> None:
+    """Put the world's functions in the place of the machine's, once per process: each is
+    the machine's while the process has no clock (a world's leader installs them for all
+    its units, which inherit them with its pages)."""
+    global _functions
+    if _functions:
+        return
+    _functions = True
     for name, world in TIME.items():
         if hasattr(time, name):
             _set(time, name, world)
@@ -671,9 +688,6 @@ def install(clock: RankClock) -> None:
         pass
     _watch_process_starts()
     _rebind(_early if _early is not None else find_early_bindings())
-    logging = sys.modules.get("logging")  # its records' relativeCreated count from its import
-    if logging is not None and hasattr(logging, "_startTime"):
-        _set(logging, "_startTime", (EPOCH_NS + clock.now) / NS)  # a look, not a reading
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
@@ -732,7 +746,7 @@ def _watch_process_starts() -> None:
 
 def uninstall() -> None:
     """Back to the machine's clock (a test's process)."""
-    global _clock
+    global _clock, _functions
     from harness.rebinding import undo
 
     undo(_saved)
@@ -745,3 +759,4 @@ def uninstall() -> None:
             namespace[name] = value
         ctypes.pythonapi.PyType_Modified(ctypes.py_object(cls))
     _clock = None
+    _functions = False

@@ -26,10 +26,30 @@ def shim_root() -> str:
     raise RuntimeError(f"the torch_xla shim is missing: looked in {', '.join(_SHIM_CANDIDATES)}")
 
 
+#: The world whose environment this process holds whole, as its leader set it for the units
+#: it forks (``enter_world_environment``): a unit then sets only its own variables.
+_set_by_leader: str | None = None
+
+
+def enter_world_environment(spec: WorldSpec) -> None:
+    """In a world's leader: the environment every unit of the world starts from."""
+    global _set_by_leader
+    enter_environment(spec, {})
+    _set_by_leader = spec.world_id
+
+
 def enter_environment(spec: WorldSpec, env: dict[str, str]) -> None:
     """The unit's environment: the world's (``spec.base_env``) with the unit's ``env``."""
-    set_environment({**spec.base_env, **env, "HARNESS_PROFILE": spec.profile,
-                     "HARNESS_WORLD_ID": spec.world_id})
+    global _set_by_leader
+    own = {**env, "HARNESS_PROFILE": spec.profile, "HARNESS_WORLD_ID": spec.world_id}
+    if _set_by_leader == spec.world_id:  # the world's already: only what is the unit's own
+        _set_by_leader = None  # (a unit forked from this one, a launcher's, sets it whole)
+        environ = os.environ
+        for key, value in own.items():
+            if environ.get(key) != value:
+                environ[key] = value
+    else:
+        set_environment({**spec.base_env, **own})
     import posix
     posix.chdir(spec.cwd)  # the real one: a launcher forking us may have a view installed
     if spec.shim_root not in sys.path[:1]:

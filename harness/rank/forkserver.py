@@ -28,7 +28,7 @@ import time
 
 from harness import refs
 from harness.rank import namespaces, sweep, warm, wire
-from harness.rank.bootstrap import run_unit
+from harness.rank.bootstrap import prepare_units, run_unit
 from harness.rank.process import (
     after_fork,
     become_subreaper,
@@ -217,6 +217,7 @@ def _lead(spec: WorldSpec) -> None:
     # namespace meanwhile.
     init, made = namespaces.world(spec.binds, os.path.join(spec.outdir, "keep")) \
         if spec.binds is not None else (None, None)
+    prepare_units(spec)  # after the init's fork: it runs nothing of a unit's
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)

@@ -9,6 +9,9 @@ HANG, which the test would see.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -157,6 +160,52 @@ def _until(condition, limit: float = 5.0) -> None:
 
 
 # -- worlds ---------------------------------------------------------------------------------
+
+_INSTALLED_WITHOUT_A_CLOCK = """
+import builtins, json, os, sys, threading, time, types
+from harness.filesystem import patch
+from harness.rank import clock
+
+def machines():  # (a module's own reference to one would be rebound: looked up each time)
+    return [isinstance(f, types.BuiltinFunctionType) for f in (time.time, builtins.open, os.stat)]
+
+before, now = machines(), time.time()
+clock.install_functions()
+patch.install_functions()  # as a world's leader does for its units, before any has a clock
+said = {"world functions": before == [True] * 3 and machines() == [False] * 3}
+said["machine time"] = abs(time.time() - now) < 60
+start = time.monotonic()
+time.sleep(0.01)
+said["slept"] = time.monotonic() - start >= 0.01
+lock = threading.Lock()
+said["lock"] = type(lock).__name__
+said["lock works"] = lock.acquire(timeout=1) and (lock.release() or True)
+event = threading.Event()
+threading.Thread(target=event.set).start()
+said["event"] = event.wait(5)
+with open(sys.argv[1]) as f:
+    said["file"] = f.read() == "machine" and "file.txt" in os.listdir(os.path.dirname(sys.argv[1]))
+clock.uninstall()
+patch.uninstall()
+said["uninstalled"] = machines() == [True] * 3
+print(json.dumps(said))
+"""
+
+
+def test_the_world_functions_a_leader_installs_are_the_machines_until_a_unit_has_its_clock(
+        tmp_path):
+    """A world's leader installs the world's time, lock and file functions once, for its
+    units to inherit (``prepare_units``); without a clock and a view, in the leader and in a
+    unit before its own, each is the machine's."""
+    (tmp_path / "file.txt").write_text("machine")
+    done = subprocess.run([sys.executable, "-c", _INSTALLED_WITHOUT_A_CLOCK,
+                           str(tmp_path / "file.txt")], capture_output=True, text=True,
+                          timeout=120)  # a guard: a start and a few calls, never this
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout) == {
+        "world functions": True, "machine time": True, "slept": True, "lock": "WorldLock",
+        "lock works": True, "event": True, "file": True, "uninstalled": True}
+
 
 def test_a_rank_that_sleeps_an_hour_sees_an_hour_pass_and_returns_at_once():
     result = run_world(target("sleeps"), topology="2x1", timeout=7200, args=(3600,),
