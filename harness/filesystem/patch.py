@@ -121,6 +121,7 @@ def uninstall() -> None:
 #: made through the view). Found once, in the fork server (``find_early_bindings``),
 #: and rebound in each rank at ``install``: a handful of sites, not a scan per rank.
 _early: list[tuple[Any, Any, Any]] | None = None
+_scanned: set[str] = set()  # the modules looked at for them
 #: The real functions ``install`` replaces, by where it replaces them.
 _REAL = [(builtins, "open"), (io, "open"), *((os, n) for n in (
     "open", "stat", "lstat", "access", "listdir", "scandir", "mkdir", "remove", "unlink", "rmdir",
@@ -144,8 +145,8 @@ def find_early_bindings() -> list[tuple[Any, Any, Any]]:
     ``harness.rebinding``). Run before ``install`` (the fork server runs it once, for
     every rank it forks)."""
     global _early
-    _early = scan_modules({id(getattr(owner, name)) for owner, name in _REAL
-                           if hasattr(owner, name)}, _KEEP)
+    _early = [*(_early or ()), *scan_modules({id(getattr(owner, name)) for owner, name in _REAL
+                                              if hasattr(owner, name)}, _KEEP, _scanned)]
     return _early
 
 

@@ -10,6 +10,7 @@ the shim, runs the target and sends back its return value or exception.
 from __future__ import annotations
 
 import atexit
+import gc
 import importlib
 import importlib.util
 import os
@@ -77,6 +78,7 @@ def prepare_units(spec: WorldSpec) -> None:
         from harness.filesystem import patch
 
         patch.install_functions()
+    gc.freeze()  # what this made: no unit's collection looks at it (and so copies its pages)
 
 
 def become_host(spec: WorldSpec, host: int) -> RankContext:

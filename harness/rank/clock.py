@@ -612,6 +612,7 @@ _functions = False  # the world's functions are in place (``install_functions``)
 #: (``threading._time``, ``queue.time``, ``from time import sleep``): found once, in the
 #: fork server (``find_early_bindings``), rebound in each unit
 _early: list[tuple[Any, Any, Any]] | None = None
+_scanned: set[str] = set()  # the modules looked at for them
 #: modules whose own references stay the machine's: the harness's (it means wall time
 #: where it reads it), and those ``install`` rebinds by hand
 _KEEP = ("harness", "time", "threading", "_thread", "datetime", "_datetime", "queue", "_queue",
@@ -640,7 +641,7 @@ def find_early_bindings() -> list[tuple[Any, Any, Any]]:
     global _early
     from harness.rebinding import scan_modules
 
-    _early = scan_modules(set(_replacements()), _KEEP)
+    _early = [*(_early or ()), *scan_modules(set(_replacements()), _KEEP, _scanned)]
     return _early
 
 

@@ -144,9 +144,10 @@ def warm_up(again: bool = False) -> None:
     warm.prepare(shim_root())  # the shim, executed once, less what its import does in a rank
     from harness.filesystem.patch import find_early_bindings
     from harness.rank import clock as rank_clock
-    find_early_bindings()  # after every preload: what they hold of the real os, once
+    find_early_bindings()  # after every preload: what its modules hold of the real os, once
     rank_clock.find_early_bindings()  # ... and of the machine's clock, locks and queues
-    gc.collect()
+    if not again:  # (a later preload's garbage is little: frozen with the rest, not looked for)
+        gc.collect()
     gc.freeze()
     share_in_huge_pages()
 
