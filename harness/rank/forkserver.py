@@ -299,8 +299,8 @@ def _lead(spec: WorldSpec) -> None:
             live.discard(pid)
             wire.send_frame(conn, {"type": "exited", "pid": pid, "status": status,
                                    "unit": units.get(pid)})
-    leftovers = kill_descendants(conn, units, init=init)
-    wire.send_frame(conn, {"type": "done", "leftovers": leftovers})
+    leftovers, clean = kill_descendants(conn, units, init=init)
+    wire.send_frame(conn, {"type": "done", "leftovers": leftovers, "clean": clean})
 
 
 def _kill_group(pid: int) -> None:
@@ -325,10 +325,12 @@ def _reap_all() -> list[tuple[int, int]]:
 
 
 def kill_descendants(conn: socket.socket, units: dict[int, tuple[str, int]],
-                     limit: float = 5.0, init: int | None = None) -> int:
-    """SIGKILL every process left below the leader; returns how many there were. ``init``:
-    the world's PID namespace's init, whose children are the world's orphans (a daemon a
-    rank forked): killing it kills every process of the namespace."""
+                     limit: float = 5.0, init: int | None = None) -> tuple[int, bool]:
+    """SIGKILL every process left below the leader; returns how many there were, and
+    whether none is left (the leader has no child: as a subreaper, every orphan of its world
+    became one), False if ``limit`` passed first. ``init``: the world's PID namespace's
+    init, whose children are the world's orphans (a daemon a rank forked): killing it kills
+    every process of the namespace."""
     killed: set[int] = set()
     end = time.monotonic() + limit
     while time.monotonic() < end:
@@ -349,6 +351,6 @@ def kill_descendants(conn: socket.socket, units: dict[int, tuple[str, int]],
                 os.waitpid(-1, os.WNOHANG)
             except ChildProcessError as exc:
                 if exc.errno == errno.ECHILD:
-                    break
+                    return len(killed - {init}), True
             time.sleep(0.002)
-    return len(killed - {init})
+    return len(killed - {init}), False

@@ -103,6 +103,7 @@ class Lifecycle:
         self.leader_lost = False  # the leader died before it said the world was over
         self.finish_sent = False
         self.leftovers = 0
+        self.clean = False  # the leader's "done" says nothing of the world runs any more
         self.hang_report: str | None = None
         self.deadline_passed = False
         self.held_forever: dict[int, str] = {}  # rank -> the never-arrive fault's message

@@ -202,6 +202,9 @@ class Exited:
 @dataclass(slots=True)
 class Done:
     leftovers: int = 0
+    #: the leader waited until it had no child left: nothing of the world runs (every
+    #: orphan of the world was its child, a subreaper's); else the harness sweeps for it
+    clean: bool = False
 
 
 Message = (Hello | Collective | Send | Recv | Idle | Forked | Result | Promote | Stacks | RankExit
@@ -299,7 +302,7 @@ _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
                          "new": (bool, _N), "dir": (bool, _N), "line": _S0}),
     "started": (Started, {"units": _list(_started_unit), "roots": _opt(_list(_root))}),
     "exited": (Exited, {"pid": _I, "status": _I, "unit": _opt(_unit)}),
-    "done": (Done, {"leftovers": _I}),
+    "done": (Done, {"leftovers": _I, "clean": _B}),
 }
 _WITH_PAYLOAD = (Collective, Send, Result)
 

@@ -507,6 +507,7 @@ class WorldServer:
     def _done(self, sock: socket.socket, conn: Conn, msg: protocol.Done) -> None:
         self.life.leftovers = msg.leftovers
         self.life.done = True
+        self.life.clean = msg.clean
 
     def _make_handlers(self) -> dict[str, dict[type, Callable[..., None]]]:
         """Which messages each kind of connection may send, and who handles them."""

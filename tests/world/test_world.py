@@ -146,11 +146,19 @@ def test_a_target_that_ignores_signals_and_forks_daemons_leaves_no_process(tmp_p
     assert processes_of_world(result.world_id) == []
 
 
-def test_children_left_behind_by_a_passing_rank_are_killed_with_the_world(tmp_path):
+def test_children_left_behind_by_a_passing_rank_are_killed_with_the_world(tmp_path, monkeypatch):
+    """By its leader, their subreaper, which says it has no child left: the harness does not
+    look through every process of the machine for them (it does when the leader could not
+    say so: ``test_daemons_of_a_world_whose_fork_server_was_killed_end_with_the_world``)."""
+    from harness.rank import sweep
+
+    swept, end_world = [], sweep.end_world
+    monkeypatch.setattr(sweep, "end_world", lambda world: swept.append(world) or end_world(world))
     result = run_world(target("spawns_daemon_and_returns"), topology="2x1", timeout=10,
                        args=(str(tmp_path),), mounts=[machine_dir(tmp_path)])
     assert result.outcome == PASS
     assert result.leftovers == 2
+    assert swept == []
     recorded = [pid for f in tmp_path.glob("rank-*.json") for pid in json.loads(f.read_text())]
     assert len(recorded) == 2
     if result.isolation == "python":  # else the pids are the world's PID namespace's
