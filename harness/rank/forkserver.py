@@ -67,9 +67,10 @@ def main() -> None:
     warm_up()
     wire.send_frame(sock, {"type": "ready"})
     leaders: set[int] = set()
+    suspect = False
     while True:
         readable, _, _ = select.select([sock], [], [], 0.5)
-        _reap(leaders)
+        suspect = _reap(leaders, suspect)
         if not readable:
             continue
         try:
@@ -85,8 +86,10 @@ def main() -> None:
             continue
         if header.get("type") != "world":
             continue
-        spec: WorldSpec = pickle.loads(payload)
-        _hold_target(spec)
+        # The spec is the leader's to read: every object made here between forks is written
+        # on pages this process shares with the leaders alive, which copies them and splits
+        # each 2 MB page into 512 small ones, for every later fork to copy and exit to free.
+        _hold_target(str(header.get("target") or ""), str(header.get("cwd") or "/"))
         sys.stdout.flush()
         sys.stderr.flush()
         server = os.getpid()
@@ -94,6 +97,7 @@ def main() -> None:
         if pid == 0:
             die_with_parent(server)
             sock.close()
+            spec: WorldSpec = pickle.loads(payload)
             sweep.mark_world(spec.world_id)  # every rank and daemon forked under it inherits it
             run_leader(spec)
         leaders.add(pid)
@@ -152,30 +156,37 @@ def warm_up(again: bool = False) -> None:
     share_in_huge_pages()
 
 
-def _hold_target(spec: WorldSpec) -> None:
+def _hold_target(target: str, cwd: str) -> None:
     """A target's code, compiled here once for every rank of every world that runs it."""
-    if spec.target is None or not refs.module_of(spec.target):
+    if not target or not refs.module_of(target):
         return
-    ref = refs.parse(spec.target)
+    ref = refs.parse(target)
     if ref.is_file:
-        warm.hold_file(os.path.normpath(os.path.join(spec.cwd, ref.module)))
+        warm.hold_file(os.path.normpath(os.path.join(cwd, ref.module)))
     elif ref.module not in sys.modules:  # a rank's sys.path is ours, the shim's ahead of it
-        warm.hold_module(ref.module, [p or spec.cwd for p in sys.path])
+        warm.hold_module(ref.module, [p or cwd for p in sys.path])
 
 
-def _reap(leaders: set[int]) -> None:
+def _reap(leaders: set[int], suspect: bool) -> bool:
+    """Reap what ended; returns whether orphans may have come back to us (a leader that
+    ended other than cleanly, a process that was not a leader: its orphans are ours, a
+    subreaper's), which are then killed, and looked for again until none is found. A clean
+    end leaves none: /proc is not read (each read makes objects here, see ``main``)."""
     while True:
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            break
         if pid == 0:
             break
+        suspect = suspect or pid not in leaders or status != 0
         leaders.discard(pid)
-    # Orphans of a leader that was killed come back to us: none may live on.
-    for pid in _children():
-        if pid not in leaders:
-            _kill(pid)
+    if not suspect:
+        return False
+    orphans = [pid for pid in _children() if pid not in leaders]
+    for pid in orphans:
+        _kill(pid)
+    return bool(orphans)
 
 
 def _kill(pid: int) -> None:
@@ -208,8 +219,8 @@ def run_leader(spec: WorldSpec) -> None:
     except BaseException:  # noqa: BLE001
         import traceback
         traceback.print_exc()
-    finally:
-        os._exit(0)
+        os._exit(1)  # its world may have processes left: the server looks for them
+    os._exit(0)
 
 
 def _lead(spec: WorldSpec) -> None:

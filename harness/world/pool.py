@@ -107,7 +107,8 @@ class ForkServer:
         with self.lock:
             self._wait_ready()
             self.sock.settimeout(60)
-            wire.send_frame(self.sock, {"type": "world"}, pickle.dumps(spec))
+            wire.send_frame(self.sock, {"type": "world", "target": spec.target, "cwd": spec.cwd},
+                            pickle.dumps(spec))
             header, _ = wire.recv_frame(self.sock)
         return int(header["pid"])
 

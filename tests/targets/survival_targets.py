@@ -107,6 +107,17 @@ def daemon_then_kill_the_fork_server(pid_dir):
     return "done"
 
 
+def daemon_then_kill_the_leader(pid_dir):
+    """Leaves a daemon, then kills the world's leader (python isolation: its parent); the
+    daemons, whose subreaper it was, come back to the fork server."""
+    _daemon(pid_dir)
+    xm.rendezvous("daemons-started")
+    if xm.get_ordinal() == 0:
+        os.kill(os.getppid(), 9)
+    xm.rendezvous("never, the leader is gone")
+    return "done"
+
+
 def daemon_then_wait(pid_dir, seconds):
     """Leaves a daemon, then keeps the world running for ``seconds`` of the machine's time
     (a wait the world's clock cannot see): the harness is killed meanwhile."""

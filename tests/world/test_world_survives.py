@@ -20,6 +20,7 @@ from harness.filesystem import sandbox as sandbox_layout
 from harness.filesystem import snapshot as snapshot_module
 from harness.filesystem.mounts import default_table, real_root
 from harness.filesystem.snapshot import SIZE_CAP, content_bytes, snapshot
+from harness.rank import sweep
 from harness.reports.diagnosis import describe
 
 from support import REPO, TESTS, alive, processes_of_world, run_cli, start_cli, worlds_of
@@ -227,6 +228,21 @@ def test_daemons_of_a_world_whose_fork_server_was_killed_end_with_the_world(tmp_
     assert "the world's leader process died" in result.hang_report
     outcomes = [r.outcome for r in result.ranks]
     assert set(outcomes) <= {"PASS", "CRASH"}, outcomes
+
+
+def test_daemons_of_a_world_whose_leader_was_killed_are_ended_by_the_fork_server(
+        tmp_path, monkeypatch):
+    """Their subreaper gone, they come back to the fork server, which reaps the leader that
+    ended other than cleanly and kills what came back, without the harness's sweep of
+    /proc (left out here). Python isolation: in kernel isolation no rank can signal its
+    leader, outside its PID namespace."""
+    monkeypatch.setattr(sweep, "end_world", lambda world: 0)
+    result = run_world(f"{TARGETS}:daemon_then_kill_the_leader", topology="v4-8", timeout=20,
+                       args=(str(tmp_path),), sandbox=False, isolation="python")
+    daemons = _daemons(tmp_path)
+    assert len(daemons) == 4, describe(result)
+    assert "the world's leader process died" in result.hang_report
+    assert sweep.wait_gone(daemons, limit=10), [p for p in daemons if alive(p)]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
