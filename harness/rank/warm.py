@@ -151,6 +151,10 @@ _MACHINE_LOCKS = (_thread.LockType, type(_thread.RLock()))
 #: name -> module, in the order their imports completed (``import_module`` brings a
 #: module's package first when it hands them out)
 _prepared: dict[str, ModuleType] = {}
+#: (module, name, a plain lock?) for each machine lock the prepared modules made at module
+#: level, found once here: a rank that looked through every module's globals for them
+#: touched, and so copied, the pages of every object they name
+_locks: list[tuple[ModuleType, str, bool]] = []
 
 
 def prepare(root: str) -> int:
@@ -184,6 +188,8 @@ def prepare(root: str) -> int:
         log.debug("shim not prepared: it imported %s", sorted(made))
         return 0
     _prepared.update(made)
+    _locks.extend((module, key, type(value) is _thread.LockType) for module in made.values()
+                  for key, value in vars(module).items() if type(value) in _MACHINE_LOCKS)
     return len(_prepared)
 
 
@@ -248,11 +254,8 @@ class _Handout:  # a meta-path finder and loader (importlib.abc costs a rank ~8 
                 importlib.import_module(name)
         import threading
 
-        for prepared in _prepared.values():
-            for key, value in list(vars(prepared).items()):
-                if type(value) in _MACHINE_LOCKS:
-                    setattr(prepared, key, threading.Lock() if type(value) is _thread.LockType
-                            else threading.RLock())
+        for prepared, key, plain in _locks:
+            setattr(prepared, key, threading.Lock() if plain else threading.RLock())
         for prepared in _prepared.values():
             on_import = vars(prepared).get("_on_import")
             if callable(on_import):
