@@ -242,6 +242,7 @@ def test_daemons_of_a_world_whose_leader_was_killed_are_ended_by_the_fork_server
     daemons = _daemons(tmp_path)
     assert len(daemons) == 4, describe(result)
     assert "the world's leader process died" in result.hang_report
+    # the machine's time, a bound: a SIGKILLed daemon is gone in milliseconds, never this
     assert sweep.wait_gone(daemons, limit=10), [p for p in daemons if alive(p)]
 
 
