@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any, overload
 
 #: A long run keeps the first ``HISTORY_HEAD`` and the last ``HISTORY_TAIL`` of its
@@ -35,7 +35,15 @@ class Event:
     detail: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v not in (None, {})}
+        """The fields that say something (not None, not an empty detail), as ``asdict``
+        gives them: a copy, never the event's own detail. (By hand: a report holds
+        thousands of events, and ``asdict`` deep-copies each value through ``copy``.)"""
+        out: dict[str, Any] = {}
+        for name in _FIELDS:
+            value = getattr(self, name)
+            if value is not None and value != {}:
+                out[name] = plain(value)
+        return out
 
     def describe(self) -> str:
         who = f"rank {self.rank}" if self.rank is not None else "world"
@@ -46,6 +54,31 @@ class Event:
         extra = self.detail.get("message") or ""
         site = f" at {self.site}" if self.site else ""
         return f"{self.t * 1000:9.1f} ms  {who:>9}  {self.kind:<8} {what}{step}{site} {extra}".rstrip()
+
+
+_FIELDS = tuple(f.name for f in fields(Event))
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
+def plain(value: Any) -> Any:
+    """``value`` copied as ``dataclasses.asdict`` copies what a dataclass holds (a dataclass
+    as a dict of its fields), by hand for what reports hold most: ``asdict`` passes every
+    value through ``copy.deepcopy``, and a report holds thousands of events."""
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    if kind is dict:
+        return {plain(k): plain(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return kind(plain(v) for v in value)
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
+    return asdict(_Held(value)).popitem()[1]  # anything else (a namedtuple...): asdict's way
+
+
+@dataclass
+class _Held:
+    value: Any
 
 
 @dataclass

@@ -7,9 +7,10 @@ renderer never needs a live run.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from harness.history import plain
 from harness.printable import printable_fields
 
 if TYPE_CHECKING:
@@ -125,7 +126,7 @@ class Cell:
         return (self.scenario, self.target)
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = plain(self)
         if not data["isolation"]:
             del data["isolation"]  # a report that never said re-renders as it was
         return data

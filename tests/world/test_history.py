@@ -100,3 +100,35 @@ def _cell(result: WorldResult) -> Cell:
                 ranks=[RankRow.of(r) for r in result.ranks],
                 faults_fired=FaultRow.fired(result.history), mismatches=list(result.mismatches),
                 history=[e.to_dict() for e in result.history])
+
+
+def test_an_event_and_a_cell_copy_as_asdict_does_and_share_nothing_with_the_original():
+    """``to_dict`` is by hand for speed: it must still say what ``asdict`` says, to the
+    type of each value (a tuple stays a tuple, a namedtuple its own class, a nested
+    dataclass a dict), and a report's copy must not be the event's own detail."""
+    from collections import namedtuple
+    from dataclasses import asdict
+
+    from harness.history import plain
+
+    Point = namedtuple("Point", "x y")
+    detail = {"files": {"/a": "b"}, "path": ["x", ("y", 1)], "at": Point(1, [2]), "n": None,
+              "empty": {}, "row": FaultRow(t=0.5, rank=1, fault="kill", op=None, path=None, message="")}
+    events = [Event(0.25, "call", 3, "all_reduce", "cfg", 2, "sync.py:9", detail),
+              Event(0.0, "exit"), Event(1.0, "file", 0, detail={}), Event(2.0, "", 0, "", None, 0, "")]
+    for event in events:
+        mine = event.to_dict()
+        theirs = {k: v for k, v in asdict(event).items() if v not in (None, {})}
+        assert mine == theirs
+        assert [type(v) for v in mine.get("detail", {}).values()] == \
+               [type(v) for v in theirs.get("detail", {}).values()]
+        assert plain(event) == asdict(event)
+    copied = events[0].to_dict()["detail"]
+    copied["files"]["/a"] = "changed"
+    copied["path"].append("more")
+    assert detail["files"] == {"/a": "b"} and detail["path"] == ["x", ("y", 1)]
+    cell = Cell(scenario="s", target="t", topology="single-host-8", seed=0, outcome=PASS,
+                expected="pass", verdict="ok", duration_s=1.0, detail="", replay="r",
+                ranks=[RankRow(rank=0, host=0, outcome=PASS, exit_code=0, error=None)],
+                history=[events[0].to_dict()])
+    assert cell.to_dict() == {k: v for k, v in asdict(cell).items() if k != "isolation"}
