@@ -35,9 +35,8 @@ class Event:
     detail: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields that say something (not None, not an empty detail), as ``asdict``
-        gives them: a copy, never the event's own detail. (By hand: a report holds
-        thousands of events, and ``asdict`` deep-copies each value through ``copy``.)"""
+        """The fields that say something (not None, not an empty detail), copied as
+        ``asdict`` would copy them (``plain``): never the event's own detail."""
         out: dict[str, Any] = {}
         for name in _FIELDS:
             value = getattr(self, name)

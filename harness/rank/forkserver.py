@@ -150,9 +150,9 @@ def warm_up(again: bool = False) -> None:
     from harness.rank import clock as rank_clock
     find_early_bindings()  # after every preload: what its modules hold of the real os, once
     rank_clock.find_early_bindings()  # ... and of the machine's clock, locks and queues
-    # Frozen without a collection first: the imports' garbage (a few MB) stays, shared by
-    # every process and never looked at again; a collection of torch's heap would delay
-    # the first world by 0.1 s.
+    # Frozen without a collection first: whatever garbage the imports left (none after
+    # torch's and the catalog's) stays, shared and never looked at again; a collection of
+    # torch's heap would delay the first world by 0.1 s.
     gc.freeze()
     share_in_huge_pages()
 
