@@ -34,6 +34,8 @@ from harness.filesystem.mounts import (
 )
 
 _MAX_LINKS = 40  # symlinks followed in one lookup before ELOOP, as Linux allows
+#: How many paths a view keeps resolved (``Resolution._resolve``) before it starts again.
+_RESOLVED_KEPT = 4096
 #: A process's own window on its filesystem: ``/proc/self/root/tmp/x`` is ``/tmp/x`` of
 #: the view, not of the machine.
 _PROC_SELF = re.compile(r"^/proc/(self|thread-self|\d+)(?:/task/\d+)?/(root|cwd|fd/\d+)(/.*)?$")
@@ -100,6 +102,8 @@ class Resolution:
     fds: dict[int, Resolved]
     _cwd: str
     _private: tuple[str, ...]
+    #: path -> ``Resolved``'s fields but the hooks' (``_resolve``)
+    _paths_resolved: dict[str, tuple[Any, ...]]
     #: where the kernel draws an overlay in this rank's host namespace (kernel isolation)
     _drawn: tuple[str, ...]
     stat: Callable[..., Any]
@@ -225,6 +229,20 @@ class Resolution:
             return None
 
     def _resolve(self, vpath: str) -> Resolved:
+        """Where ``vpath`` lives, without following links: a function of the path and of
+        what the view was made with (its table, sandbox, rank and host), so worked out
+        once per path (a lookup of ``/a/b/c`` resolves ``/a`` and ``/a/b`` too, each
+        time), and a new ``Resolved`` each call (the fault hooks mark theirs)."""
+        layers = self._paths_resolved.get(vpath)
+        if layers is None:
+            if len(self._paths_resolved) >= _RESOLVED_KEPT:
+                self._paths_resolved.clear()  # a target that walks a million paths: bounded
+            r = self._resolve_anew(vpath)
+            layers = self._paths_resolved[vpath] = (
+                r.vpath, r.mount, r.key, r.upper, r.lower, r.whiteout, r.staging, r.backing)
+        return Resolved(*layers[:7], backing=layers[7])
+
+    def _resolve_anew(self, vpath: str) -> Resolved:
         mount = self.table.match(vpath)
         if mount.base == "passthrough" or self._is_private(vpath):
             return Resolved(vpath, _PASS, "shared", vpath, None, None, None)

@@ -53,6 +53,7 @@ class View(Files, Directories, Names, Metadata):
         # The harness's own files (the sandbox's backing store, rank output)
         # are reached by real path, through the same patched functions.
         self._private = tuple(p.rstrip("/") for p in (sandbox, *private))
+        self._paths_resolved = {}
         self.rank, self.host = rank, host
         self.home = home
         self._cwd = cwd
