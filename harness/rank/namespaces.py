@@ -123,7 +123,7 @@ def _bind_all(binds: tuple[Bind, ...], user: bool, keep: str,
         for bind in sorted(binds, key=lambda b: b.target.rstrip("/").count("/")):  # stable
             source = f"/proc/self/fd/{held.get(bind.target)}"
             if bind.overlay and bind.target == "/":
-                _new_root(source, *bind.overlay, covered["/"], user, keep)
+                _new_root(source, *bind.overlay, covered["/"], user, keep, under)
             elif bind.overlay:
                 os.makedirs(bind.target, exist_ok=True)  # in a bound directory: the sandbox's
                 _overlay(source, *bind.overlay, bind.target, user)
@@ -148,7 +148,7 @@ def _bind_all(binds: tuple[Bind, ...], user: bool, keep: str,
 
 
 def _new_root(lower: str, upper: str, work: str, covered: list[tuple[str, int]], user: bool,
-              keep: str) -> None:
+              keep: str, under: dict[str, list[str]]) -> None:
     """The host's own ``/``: the kernel's overlay of the machine's, made at ``keep/root``
     with every mount of the machine's bound again at its place in it (the world's
     ``/proc`` and ``/dev``, the world's directory...), then moved over ``/`` and made this
@@ -158,14 +158,30 @@ def _new_root(lower: str, upper: str, work: str, covered: list[tuple[str, int]],
     os.makedirs(top, exist_ok=True)
     _overlay(lower, upper, work, top, user)
     for point, fd in covered:
-        # the world's directory alone: with what is under it, it would bring this root
-        # along inside itself, a loop no walk of the tree should meet
-        alone = is_under(top, point)
-        _mount(f"/proc/self/fd/{fd}", top + point, MS_BIND | (0 if alone else MS_REC))
+        _bind_into_root(f"/proc/self/fd/{fd}", point, top, under)
     os.chdir(top)
     _mount(".", "/", MS_MOVE)
     _check(_libc.chroot(b"."), "chroot")
     os.chdir("/")
+
+
+def _bind_into_root(source: str, point: str, top: str, under: dict[str, list[str]]) -> None:
+    """The machine's mount at ``point`` bound again at its place in the new root ``top``,
+    with what is mounted below it, unless ``top`` lies inside it (the world's directory,
+    or the mount that holds it: a ``/var/tmp`` of its own, a tmpfs or a partition): that
+    one with what is mounted below it would bring the new root along inside itself, a
+    loop no walk of the tree should meet, so it is bound alone and each mount below it
+    the same way, the new root left out. ``under``: the mounts below each point, read once
+    for every host (``_bind_all``)."""
+    if not is_under(top, point):
+        _mount(source, top + point, MS_BIND | MS_REC)
+        return
+    _mount(source, top + point, MS_BIND)
+    if point not in under:
+        under[point] = _mounts_under(point)
+    for inner in under[point]:
+        if not is_under(inner, top):
+            _bind_into_root(inner, inner, top, under)
 
 
 def _overlay(lower: str, upper: str, work: str, target: str, user: bool) -> None:

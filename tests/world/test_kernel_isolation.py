@@ -8,8 +8,10 @@ Skipped where the machine refuses a mount namespace (the fallback is tested belo
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ import pytest
 from harness import PASS, run_world
 from harness.rank import namespaces
 
-from support import TARGETS_DIR
+from support import REPO, TARGETS_DIR
 
 pytestmark = pytest.mark.skipif(bool(namespaces.unavailable()),
                                 reason=f"no mount namespace here: {namespaces.unavailable()}")
@@ -84,6 +86,33 @@ def test_a_kernel_isolated_worlds_directory_is_never_under_what_a_host_covers() 
     from harness.world.isolation import KERNEL_BASE, world_base
 
     assert world_base("kernel") == KERNEL_BASE and not KERNEL_BASE.startswith(("/tmp", "/dev"))
+
+
+def test_a_worlds_directory_on_a_mount_of_its_own_stays_writable(tmp_path: Path) -> None:
+    """A /var/tmp that is a mount of its own (a tmpfs, or the partition hardened servers
+    give it): the world's directory under it was bound into each host's new root read-only
+    with that mount, and every rank of every cell CRASHed with EROFS opening its output.
+    Run in a mount namespace of the test's own (``unshare``), so the machine's /var/tmp is
+    untouched: a rank writes its host's /tmp and the world's directory holds its output."""
+    target = f"{TARGETS_DIR / 'kernel_targets.py'}:hello"
+    script = ("import json; from harness import run_world; "
+              f"r = run_world({target!r}, topology='2x1', timeout=60, isolation='kernel'); "
+              "print(json.dumps([r.outcome, r.isolation, r.isolation_note, "
+              "[x.value for x in r.ranks], r.detail()]))")
+    shell = "mount -t tmpfs -o size=64m tmpfs /var/tmp && exec \"$0\" -c \"$1\""
+    for unshare in (["unshare", "--mount", "--propagation", "private"],
+                    ["unshare", "--user", "--map-root-user", "--mount"]):
+        done = subprocess.run([*unshare, "sh", "-c", shell, sys.executable, script],
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+        if "mount" not in done.stderr or done.returncode == 0:
+            break
+    if done.returncode != 0 and "mount" in done.stderr and not done.stdout:
+        pytest.skip(f"no private mount namespace with a tmpfs here: {done.stderr[-300:]}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    outcome, isolation, note, values, detail = json.loads(done.stdout.splitlines()[-1])
+    assert (outcome, isolation, note) == (PASS, "kernel", ""), detail
+    assert values == ["rank 0", "rank 1"]
 
 
 def test_a_hosts_binds_cover_its_fresh_directories_and_bring_back_what_lies_under_them(
