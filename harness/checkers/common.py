@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from harness.history import ranks_phrase
-from harness.vocabulary import CRASH, ERROR, FAIL, HANG, PASS
+from harness.vocabulary import CRASH, ERROR, FAIL, HANG
 from harness.world.fates import fates_phrase, walls_note
 from harness.world.result import RankResult, WorldResult
 
@@ -23,6 +24,9 @@ class Judgement:
     outcome: str
     detail: str
     loud: bool = False  # every judged rank raised a clear error before the deadline
+    #: an ERROR that is not loud: why ("rank 0 raised with no message"), said by a cell
+    #: whose scenario expects a loud failure
+    quiet: str = ""
     #: why the scenario's change could not have reached the target, though it was made (a
     #: host whose copy was cut never read that file): a cell that met its expectation is
     #: then NOT-EXERCISED, never PASS
@@ -91,6 +95,16 @@ def _killed_note(result: WorldResult) -> str:
     return f" ({ranks_phrase(killed)} killed by the fault plan)" if killed else ""
 
 
+def why_not_loud(errors: list[RankResult], returned: Sequence[int] = ()) -> str:
+    """Why ranks that raised (``errors``) are not the loud failure a ``fail-loudly`` scenario
+    asks for ("" when they are): some returned instead, or an error says nothing (a bare
+    ``queue.Empty`` from a wait whose cause was lost in a thread)."""
+    mute = [r.rank for r in errors if not (r.error and str(r.error.get("message", "")).strip())]
+    return "; ".join(part for part in (
+        f"{ranks_phrase(list(returned))} returned" if returned else "",
+        f"{ranks_phrase(mute)} raised with no message" if mute else "") if part)
+
+
 def end_of_world(result: WorldResult) -> Judgement | None:
     """HANG, CRASH or ERROR if the judged ranks did not all return; None if they did."""
     ranks = judged(result)
@@ -102,11 +116,10 @@ def end_of_world(result: WorldResult) -> Judgement | None:
         return Judgement(CRASH, fates_phrase(crashed) + why)
     errors = [r for r in ranks if r.outcome == ERROR]
     if errors:
-        clear = all(r.error and r.error.get("message", "").strip() for r in errors)
-        loud = len(errors) == len(ranks) and clear
-        passed = [r.rank for r in ranks if r.outcome == PASS]
-        note = f"; {ranks_phrase(passed)} returned" if passed and not loud else ""
-        return Judgement(ERROR, fates_phrase(errors) + note + why, loud=loud)
+        returned = [r.rank for r in ranks if r.outcome != ERROR]
+        quiet = why_not_loud(errors, returned)
+        note = f"; {ranks_phrase(returned)} returned" if returned else ""
+        return Judgement(ERROR, fates_phrase(errors) + note + why, loud=not quiet, quiet=quiet)
     if not ranks:
         return Judgement(FAIL, "the fault plan killed every rank: nothing to judge")
     refused = [r for r in ranks if r.invalid]

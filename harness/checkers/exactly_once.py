@@ -52,7 +52,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.checkers.common import Judgement, end_of_world, judged, ranks_phrase
+from harness.checkers.common import Judgement, end_of_world, judged, ranks_phrase, why_not_loud
 from harness.history import format_ranks
 from harness.vocabulary import CRASH, ERROR, FAIL, HANG, PASS, plural
 from harness.world.result import WorldResult
@@ -325,9 +325,9 @@ def check(result: WorldResult, worker_of_rank: Mapping[int, int],
         workers = sorted(explained)
         what = (f"; {plural(missing, 'sample')} of worker{'s' if len(workers) > 1 else ''} "
                 f"{format_ranks(workers)} not uploaded" if missing else "")
-        clear = all(ranks[r].error and str(ranks[r].error.get("message", "")).strip() for r in raised)
+        quiet = why_not_loud([ranks[r] for r in raised])
         assert ended is not None
-        return Judgement(ERROR, ended.detail + what + tail, loud=clear)
+        return Judgement(ERROR, ended.detail + what + tail, loud=not quiet, quiet=quiet)
     total = len(a.expected)
     if a.checkpoints and not a.with_claims:  # a checkpoint of the worker's own schema
         tail += "; " + _NO_CLAIMS + ": its claims were not judged"

@@ -233,10 +233,9 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
         log.exception("cannot judge %s[%s]", scenario.name, target.name)
         judgement = Judgement(ERROR, f"the cell could not be judged: {_why(exc)} (the workload's "
                                      "checker failed on what the ranks returned; the run went on)")
-    met = judgement.outcome == PASS or (scenario.expect == Expect.FAIL_LOUDLY
-                                        and judgement.outcome == ERROR and judgement.loud)
+    met, quiet = meets(scenario.expect, judgement)
     is_known = scenario.name in target.known_failures or plan.key in known
-    detail, outcome = judgement.detail, judgement.outcome
+    detail, outcome = judgement.detail + quiet, judgement.outcome
     vacuous = not_exercised(faults, result.history, scenario.unresolved_mounts(home, roles)) \
         if scenario.uses_roles or scenario.faults else None
     vacuous = vacuous or judgement.unexercised
@@ -264,6 +263,22 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
         world_time_s=result.world_time_s,
         isolation=result.isolation + (f" (kernel refused: {result.isolation_note})"
                                       if result.isolation_note else ""))
+
+
+def meets(expect: Expect, judgement: Judgement | None) -> tuple[bool, str]:
+    """Does a world's judgement meet the scenario's expectation: a PASS, or, where the
+    scenario asks for a loud failure, an ERROR on every rank with a message. The second is
+    what a cell adds to its detail when an ERROR is not loud enough ("" otherwise)."""
+    if judgement is None:
+        return False, ""
+    if judgement.outcome == PASS:
+        return True, ""
+    if expect != Expect.FAIL_LOUDLY or judgement.outcome != ERROR:
+        return False, ""
+    if judgement.loud:
+        return True, ""
+    return False, (f" (not the loud failure the scenario expects: {judgement.quiet})"
+                   if judgement.quiet else "")
 
 
 def _why(exc: BaseException) -> str:

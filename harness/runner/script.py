@@ -27,7 +27,7 @@ from harness.roles import Roles, derive
 from harness.runner.cells import Cell, FaultRow, RankRow
 from harness.scenarios import Scenario
 from harness.topology import get_topology
-from harness.vocabulary import ERROR, NOT_EXERCISED, PASS, Expect
+from harness.vocabulary import ERROR, NOT_EXERCISED, PASS
 from harness.world.result import RankResult, WorldResult
 from harness.world.world import run_world
 
@@ -95,13 +95,16 @@ class Applied:
     met: bool
     #: why the scenario's faults did not happen to the script (None: they did)
     unexercised: str | None = None
+    #: why an ERROR is not the loud failure the scenario expects ("" when it is, or not asked)
+    quiet: str = ""
 
     def describe(self) -> str:
         expect = self.scenario.expect.value
         if self.unexercised is not None:
             return f"scenario {self.scenario.name} (expect {expect}): not exercised: {self.unexercised}"
         return (f"scenario {self.scenario.name} (expect {expect}): "
-                f"{'met' if self.met else 'not met'}: the script ended {self.verdict.outcome}")
+                f"{'met' if self.met else 'not met'}: the script ended {self.verdict.outcome}"
+                f"{self.quiet}")
 
 
 def apply(argv: tuple[str, ...], scenario: Scenario, seed: int = 0, topology: str | None = None,
@@ -112,7 +115,7 @@ def apply(argv: tuple[str, ...], scenario: Scenario, seed: int = 0, topology: st
     another reads) need the script's roles: a fault-free run of it, recording every file
     operation, learns them first, as a target's discovery does. The workload's inputs and
     planted files are not applied: a script brings its own."""
-    from harness.runner.run import not_exercised
+    from harness.runner.run import meets, not_exercised
 
     home = os.path.expanduser("~")
     topo = get_topology(topology or scenario.topology)
@@ -127,8 +130,7 @@ def apply(argv: tuple[str, ...], scenario: Scenario, seed: int = 0, topology: st
     result = run(**setting, seed=seed, faults=faults, mounts=scenario.mount_list(home, roles))
     verdict = judge(result)
     ended = end_of_world(result) if verdict.outcome == ERROR else None
-    met = verdict.outcome == PASS or (scenario.expect == Expect.FAIL_LOUDLY
-                                      and ended is not None and ended.loud)
+    met, quiet = (True, "") if verdict.outcome == PASS else meets(scenario.expect, ended)
     why = not_exercised(faults, result.history, scenario.unresolved_mounts(home, roles)) \
         if scenario.uses_roles or scenario.faults else None
     given = sorted({*scenario.inputs, *(k for i in scenario.host_inputs.values() for k in i)})
@@ -136,7 +138,7 @@ def apply(argv: tuple[str, ...], scenario: Scenario, seed: int = 0, topology: st
         why = (f"it acts through its workload's inputs ({', '.join(given)}: the files the "
                "harness builds for a target), which a script does not take; only a scenario's "
                "faults and mounts apply to a script")
-    return Applied(scenario, result, verdict, met and why is None, why)
+    return Applied(scenario, result, verdict, met and why is None, why, quiet)
 
 
 def cell_of(argv: tuple[str, ...], result: WorldResult, verdict: Verdict,

@@ -70,6 +70,24 @@ def test_errors_are_loud_only_when_every_judged_rank_raised_clearly():
     assert "; ranks 1-2 returned" in partly.detail
     mute = end_of_world(world([rank(0, ERROR, message="  "), rank(1, ERROR)]))
     assert (mute.outcome, mute.loud) == (ERROR, False)
+    assert (loud.quiet, partly.quiet, mute.quiet) == (
+        "", "ranks 1-2 returned", "rank 0 raised with no message")
+
+
+def test_a_cell_that_expects_a_loud_failure_says_why_an_error_is_not_one():
+    """A bare ``queue.Empty`` (its cause lost in a thread) is an ERROR, not the loud failure a
+    fail-loudly scenario asks for: the cell says which rank made it quiet, not only that
+    the expectation was missed; a loud ERROR meets it and adds nothing."""
+    from harness.runner.run import meets
+    from harness.vocabulary import Expect
+
+    mute = end_of_world(world([rank(0, ERROR, message=""), rank(1, ERROR), rank(2, ERROR)]))
+    assert meets(Expect.FAIL_LOUDLY, mute) == (
+        False, " (not the loud failure the scenario expects: rank 0 raised with no message)")
+    assert meets(Expect.PASS, mute) == (False, "")
+    loud = end_of_world(world([rank(0, ERROR), rank(1, ERROR)]))
+    assert meets(Expect.FAIL_LOUDLY, loud) == (True, "")
+    assert meets(Expect.FAIL_LOUDLY, end_of_world(world([rank(0, HANG), rank(1)]))) == (False, "")
 
 
 def test_a_world_the_fault_plan_killed_entirely_has_nothing_to_judge():
