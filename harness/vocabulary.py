@@ -89,6 +89,11 @@ class ExitCode(enum.IntEnum):
 #: What a unit process (a rank, a launcher, a pod worker's host) exits with when the
 #: harness failed inside it, not the target (sysexits' EX_SOFTWARE).
 UNIT_FAILED = 70
+#: ... and what it leaves beside its output (``rank-3.failed``): that failure's traceback,
+#: which the world's report shows as the harness's, not the target's
+UNIT_FAILED_SUFFIX = ".failed"
+#: the name a world's leader leaves its own failure under (``leader.failed``)
+LEADER = "leader"
 
 # -- limits ------------------------------------------------------------------------
 

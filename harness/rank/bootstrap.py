@@ -30,7 +30,13 @@ from harness.rank.environment import (
     seed_generators,
     seed_temp_names,
 )
-from harness.rank.process import arm_fallback_stacks, die_with_parent, redirect_output
+from harness.rank.process import (
+    arm_fallback_stacks,
+    die_with_parent,
+    redirect_output,
+    say_failed,
+    unit_name,
+)
 from harness.rank.runtime import RankContext
 from harness.rank.spec import WorldSpec
 from harness.vocabulary import UNIT_FAILED
@@ -339,7 +345,7 @@ def run_unit(spec: WorldSpec, role: str, ident: int, life: int = 0, start_ns: in
             ctx = become_host(spec, ident)
             report_and_exit(ctx, lambda: run_script(spec.argv or ()))
     except BaseException:  # noqa: BLE001 - the harness's own failure inside a unit
-        traceback.print_exc()
+        say_failed(spec.outdir, unit_name(role, ident))
         os._exit(UNIT_FAILED)
 
 

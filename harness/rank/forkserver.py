@@ -34,10 +34,12 @@ from harness.rank.process import (
     become_subreaper,
     die_with_parent,
     name_process,
+    say_failed,
     share_in_huge_pages,
+    unit_name,
 )
 from harness.rank.spec import WorldSpec
-from harness.vocabulary import UNIT_FAILED
+from harness.vocabulary import LEADER, UNIT_FAILED
 
 log = logging.getLogger(__name__)
 
@@ -218,8 +220,7 @@ def run_leader(spec: WorldSpec) -> None:
         name_process("harness-leader")
         _lead(spec)
     except BaseException:  # noqa: BLE001
-        import traceback
-        traceback.print_exc()
+        say_failed(spec.outdir, LEADER)
         os._exit(1)  # its world may have processes left: the server looks for them
     os._exit(0)
 
@@ -258,8 +259,7 @@ def _lead(spec: WorldSpec) -> None:
                 try:
                     namespaces.enter(hosts, host_of(role, ident))
                 except BaseException:  # noqa: BLE001 - never back into the leader's loop
-                    import traceback
-                    traceback.print_exc()
+                    say_failed(spec.outdir, unit_name(role, ident))
                     os._exit(UNIT_FAILED)
             name_process(os.path.basename(sys.executable))  # as a rank on a pod is called
             run_unit(spec, role, ident, life, start_ns)

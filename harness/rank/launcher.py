@@ -51,6 +51,8 @@ def spawn_local_ranks(ctx: RankContext, fn: Callable[..., Any], args: tuple[Any,
                 child = bootstrap.become_rank(spec, rank, round_=round_, start_ns=start_ns)
                 child.result_fd = write_fd
                 bootstrap.report_and_exit(child, lambda r=rank: fn(r, *args))
+            except BaseException:  # noqa: BLE001 - the harness's own failure inside a rank
+                process.say_failed(spec.outdir, process.unit_name("rank", rank))
             finally:
                 os._exit(UNIT_FAILED)
         os.close(write_fd)

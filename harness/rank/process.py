@@ -6,12 +6,14 @@ from __future__ import annotations
 import atexit
 import faulthandler
 import os
+import posix
 import signal
 import sys
 from typing import Any
 
 from harness.rank.clock import real_time
 from harness.rank.spec import WorldSpec
+from harness.vocabulary import UNIT_FAILED_SUFFIX
 
 _libc = None
 _fork = os.fork  # before the world clock counts the target's own forks (harness.rank.clock)
@@ -114,6 +116,47 @@ def share_in_huge_pages() -> int:
         if end - start >= _HUGE and madvise(start, end - start, MADV_COLLAPSE) == 0:
             mapped += end - start
     return mapped
+
+
+def unit_name(role: str, ident: int) -> str:
+    """What a unit's files are called in its world's directory: ``rank-3``, ``host-1``."""
+    return f"rank-{ident}" if role == "rank" else f"host-{ident}"
+
+
+def say_failed(outdir: str, name: str) -> None:
+    """In a unit or a world's leader (``name``: ``rank-3``, ``host-1``, ``leader``), for the
+    exception being handled: the harness failed there, not the target. Its traceback goes
+    to this process's stderr and, where the world's directory takes it, beside its output
+    (``UNIT_FAILED_SUFFIX``: the stderr may not be the capture file yet, or be what
+    failed), for the report to say what failed (``failure_of``)."""
+    import traceback
+
+    text = traceback.format_exc()
+    try:
+        os.write(2, text.encode(errors="replace"))
+    except OSError:
+        pass
+    try:
+        fd = posix.open(os.path.join(outdir, name + UNIT_FAILED_SUFFIX),  # never the view
+                        os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    except OSError:
+        return  # its stderr has it: the report says the harness failed, without the why
+    try:
+        os.write(fd, text.encode(errors="replace"))
+    finally:
+        os.close(fd)
+
+
+def failure_of(outdir: str, name: str, limit: int = 64 * 1024) -> tuple[str, str]:
+    """In the harness: the traceback ``say_failed`` left for ``name``, and its last line
+    (the exception), or ("", "") if it left none."""
+    try:
+        with open(os.path.join(outdir, name + UNIT_FAILED_SUFFIX), "rb") as f:
+            text = f.read(limit).decode(errors="replace")
+    except OSError:
+        return "", ""
+    lines = text.strip().splitlines()
+    return text, lines[-1] if lines else "no traceback"
 
 
 def output_paths(spec: WorldSpec, name: str) -> tuple[str, str]:

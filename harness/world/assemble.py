@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 
+from harness.rank.process import failure_of
 from harness.rank.values import UnreadableValue
-from harness.vocabulary import CRASH, ERROR, FAIL, HANG, PASS
+from harness.vocabulary import CRASH, ERROR, FAIL, HANG, LEADER, PASS, UNIT_FAILED
 from harness.world.coordinator import Coordinator
-from harness.world.fates import NEVER_STARTED, STOPPED
+from harness.world.fates import HARNESS_FAILED, NEVER_STARTED, NO_PROCESS, STOPPED
 from harness.world.lifecycle import Lifecycle, Unit
 from harness.world.result import RankResult, WorldResult, decode_status, world_outcome
 
@@ -21,10 +22,13 @@ def world_result(life: Lifecycle, coordinator: Coordinator, duration: float,
                  world_time: float = 0.0) -> WorldResult:
     spec, topology = life.spec, life.topology
     launcher_of = {rank: host for host, rank in life.promoted.items()}
+    _, failed = failure_of(spec.outdir, LEADER) if life.leader_lost else ("", "")
+    never = f"its world's leader failed first ({failed})" if failed else NO_PROCESS
     ranks = [unit_result(spec.outdir, r, topology.host_of(r), life.reported(r),
-                         f"host-{launcher_of[r]}" if r in launcher_of else f"rank-{r}")
+                         f"host-{launcher_of[r]}" if r in launcher_of else f"rank-{r}", never)
              for r in life.ranks]
-    hosts = [unit_result(spec.outdir, h, h, u, f"host-{h}") for h, u in life.hosts.items()]
+    hosts = [unit_result(spec.outdir, h, h, u, f"host-{h}", never)
+             for h, u in life.hosts.items()]
     if hosts:
         for r in ranks:
             host = hosts[r.host]
@@ -57,7 +61,8 @@ def _never_started(message: str) -> dict[str, str]:
     return {"type": NEVER_STARTED, "message": message, "traceback": ""}
 
 
-def unit_result(outdir: str, ident: int, host: int, unit: Unit, name: str) -> RankResult:
+def unit_result(outdir: str, ident: int, host: int, unit: Unit, name: str,
+                never: str = NO_PROCESS) -> RankResult:
     """One unit's fate: how it ended, what it returned or raised, its output."""
     code, sig = decode_status(unit.status) if unit.status is not None else (None, None)
     res = unit.result
@@ -90,7 +95,15 @@ def unit_result(outdir: str, ident: int, host: int, unit: Unit, name: str) -> Ra
         out.outcome = ERROR
         out.error = {"type": "ProtocolError", "message": unit.refused, "traceback": ""}
     if unit.pid is None and unit.status is None:  # a HANG too, if the deadline came first
-        out.error = _never_started("the process never started")
+        out.error = _never_started(never)
+    # The harness's own failure inside the unit, as it said beside its output (a target's
+    # own os._exit(70) leaves no such file)
+    failed, last = failure_of(outdir, name) if code == UNIT_FAILED and res is None else ("", "")
+    if failed:
+        out.outcome, out.error = CRASH, {
+            "type": HARNESS_FAILED, "traceback": failed,
+            "message": f"was ended by a failure of the harness's own ({last}): a bug of the "
+                       "harness's, not the target's"}
     return out
 
 

@@ -26,9 +26,14 @@ if TYPE_CHECKING:
 #: The error type of a rank whose process never started (its outcome is still the world's
 #: word for it: CRASH, or HANG when the deadline came first).
 NEVER_STARTED = "NeverStarted"
+#: ... and its message when nothing more is known of why
+NO_PROCESS = "the process never started"
 #: The error type of a unit alive when its world passed a limit (``harness.world.limits``):
 #: killed then, CRASH, as a pod's OOM killer would leave it; its message names the limit.
 STOPPED = "LimitExceeded"
+#: The error type of a unit the harness itself failed in (it exited ``UNIT_FAILED``, its
+#: traceback beside its output): a bug of the harness's, never the target's fate
+HARNESS_FAILED = "HarnessFailed"
 #: what a launcher that exits 0 after its ranks failed did: ``xmp.spawn`` re-raises the first
 #: failure, so the script caught it (a test that expects a rank to raise, for one)
 CAUGHT = "the script caught what its xmp.spawn raised"
@@ -67,7 +72,7 @@ def summary(r: RankResult) -> str:
     if r.never_started:
         assert r.error is not None
         message = r.error["message"]
-        return "never started" + ("" if message == "the process never started" else
+        return "never started" + ("" if message == NO_PROCESS else
                                   f": {one_line(message)}")
     if r.outcome == PASS:
         return "returned " + (r.value_repr or "None")
@@ -75,7 +80,7 @@ def summary(r: RankResult) -> str:
         return "returned an invalid value: " + one_line(r.invalid)
     if r.outcome == ERROR and r.error:
         return raised(r.error)
-    if r.outcome == CRASH and r.error and r.error["type"] == STOPPED:
+    if r.outcome == CRASH and r.error and r.error["type"] in (STOPPED, HARNESS_FAILED):
         return one_line(r.error["message"])
     if r.outcome == CRASH:
         return exit_description(r.signal, r.exit_code) + " without a Python exception"
@@ -115,6 +120,8 @@ def read_only_machine(result: WorldResult) -> bool:
         if unit.outcome == PASS:
             continue
         error = unit.error or {}
+        if error.get("type") in (NEVER_STARTED, HARNESS_FAILED):
+            continue  # the harness's own failure, which says so: not the target's write
         text = f"{error.get('message', '')}\n{error.get('traceback', '')}\n{unit.stderr}"
         for met in _READ_ONLY.finditer(text):
             path = met.group(1)  # None: a shell's or a library's words, which name no path

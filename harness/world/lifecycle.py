@@ -18,7 +18,9 @@ from harness.filesystem.publisher import Publisher
 from harness.filesystem.snapshot import snapshot
 from harness.history import format_ranks, ranks_phrase
 from harness.rank import sweep
+from harness.rank.process import failure_of
 from harness.rank.spec import WorldSpec
+from harness.vocabulary import LEADER
 from harness.world import fates, watchdog
 from harness.world.clock import Key, WorldClock, ns, seconds
 from harness.world.coordinator import Coordinator
@@ -414,10 +416,12 @@ class Lifecycle:
                 report += (f" (nothing could happen any more after t={stuck_at:.1f} s: the "
                            "world's clock went straight to the deadline)")
         if self.leader_lost:
-            report = (f"the world's leader process died at {self.coordinator.now():.1f} s "
-                      "before the world was over (killed by a rank, or with the fork server "
-                      "it runs under), so no rank's exit could be followed and the world was "
-                      f"ended then: {report}")
+            _, failed = failure_of(self.spec.outdir, LEADER)
+            how = (f"failed ({failed}: a bug of the harness's, not the target's)" if failed
+                   else "died (killed by a rank, or with the fork server it runs under)")
+            report = (f"the world's leader process {how} at {self.coordinator.now():.1f} s "
+                      "before the world was over, so no rank's exit could be followed and the "
+                      f"world was ended then: {report}")
         self.hang_report = report
         self.coordinator.record("hang", detail={"message": report})
         self._tell_leader({"type": "kill"})
