@@ -64,6 +64,10 @@ class Bind:
     #: the sandbox, the very directory the view backs it with; ``work`` is the kernel's
     #: scratch beside it), a deletion as the kernel's whiteout there
     overlay: tuple[str, str] | None = None
+    #: an overlay of a mount of the machine's (a ``/home`` of its own) the host may go
+    #: without: where the kernel refuses that filesystem as a layer, it stays read-only
+    #: there, as the machine's rest
+    optional: bool = False
 
 
 def _check(rc: int, what: str) -> None:
@@ -126,7 +130,12 @@ def _bind_all(binds: tuple[Bind, ...], user: bool, keep: str,
                 _new_root(source, *bind.overlay, covered["/"], user, keep, under)
             elif bind.overlay:
                 os.makedirs(bind.target, exist_ok=True)  # in a bound directory: the sandbox's
-                _overlay(source, *bind.overlay, bind.target, user)
+                try:
+                    _overlay(source, *bind.overlay, bind.target, user)
+                except OSError:
+                    if not bind.optional:
+                        raise
+                    continue  # the machine's mount, read-only, as the new root bound it
                 for point, fd in covered[bind.target]:
                     _mount(f"/proc/self/fd/{fd}", point, MS_BIND | MS_REC)
             elif bind.machine:
@@ -230,14 +239,36 @@ def mount_points() -> list[str]:
     return [point for point, _ in _mount_points()]
 
 
+#: Filesystems the kernel's overlay takes as a lower layer, whose writable mounts of the
+#: machine's (a ``/home`` or a data disk of their own) a host gets its own copy of as it does
+#: of ``/``; any other (autofs, FUSE, the kernel's pseudo filesystems) stays read-only to
+#: what the view does not see.
+COPIED_TYPES = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "zfs", "f2fs", "bcachefs",
+                          "tmpfs", "nfs", "nfs4"})
+
+
+def copied_mounts() -> list[str]:
+    """The machine's mounts a host gets its own copy of (``COPIED_TYPES``, writable), but
+    ``/`` and the kernel's trees."""
+    return [point for point, options, kind in _mountinfo()
+            if point != "/" and "rw" in options and kind in COPIED_TYPES
+            and not any(is_under(point, tree) for tree in _LIVE + ("/sys",))]
+
+
 def _mount_points() -> list[tuple[str, int]]:
     """Every mount of this namespace: its mount point and the flags a remount keeps."""
+    return [(point, sum(_KEPT.get(o, 0) for o in options)) for point, options, _ in _mountinfo()]
+
+
+def _mountinfo() -> list[tuple[str, list[str], str]]:
+    """Every mount of this namespace: its mount point, its own options, its filesystem."""
     out = []
     with open("/proc/self/mountinfo") as f:
         for line in f:
             fields = line.split()
             point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
-            out.append((point, sum(_KEPT.get(o, 0) for o in fields[5].split(","))))
+            kind = fields[fields.index("-") + 1] if "-" in fields[6:] else ""
+            out.append((point, fields[5].split(","), kind))
     return out
 
 

@@ -82,6 +82,7 @@ def binds_for(table: MountTable, topology: Topology, world_dir: str, sandbox: st
     of the machine is; and what stays writable, each bound on itself: the world's directory
     (its sandbox, the ranks' output) and a scenario's passthrough mounts."""
     overlaid = drawn(table, overlays == namespaces.WHOLE) if overlays else {}
+    copied = set(namespaces.copied_mounts()) if overlaid else set()
 
     def mountable(path: str) -> bool:
         """A mount point the machine has, or one the host's copy can take."""
@@ -113,7 +114,8 @@ def binds_for(table: MountTable, topology: Topology, world_dir: str, sandbox: st
                             readonly=m.mode == "ro") for m in fresh),
                      *(Bind(path, path, overlay=(
                          os.path.join(real_root(sandbox, m, key), m.relative(path)),
-                         os.path.join(work_root(sandbox, m, key), m.relative(path))))
+                         os.path.join(work_root(sandbox, m, key), m.relative(path))),
+                            optional=path in copied)
                        for path, m in overlaid.items()),
                      *(Bind(p, p, readonly=True, machine=True) for p in back),
                      *(Bind(p, p, machine=True) for p in passthrough),
@@ -125,24 +127,30 @@ def drawn(table: MountTable, whole: bool = True) -> dict[str, Mount]:
     """The directories whose overlay the kernel draws in a host's namespace, each with its
     mount: every overlay a host has its own copy of (a host-scoped, read-write, local
     mount: ``/``, a working directory under ``/tmp``), so what the view does not see (a
-    subprocess, C code) writes the host's copy as Python code does, never the machine.
-    Not ``whole`` (in a user namespace): ``/`` is drawn as each of its directories, and only
-    a directory with no mount of the machine's below it (``namespaces.DIRECTORIES``); the
-    rest stays read-only to what the view does not see."""
+    subprocess, C code) writes the host's copy as Python code does, never the machine; and
+    each writable mount of the machine's below one (``namespaces.copied_mounts``: a
+    ``/home`` or a data disk of its own, which the overlay of ``/`` does not reach), but one
+    that holds the worlds' directories. Not ``whole`` (in a user namespace): ``/`` is drawn
+    as each of its directories, and only a directory with no mount of the machine's below
+    it (``namespaces.DIRECTORIES``); the rest stays read-only to what the view does not
+    see."""
     own = [m for m in table.mounts
            if (m.base, m.scope, m.mode, m.consistency) == ("overlay", "host", "rw", "local")
            and os.path.isdir(m.path) and not os.path.islink(m.path)]
-    if whole:
-        return {m.path: m for m in own}
     points = [p for p in namespaces.mount_points() if p != "/"]
+    copied = [p for p in namespaces.copied_mounts() if not is_under(KERNEL_BASE, p)]
     out: dict[str, Mount] = {}
     for m in own:
-        paths = [m.path] if m.path != "/" else [
+        paths = [m.path] if whole or m.path != "/" else [
             "/" + name for name in sorted(os.listdir("/")) if "/" + name not in KERNEL_TREES]
+        paths += [p for p in copied if is_under(p, m.path) and p != m.path]
         for path in paths:
-            if (os.path.isdir(path) and not os.path.islink(path) and table.match(path) is m
-                    and not any(is_under(p, path) for p in points)):
-                out[path] = m
+            if not os.path.isdir(path) or os.path.islink(path) or table.match(path) is not m:
+                continue
+            if not whole and any(is_under(p, path) and (p != path or p not in copied)
+                                 for p in points):
+                continue  # a mount below it (or it, of a kind not copied) is locked to it
+            out[path] = m
     return out
 
 

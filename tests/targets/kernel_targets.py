@@ -212,3 +212,17 @@ def devices():
     seen["sh"] = subprocess.run(["sh", "-c", "ls /dev; head -c 3 /dev/zero | wc -c"],
                                 capture_output=True, text=True).stdout.split()
     return seen
+
+
+def writes_home() -> dict:
+    """A tool's cache under ~ (torch hub's, XLA's, wandb's), written by Python and by a
+    subprocess; what the host then sees there, and the machine's file it read through."""
+    cache = os.path.expanduser("~/.cache/tool")
+    os.makedirs(cache, exist_ok=True)
+    rank = xm.get_ordinal()
+    with open(os.path.join(cache, f"py-{rank}"), "w") as f:
+        f.write("x")
+    subprocess.run(["sh", "-c", f"echo y > {cache}/sh-{rank}"], check=True)
+    with open(os.path.expanduser("~/kept.txt")) as f:
+        kept = f.read().strip()
+    return {"seen": sorted(os.listdir(cache)), "kept": kept}

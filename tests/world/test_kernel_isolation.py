@@ -88,31 +88,68 @@ def test_a_kernel_isolated_worlds_directory_is_never_under_what_a_host_covers() 
     assert world_base("kernel") == KERNEL_BASE and not KERNEL_BASE.startswith(("/tmp", "/dev"))
 
 
-def test_a_worlds_directory_on_a_mount_of_its_own_stays_writable(tmp_path: Path) -> None:
-    """A /var/tmp that is a mount of its own (a tmpfs, or the partition hardened servers
-    give it): the world's directory under it was bound into each host's new root read-only
-    with that mount, and every rank of every cell CRASHed with EROFS opening its output.
-    Run in a mount namespace of the test's own (``unshare``), so the machine's /var/tmp is
-    untouched: a rank writes its host's /tmp and the world's directory holds its output."""
-    target = f"{TARGETS_DIR / 'kernel_targets.py'}:hello"
-    script = ("import json; from harness import run_world; "
+#: How the test makes a mount namespace of its own: as root, else in a user namespace of
+#: its own (where the harness's kernel isolation then overlays / directory by directory)
+AS_ROOT = ["unshare", "--mount", "--propagation", "private"]
+IN_A_USER_NAMESPACE = ["unshare", "--user", "--map-root-user", "--mount"]
+
+
+def _in_a_mount_namespace_of_its_own(tmp_path: Path, setup: str, target: str,
+                                     env: dict[str, str] | None = None,
+                                     look: str = "/",
+                                     ways: tuple[list[str], ...] = (AS_ROOT, IN_A_USER_NAMESPACE)
+                                     ) -> tuple:
+    """A 2x1 kernel-isolated world of ``target``, run in a mount namespace of the test's own
+    (``unshare``) after the shell's ``setup`` (a tmpfs mounted over one of the machine's
+    directories), so the machine itself is untouched; its outcome, isolation, note, the
+    ranks' values, its detail, and what the machine's ``look`` then holds. Skips where no
+    such namespace can be made."""
+    script = ("import json, os; from harness import run_world; "
               f"r = run_world({target!r}, topology='2x1', timeout=60, isolation='kernel'); "
               "print(json.dumps([r.outcome, r.isolation, r.isolation_note, "
-              "[x.value for x in r.ranks], r.detail()]))")
-    shell = "mount -t tmpfs -o size=64m tmpfs /var/tmp && exec \"$0\" -c \"$1\""
-    for unshare in (["unshare", "--mount", "--propagation", "private"],
-                    ["unshare", "--user", "--map-root-user", "--mount"]):
+              f"[x.value for x in r.ranks], r.detail(), sorted(os.listdir({look!r}))]))")
+    shell = f"{setup} && exec \"$0\" -c \"$1\""
+    for unshare in ways:
         done = subprocess.run([*unshare, "sh", "-c", shell, sys.executable, script],
                               capture_output=True, text=True, timeout=120, cwd=tmp_path,
-                              env={**os.environ, "PYTHONPATH": str(REPO)})
+                              env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
         if "mount" not in done.stderr or done.returncode == 0:
             break
     if done.returncode != 0 and "mount" in done.stderr and not done.stdout:
         pytest.skip(f"no private mount namespace with a tmpfs here: {done.stderr[-300:]}")
     assert done.returncode == 0, done.stdout + done.stderr
-    outcome, isolation, note, values, detail = json.loads(done.stdout.splitlines()[-1])
+    return tuple(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_a_worlds_directory_on_a_mount_of_its_own_stays_writable(tmp_path: Path) -> None:
+    """A /var/tmp that is a mount of its own (a tmpfs, or the partition hardened servers
+    give it): the world's directory under it was bound into each host's new root read-only
+    with that mount, and every rank of every cell CRASHed with EROFS opening its output."""
+    outcome, isolation, note, values, detail, _ = _in_a_mount_namespace_of_its_own(
+        tmp_path, "mount -t tmpfs -o size=64m tmpfs /var/tmp",
+        f"{TARGETS_DIR / 'kernel_targets.py'}:hello")
     assert (outcome, isolation, note) == (PASS, "kernel", ""), detail
     assert values == ["rank 0", "rank 1"]
+
+
+@pytest.mark.parametrize("way", [AS_ROOT, IN_A_USER_NAMESPACE], ids=["root", "user-namespace"])
+def test_a_home_on_a_mount_of_its_own_is_each_hosts_own_copy(tmp_path: Path, way: list[str]
+                                                             ) -> None:
+    """A /home that is a mount of its own (a partition, as installers offer): the overlay of
+    / does not reach it, and it was bound read-only, so a cache under ~ met EROFS even from
+    Python, where a pod writes it. Each host now has its own copy of it, as of /: Python and
+    a subprocess write it, the host's ranks see their own writes and the machine's file
+    through it, other hosts and the machine never see them."""
+    home = "/home/harness-test"
+    setup = (f"mount -t tmpfs -o size=64m tmpfs /home && mkdir -p {home} "
+             f"&& echo machine > {home}/kept.txt")
+    outcome, isolation, note, values, detail, machine = _in_a_mount_namespace_of_its_own(
+        tmp_path, setup, f"{TARGETS_DIR / 'kernel_targets.py'}:writes_home", {"HOME": home},
+        look=home, ways=(way,))
+    assert (outcome, isolation, note) == (PASS, "kernel", ""), detail
+    assert values == [{"seen": ["py-0", "sh-0"], "kept": "machine"},
+                      {"seen": ["py-1", "sh-1"], "kept": "machine"}]
+    assert machine == ["kept.txt"]
 
 
 def test_a_hosts_binds_cover_its_fresh_directories_and_bring_back_what_lies_under_them(
@@ -177,32 +214,41 @@ def test_a_scenarios_mount_the_machine_lacks_is_the_same_for_python_and_a_subpro
     assert list(cwd.iterdir()) == []
 
 
-def test_in_a_user_namespace_the_kernel_overlays_each_directory_with_no_mount_below_it(
-        tmp_path: Path) -> None:
-    """Pure: where the kernel will not take the machine's / as a layer (a user namespace:
-    the mounts below it are locked to it), / is drawn directory by directory, leaving out
-    each one a mount of the machine's lies under (and the kernel's trees, and /tmp)."""
+#: A machine's mounts as /proc/self/mountinfo gives them (point, own options, filesystem):
+#: a /home and a /usr/local of their own, a FAT disk, a read-only one, a /var/tmp of its
+#: own (where worlds live), the kernel's trees
+MACHINE_MOUNTS = [("/", ["rw"], "ext4"), ("/home", ["rw", "nosuid"], "ext4"),
+                  ("/usr/local", ["rw"], "xfs"), ("/opt", ["rw"], "vfat"),
+                  ("/srv", ["ro"], "ext4"), ("/var/tmp", ["rw"], "tmpfs"),
+                  ("/proc", ["rw"], "proc"), ("/sys", ["rw"], "sysfs"),
+                  ("/sys/fs/cgroup", ["rw"], "tmpfs"), ("/dev", ["rw"], "devtmpfs"),
+                  ("/dev/shm", ["rw"], "tmpfs")]
+
+
+def test_what_the_kernel_overlays_for_a_host_of_the_machines_directories_and_mounts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pure, on a machine of many mounts (``MACHINE_MOUNTS``). As root (``whole``): / and the
+    checkout, and each writable mount of a filesystem the overlay takes (/home, /usr/local),
+    which the overlay of / does not reach; never a FAT or read-only one, the kernel's trees
+    or the mount holding the worlds' directories. In a user namespace (the kernel will not
+    take / as a layer: the mounts below it are locked to it) / is drawn directory by
+    directory, each one with no mount of the machine's below it, or itself such a mount."""
     from harness.filesystem.mounts import default_table
     from harness.topology import get_topology
     from harness.world.isolation import drawn
 
+    monkeypatch.setattr(namespaces, "_mountinfo", lambda: MACHINE_MOUNTS)
     cwd = tmp_path / "checkout"
     cwd.mkdir()
     table = default_table(get_topology("2x1"), os.path.expanduser("~"), str(cwd))
     # every host copy of an overlay: /, the checkout, and an interpreter under /tmp (CI's)
     own = {m.path for m in table.mounts if m.base == "overlay" and m.scope == "host"}
-    assert set(drawn(table)) == own and {"/", str(cwd)} <= own
+    assert {"/", str(cwd)} <= own
+    assert set(drawn(table)) == own | {"/home", "/usr/local"}
     each = drawn(table, whole=False)
-    points = namespaces.mount_points()
-    assert str(cwd) in each and "/" not in each and "/usr" in each
-    for path in ("/proc", "/sys", "/dev", "/tmp"):
-        assert path not in each
-    for path in each:
-        assert not any(p != "/" and (p == path or p.startswith(path + "/")) for p in points)
-    for point in points:  # a directory holding a mount of the machine's is left out
-        top = "/" + point.strip("/").split("/")[0]
-        if point.count("/") > 1 and not point.startswith(("/proc", "/sys", "/dev")):
-            assert top not in each, point
+    assert str(cwd) in each and "/" not in each and {"/home", "/usr/local", "/etc"} <= set(each)
+    for path in ("/proc", "/sys", "/dev", "/tmp", "/usr", "/opt", "/srv", "/var", "/var/tmp"):
+        assert path not in each, path
 
 
 def _named(comm: str) -> list[int]:
