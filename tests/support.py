@@ -41,6 +41,14 @@ expect: pass
 """
 
 
+def line_in(path: Path, function: str, text: str) -> int:
+    """The line of ``text`` inside ``function`` in the Python file ``path`` (a targets file):
+    what a report names, found as a reader finds it."""
+    lines = path.read_text().splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith(f"def {function}("))
+    return next(i for i in range(start, len(lines)) if text in lines[i]) + 1
+
+
 def run_cli(*args: str, cwd: Path | str = REPO, env: dict[str, str] | None = None,
             timeout: float = 180) -> subprocess.CompletedProcess:
     """``harness ARGS`` in a subprocess, as a user types it; output captured as text."""

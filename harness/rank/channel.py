@@ -112,8 +112,32 @@ def format_stacks() -> str:
         stack = [f for f in traceback.extract_stack(frame) if not _is_harness_frame(f.filename)]
         if not stack:
             continue
-        out.append(f"Thread {names.get(ident, ident)}:\n" + "".join(traceback.format_list(stack)))
+        out.append(f"Thread {names.get(ident, ident)}:\n" + "".join(traceback.format_list(stack))
+                   + _awaiting(ident))
     return "\n".join(out)
+
+
+def _awaiting(ident: int) -> str:
+    """Where the asyncio tasks of the loop running in thread ``ident`` wait, after its own
+    stack (which ends in the loop's ``select``): the target's ``await`` lines, innermost
+    last, so that a hang names the line the target waits on."""
+    tasks_module = sys.modules.get("asyncio.tasks")
+    if tasks_module is None:
+        return ""
+    out = []
+    try:
+        for task in list(getattr(tasks_module, "_all_tasks", ())):
+            if task.done() or getattr(task.get_loop(), "_thread_id", None) != ident:
+                continue
+            frames = [(f, f.f_lineno) for f in task.get_stack()]
+            stack = [f for f in traceback.StackSummary.extract(frames)
+                     if not _is_harness_frame(f.filename)]
+            if stack:
+                out.append(f"  (task {task.get_name()} awaits)\n"
+                           + "".join(traceback.format_list(stack)))
+    except Exception:  # noqa: BLE001 - a diagnosis aid read from another thread: never the rank's fate
+        return ""
+    return "".join(out)
 
 
 def importing_now() -> str | None:

@@ -34,7 +34,12 @@ import gc
 import heapq
 import itertools
 import os
+import posix
 import queue
+import select
+import selectors
+import socket
+import stat
 import sys
 import threading
 import time
@@ -80,6 +85,46 @@ class Waiter:
         self.deadline = deadline
 
 
+class FdWaiter(Waiter):
+    """A wait on file descriptors that only this unit's own threads can make ready (a
+    ``selectors`` wait of an ``asyncio`` loop on its self-pipe): its thread waits in the
+    kernel on ``fds`` and on a wake descriptor of its own, which the world's clock writes
+    in place of releasing a lock when the wait's deadline comes."""
+
+    __slots__ = ("wake", "_poll", "_look")
+
+    def __init__(self, deadline: int | None, fds: dict[int, int]) -> None:
+        self.state = PENDING
+        self.deadline = deadline
+        self.wake = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
+        self.lock = self  # what the clock releases
+        # Two: its thread waits on one while another thread looks through the other (a
+        # poll object refuses to be polled by two threads at once).
+        self._poll, self._look = select.poll(), select.poll()
+        for fd, events in fds.items():  # fd -> poll events
+            self._poll.register(fd, events)
+            self._look.register(fd, events)
+        self._poll.register(self.wake, select.POLLIN)
+
+    def release(self) -> None:
+        os.eventfd_write(self.wake, 1)
+
+    def ready(self) -> bool:
+        """Is one of its descriptors ready now (it wakes by itself)?"""
+        try:
+            return bool(self._look.poll(0))
+        except OSError:
+            return True  # a descriptor closed under it: its selector says so once it wakes
+
+    def wait(self, timeout_ms: int | None = None) -> bool:
+        """In its thread: until a descriptor is ready or the clock wrote the wake (or, off
+        the clock, ``timeout_ms`` passed: False)."""
+        return bool(self._poll.poll(timeout_ms))
+
+    def close(self) -> None:
+        os.close(self.wake)
+
+
 class RankClock:
     """This unit's reading of the world's time and the count of its threads that run.
 
@@ -103,6 +148,7 @@ class RankClock:
         #: since (a thread C code starts, or the harness's own, waits on the machine's time)
         self._counted: set[int] = {_get_ident()}
         self.detached: tuple[int, int] | None = None  # a forked child: (world ns, machine ns)
+        self._fd_waiters: set[FdWaiter] = set()  # threads in a wait on their own descriptors
 
     # -- reading -------------------------------------------------------------------------
     def read(self) -> int:
@@ -138,10 +184,12 @@ class RankClock:
 
     def block(self, waiter: Waiter) -> bool:
         """Wait until ``waiter`` is notified (True) or the world reaches its deadline
-        (False). The thread no longer runs: the last one to stop makes the unit idle."""
+        (False). The thread no longer runs: the last one to stop makes the unit idle. An
+        ``FdWaiter`` also ends, notified, when one of its descriptors is ready."""
         me = _get_ident()
         if self.detached is not None or me in self._waiting or me not in self._counted:
             return self._block_real(waiter)
+        fds = waiter if isinstance(waiter, FdWaiter) else None
         with self._lock:
             if waiter.state == NOTIFIED:  # notified between its registration and now
                 return True
@@ -151,12 +199,17 @@ class RankClock:
             waiter.state = BLOCKED
             self.running -= 1
             self._waiting.add(me)
+            if fds is not None:
+                self._fd_waiters.add(fds)
             if waiter.deadline is not None:
                 heapq.heappush(self._timed, (waiter.deadline, next(self._order), waiter))
             if self.running == 0:
                 self._tell_idle()
         try:
-            waiter.lock.acquire()  # interruptible: a signal's handler runs, then it waits on
+            if fds is not None:
+                fds.wait()
+            else:
+                waiter.lock.acquire()  # interruptible: a signal's handler runs, then it waits on
         except BaseException:
             with self._lock:
                 if waiter.state == BLOCKED:  # the handler raised: this thread runs again
@@ -165,11 +218,23 @@ class RankClock:
             raise
         finally:
             self._waiting.discard(me)
+            if fds is not None:
+                with self._lock:
+                    self._fd_waiters.discard(fds)
+                    if waiter.state == BLOCKED:  # a descriptor woke it: it runs again
+                        waiter.state = NOTIFIED
+                        self.running += 1
         return waiter.state == NOTIFIED
 
     def _block_real(self, waiter: Waiter) -> bool:
         """A wait off the clock: a forked child's, or one a signal handler makes inside
         another wait of the same thread."""
+        if isinstance(waiter, FdWaiter):  # its descriptors, or the machine's time
+            timeout = None if waiter.deadline is None else max(
+                0, (waiter.deadline - (self._detached_now() if self.detached is not None
+                                       else self.synced)) // 1_000_000)
+            waiter.state = NOTIFIED if waiter.wait(timeout) else TIMED_OUT
+            return waiter.state == NOTIFIED
         with self._lock:
             if waiter.state == NOTIFIED:
                 return True
@@ -225,7 +290,7 @@ class RankClock:
             return
         with self._lock:
             self.running -= 1
-            send(self._idle_word() if self.running == 0 else None)
+            send(self._idle_word() if self.running == 0 and not self._woken() else None)
 
     def replied(self, t: int) -> None:
         """The reply came (at world time ``t``): the thread runs again."""
@@ -292,6 +357,7 @@ class RankClock:
         self._timed = []
         self._waiting = set()
         self._counted = set()
+        self._fd_waiters = set()
 
     # -- what it says -----------------------------------------------------------------------
     def _idle_word(self) -> dict[str, Any]:
@@ -300,8 +366,13 @@ class RankClock:
             heapq.heappop(timed)
         return {"seen": self.seen, "wake": timed[0][0] if timed else None}
 
+    def _woken(self) -> bool:
+        """Is a thread waiting on its own descriptors about to run (one is ready)?"""
+        return any(w.state == BLOCKED and w.ready() for w in self._fd_waiters)
+
     def _tell_idle(self) -> None:
-        self._send({"type": "idle", **self._idle_word()})
+        if not self._woken():  # else that thread runs, and says so when it stops again
+            self._send({"type": "idle", **self._idle_word()})
 
 
 # -- the clock this process runs on --------------------------------------------------------
@@ -577,6 +648,70 @@ def _join(self: threading.Thread, timeout: float | None = None) -> None:
         _thread_join(self, None)  # its last instructions, after its run ended: microseconds
 
 
+# -- selectors (and so asyncio) ------------------------------------------------------------
+
+#: the ``select`` of each selector class that defines its own, as the machine has it
+_SELECTS = {cls: vars(cls)["select"] for cls in vars(selectors).values()
+            if isinstance(cls, type) and issubclass(cls, selectors.BaseSelector)
+            and "select" in vars(cls) and not getattr(vars(cls)["select"], "__isabstractmethod__", False)}
+_POLL_EVENTS = {selectors.EVENT_READ: select.POLLIN, selectors.EVENT_WRITE: select.POLLOUT}
+#: (fd, device, inode) -> is it a socket whose peer is this process (a ``socketpair``)?
+_own_sockets: dict[tuple[int, int, int], bool] = {}
+
+
+def _own(fd: int) -> bool:
+    """Can only this process's own threads make ``fd`` ready? True for a socket whose peer
+    is this process (a ``socketpair``: an asyncio loop's self-pipe); a pipe, a socket to
+    another process (a rank's, a server's) or anything else can be made ready from outside
+    the world's clock, and its wait holds the clock."""
+    try:
+        st = posix.fstat(fd)  # the machine's (never the view: it is the harness asking)
+    except OSError:
+        return False
+    if not stat.S_ISSOCK(st.st_mode):
+        return False
+    key = (fd, st.st_dev, st.st_ino)
+    known = _own_sockets.get(key)
+    if known is None:
+        try:
+            with socket.socket(fileno=posix.dup(fd)) as sock:
+                peer = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+            known = int.from_bytes(peer[:4], sys.byteorder) == os.getpid()
+        except OSError:
+            known = False
+        _own_sockets[key] = known
+    return known
+
+
+def _world_select(real: Callable[..., Any]) -> Callable[..., Any]:
+    """A selector's ``select`` whose timeout is the world's, when every descriptor it
+    watches is one only this unit's threads can make ready (``_own``): an asyncio loop's
+    ``sleep``, ``wait_for`` and timers then wait on the world's clock. Any other wait is
+    the machine's, as before (it holds the clock)."""
+    @functools.wraps(real)
+    def select_(self: Any, timeout: float | None = None) -> Any:
+        clock = _clock
+        me = _get_ident()
+        if clock is None or clock.detached is not None or me not in clock._counted \
+                or me in clock._waiting or (timeout is not None and timeout <= 0):
+            return real(self, timeout)
+        keys = self.get_map().values()
+        if not all(_own(key.fd) for key in keys):
+            return real(self, timeout)
+        ready = real(self, 0)
+        if ready:
+            return ready
+        fds = {key.fd: sum(p for e, p in _POLL_EVENTS.items() if key.events & e)
+               for key in keys}
+        waiter = FdWaiter(None if timeout is None else clock.deadline_after(timeout), fds)
+        try:
+            clock.block(waiter)
+        finally:
+            waiter.close()
+        return real(self, 0)
+    return select_
+
+
 # -- datetime ----------------------------------------------------------------------------------
 
 def _now(cls: Any, tz: Any = None) -> Any:
@@ -681,6 +816,8 @@ def install_functions() -> None:
     _set(threading.Thread, "_bootstrap_inner", _bootstrap_inner)
     _set(queue, "time", world_monotonic)
     _set(queue, "SimpleQueue", queue._PySimpleQueue)  # type: ignore[attr-defined]
+    for cls, real in _SELECTS.items():
+        _set(cls, "select", _world_select(real))
     try:
         _patch_type(datetime.datetime, "now", classmethod(_now))
         _patch_type(datetime.datetime, "utcnow", classmethod(_utcnow))

@@ -409,7 +409,7 @@ class Lifecycle:
         elif self.timeout and not self.leader_lost:
             report = (f"the deadline ({self.timeout:g} s) passed" if report == "the deadline passed"
                       else f"{report}; deadline {self.timeout:g} s")
-            if any(r not in blocked_ranks for r in waits):  # a poll of their own, still going
+            if any(r not in blocked_ranks and r in wakes for r in waits):  # a poll, still going
                 report += (" (a wait of the target's own was still going: a longer --timeout "
                            "shows how it ends)")
             if stuck_at is not None:

@@ -265,3 +265,73 @@ def logs():
     time.sleep(2)
     log.warning("second")
     return stream.getvalue().splitlines()
+
+
+def asyncio_waits():
+    """An asyncio loop's waits, as a rank's own bootstrap code makes them: a 20 s
+    ``asyncio.sleep``, a ``wait_for`` that times out after 9 s, a thread pool's work (a
+    thread that sleeps 5 s) awaited with a deadline, a future another thread sets after an
+    Event's 2 s timeout; how long each took on the clock the rank reads."""
+    import asyncio
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        took = {}
+        start = time.monotonic()
+        await asyncio.sleep(20)
+        took["sleep"] = time.monotonic() - start
+        start = time.monotonic()
+        try:
+            await asyncio.wait_for(asyncio.Event().wait(), timeout=9)
+        except asyncio.TimeoutError:
+            took["timed out"] = time.monotonic() - start
+        start = time.monotonic()
+        took["pool"] = await asyncio.wait_for(loop.run_in_executor(None, time.sleep, 5), 60)
+        took["pooled"] = time.monotonic() - start
+        future = loop.create_future()
+
+        def later():
+            threading.Event().wait(2)
+            loop.call_soon_threadsafe(future.set_result, "set")
+
+        threading.Thread(target=later).start()
+        start = time.monotonic()
+        took["future"] = await asyncio.wait_for(future, 30)
+        took["awaited"] = time.monotonic() - start
+        return took
+
+    return {k: round(v, 2) if isinstance(v, float) else v for k, v in asyncio.run(main()).items()}
+
+
+def asyncio_on_a_real_socket():
+    """A loop that serves and reads a TCP connection of its own: a socket the world's clock
+    cannot see into, so its wait is the machine's, and the echo still arrives."""
+    import asyncio
+
+    async def main():
+        async def echo(reader, writer):
+            writer.write(await reader.read(100))
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(echo, "127.0.0.1", 0)
+        reader, writer = await asyncio.open_connection(
+            "127.0.0.1", server.sockets[0].getsockname()[1])
+        writer.write(b"ping")
+        await writer.drain()
+        data = await asyncio.wait_for(reader.read(100), timeout=10)
+        writer.close()
+        server.close()
+        return data.decode()
+
+    return asyncio.run(main())
+
+
+def asyncio_waits_forever():
+    """A loop awaiting an Event nobody sets, with no timeout."""
+    import asyncio
+
+    async def main():
+        await asyncio.Event().wait()
+
+    asyncio.run(main())

@@ -21,7 +21,7 @@ from harness.rank.clock import BLOCKED, NOTIFIED, TIMED_OUT, RankClock, Waiter
 from harness.reports.diagnosis import describe
 from harness.world.clock import NS, WorldClock
 
-from support import TARGETS_DIR, USER_TARGETS_DIR
+from support import TARGETS_DIR, USER_TARGETS_DIR, line_in
 
 TARGETS = TARGETS_DIR / "clock_targets.py"
 USER = USER_TARGETS_DIR
@@ -317,6 +317,62 @@ def test_a_process_a_rank_forks_waits_on_the_machines_time():
                        args=(0.3,), wall_limit=60)
     assert result.outcome == PASS, describe(result)
     assert result.ranks[0].value >= 0.3
+
+
+def test_an_asyncio_loops_waits_are_on_the_world_clock():
+    """A loop whose selector watches only its own self-pipe (a socketpair of the rank's):
+    its timers, timeouts and the threads it waits for are on the world's clock: each takes
+    exactly its world time, and nothing made the clock follow the machine's (which it did,
+    for as long as the waits took in real time, before selectors were on the clock)."""
+    result = run_world(target("asyncio_waits"), topology="1x2", timeout=600, wall_limit=60)
+    assert result.outcome == PASS, describe(result)
+    for rank in result.ranks:
+        assert rank.value == {"sleep": 20.0, "timed out": 9.0, "pool": None,
+                              "pooled": 5.0, "future": "set", "awaited": 2.0}, rank.value
+    assert result.world_time_s == pytest.approx(20 + 9 + 5 + 2, abs=0.1)
+    assert not [e for e in result.history if e.kind == "clock"], "nothing held the clock"
+
+
+def test_an_asyncio_loop_on_a_real_socket_holds_the_clock_and_still_gets_its_reply():
+    result = run_world(target("asyncio_on_a_real_socket"), topology="1x1", timeout=60,
+                       wall_limit=60)
+    assert result.outcome == PASS, describe(result)
+    assert result.ranks[0].value == "ping"
+
+
+def test_a_hang_in_an_asyncio_loop_names_the_await_it_waits_on():
+    result = run_world(target("asyncio_waits_forever"), topology="1x1", timeout=600,
+                       wall_limit=60)
+    assert result.outcome == HANG
+    line = line_in(TARGETS, "asyncio_waits_forever", "await asyncio.Event().wait()")
+    assert (f"rank 0 waits in its own code at clock_targets.py:{line} in main: "
+            "`await asyncio.Event().wait()`; deadline 600 s") in result.hang_report, \
+        result.hang_report
+    assert "a longer --timeout" not in result.hang_report, "nothing is due: none would end it"
+    assert result.world_time_s == 600.0
+
+
+def test_only_a_socket_whose_peer_is_the_rank_itself_lets_a_selector_wait_on_the_clock():
+    """Pure: the self-pipe an asyncio loop makes (a socketpair) can be made ready only by
+    the rank's own threads; a pipe or a TCP socket may be by another process."""
+    import os
+    import socket
+
+    from harness.rank.clock import _own
+
+    ours, theirs = socket.socketpair()
+    read, write = os.pipe()
+    server = socket.create_server(("127.0.0.1", 0))
+    client = socket.create_connection(server.getsockname())
+    try:
+        assert _own(ours.fileno()) and _own(theirs.fileno())
+        assert not _own(read) and not _own(client.fileno()) and not _own(server.fileno())
+        assert not _own(12345), "a closed descriptor"
+    finally:
+        for thing in (ours, theirs, server, client):
+            thing.close()
+        os.close(read)
+        os.close(write)
 
 
 # -- a stranger's code ----------------------------------------------------------------------

@@ -15,7 +15,7 @@ from harness.filesystem.mounts import Mount
 from harness.pytest_plugin import WorldFailed, assert_world_passed
 from harness.reports.diagnosis import describe
 
-from support import TESTS, alive, processes_of_world, run_cli
+from support import TESTS, alive, line_in, processes_of_world, run_cli
 
 HERE = TESTS
 TARGETS = HERE / "targets" / "world_targets.py"
@@ -33,9 +33,7 @@ def machine_dir(path: Path) -> Mount:
 
 def line_of(function: str, text: str) -> int:
     """The line of ``text`` inside ``function`` in the targets file."""
-    lines = TARGETS.read_text().splitlines()
-    start = next(i for i, ln in enumerate(lines) if ln.startswith(f"def {function}("))
-    return next(i for i in range(start, len(lines)) if text in lines[i]) + 1
+    return line_in(TARGETS, function, text)
 
 
 @pytest.mark.parametrize("topology", ["v4-64", "single-host-8", "v4-64-pjrt"])
