@@ -89,7 +89,8 @@ class FdWaiter(Waiter):
     """A wait on file descriptors that only this unit's own threads can make ready (a
     ``selectors`` wait of an ``asyncio`` loop on its self-pipe): its thread waits in the
     kernel on ``fds`` and on a wake descriptor of its own, which the world's clock writes
-    in place of releasing a lock when the wait's deadline comes."""
+    in place of releasing a lock when the wait's deadline comes. Only a thread the clock
+    counts waits so (``_world_select`` asks): any other waits on the machine's time."""
 
     __slots__ = ("wake", "_poll", "_look")
 
@@ -116,10 +117,9 @@ class FdWaiter(Waiter):
         except OSError:
             return True  # a descriptor closed under it: its selector says so once it wakes
 
-    def wait(self, timeout_ms: int | None = None) -> bool:
-        """In its thread: until a descriptor is ready or the clock wrote the wake (or, off
-        the clock, ``timeout_ms`` passed: False)."""
-        return bool(self._poll.poll(timeout_ms))
+    def wait(self) -> None:
+        """In its thread: until a descriptor is ready or the clock wrote the wake."""
+        self._poll.poll()
 
     def close(self) -> None:
         os.close(self.wake)
@@ -182,13 +182,19 @@ class RankClock:
             return
         self.block(Waiter(self.deadline_after(seconds)))
 
+    def counts(self) -> bool:
+        """Is a wait of this thread the world's (else the machine's: a forked child's, a
+        thread the clock does not count, a wait a signal handler makes inside another)?"""
+        me = _get_ident()
+        return self.detached is None and me in self._counted and me not in self._waiting
+
     def block(self, waiter: Waiter) -> bool:
         """Wait until ``waiter`` is notified (True) or the world reaches its deadline
         (False). The thread no longer runs: the last one to stop makes the unit idle. An
         ``FdWaiter`` also ends, notified, when one of its descriptors is ready."""
-        me = _get_ident()
-        if self.detached is not None or me in self._waiting or me not in self._counted:
+        if not self.counts():
             return self._block_real(waiter)
+        me = _get_ident()
         fds = waiter if isinstance(waiter, FdWaiter) else None
         with self._lock:
             if waiter.state == NOTIFIED:  # notified between its registration and now
@@ -229,12 +235,6 @@ class RankClock:
     def _block_real(self, waiter: Waiter) -> bool:
         """A wait off the clock: a forked child's, or one a signal handler makes inside
         another wait of the same thread."""
-        if isinstance(waiter, FdWaiter):  # its descriptors, or the machine's time
-            timeout = None if waiter.deadline is None else max(
-                0, (waiter.deadline - (self._detached_now() if self.detached is not None
-                                       else self.synced)) // 1_000_000)
-            waiter.state = NOTIFIED if waiter.wait(timeout) else TIMED_OUT
-            return waiter.state == NOTIFIED
         with self._lock:
             if waiter.state == NOTIFIED:
                 return True
@@ -691,9 +691,7 @@ def _world_select(real: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(real)
     def select_(self: Any, timeout: float | None = None) -> Any:
         clock = _clock
-        me = _get_ident()
-        if clock is None or clock.detached is not None or me not in clock._counted \
-                or me in clock._waiting or (timeout is not None and timeout <= 0):
+        if clock is None or not clock.counts() or (timeout is not None and timeout <= 0):
             return real(self, timeout)
         keys = self.get_map().values()
         if not all(_own(key.fd) for key in keys):
