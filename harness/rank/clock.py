@@ -685,13 +685,15 @@ def _own(fd: int) -> bool:
 
 def _world_select(real: Callable[..., Any]) -> Callable[..., Any]:
     """A selector's ``select`` whose timeout is the world's, when every descriptor it
-    watches is one only this unit's threads can make ready (``_own``): an asyncio loop's
-    ``sleep``, ``wait_for`` and timers then wait on the world's clock. Any other wait is
-    the machine's, as before (it holds the clock)."""
+    watches is one only this unit's threads can make ready (``_own``, and the unit has
+    started no process, which would hold a copy of each): an asyncio loop's ``sleep``,
+    ``wait_for`` and timers then wait on the world's clock. Any other wait is the
+    machine's, as before (it holds the clock)."""
     @functools.wraps(real)
     def select_(self: Any, timeout: float | None = None) -> Any:
         clock = _clock
-        if clock is None or not clock.counts() or (timeout is not None and timeout <= 0):
+        if clock is None or not clock.counts() or clock.forked or (
+                timeout is not None and timeout <= 0):  # a child may hold any descriptor
             return real(self, timeout)
         keys = self.get_map().values()
         if not all(_own(key.fd) for key in keys):

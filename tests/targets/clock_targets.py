@@ -335,3 +335,23 @@ def asyncio_waits_forever():
         await asyncio.Event().wait()
 
     asyncio.run(main())
+
+
+def pipe_shared_with_a_child():
+    """A duplex ``multiprocessing.Pipe`` (a socketpair the rank made) whose other end a
+    forked child writes after 0.3 s of the machine's time: the rank's wait on it, with a
+    timeout of 5 s, is the machine's (the child is outside the world), so it gets the
+    message rather than timing out at once on the world's clock."""
+    import multiprocessing
+
+    ours, theirs = multiprocessing.get_context("fork").Pipe()
+    child = multiprocessing.get_context("fork").Process(target=_write_later, args=(theirs,))
+    child.start()
+    got = ours.recv() if ours.poll(5) else "timed out"
+    child.join()
+    return got
+
+
+def _write_later(end):
+    time.sleep(0.3)
+    end.send("from the child")

@@ -352,6 +352,13 @@ def test_a_hang_in_an_asyncio_loop_names_the_await_it_waits_on():
     assert result.world_time_s == 600.0
 
 
+def test_a_socketpair_shared_with_a_child_process_is_waited_on_in_the_machines_time():
+    result = run_world(target("pipe_shared_with_a_child"), topology="1x1", timeout=60,
+                       wall_limit=60)
+    assert result.outcome == PASS, describe(result)
+    assert result.ranks[0].value == "from the child"
+
+
 def test_only_a_socket_whose_peer_is_the_rank_itself_lets_a_selector_wait_on_the_clock():
     """Pure: the self-pipe an asyncio loop makes (a socketpair) can be made ready only by
     the rank's own threads; a pipe or a TCP socket may be by another process."""
