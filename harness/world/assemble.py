@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from harness.rank.process import failure_of
+from harness.rank.process import failure_of, unit_name
 from harness.rank.values import UnreadableValue
 from harness.vocabulary import CRASH, ERROR, FAIL, HANG, LEADER, PASS, UNIT_FAILED
 from harness.world.coordinator import Coordinator
@@ -25,9 +25,10 @@ def world_result(life: Lifecycle, coordinator: Coordinator, duration: float,
     _, failed = failure_of(spec.outdir, LEADER) if life.leader_lost else ("", "")
     never = f"its world's leader failed first ({failed})" if failed else NO_PROCESS
     ranks = [unit_result(spec.outdir, r, topology.host_of(r), life.reported(r),
-                         f"host-{launcher_of[r]}" if r in launcher_of else f"rank-{r}", never)
+                         unit_name("host", launcher_of[r]) if r in launcher_of
+                         else unit_name("rank", r), never)
              for r in life.ranks]
-    hosts = [unit_result(spec.outdir, h, h, u, f"host-{h}", never)
+    hosts = [unit_result(spec.outdir, h, h, u, unit_name("host", h), never)
              for h, u in life.hosts.items()]
     if hosts:
         for r in ranks:
