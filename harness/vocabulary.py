@@ -10,9 +10,20 @@ before: ``Outcome.PASS == "PASS"``, ``json.dumps(Outcome.PASS) == '"PASS"'``.
 from __future__ import annotations
 
 import enum
+import sys
+
+if sys.version_info >= (3, 11):
+    StrEnum = enum.StrEnum
+else:  # Python 3.10, the TPU VMs' own: the same str() and format() as 3.11's StrEnum
+
+    class StrEnum(str, enum.Enum):
+        """A string enum whose ``str()`` and ``format()`` are its value, as 3.11's."""
+
+        __str__ = str.__str__
+        __format__ = str.__format__
 
 
-class Outcome(enum.StrEnum):
+class Outcome(StrEnum):
     """How a world (and each of its ranks) ended; a cell adds two of its own."""
 
     PASS = "PASS"
@@ -39,7 +50,7 @@ EXPECTABLE_OUTCOMES = (*WORLD_OUTCOMES, NOT_EXERCISED)
 SEVERITY = {HANG: 4, CRASH: 3, FAIL: 2, ERROR: 1, PASS: 0}
 
 
-class Verdict(enum.StrEnum):
+class Verdict(StrEnum):
     """What a cell's outcome means against what its scenario expects."""
 
     OK = "ok"
@@ -54,7 +65,7 @@ VERDICTS = tuple(Verdict)
 VERDICT_ORDER = {UNEXPECTED: 0, UNEXERCISED: 1, KNOWN: 2, OK: 3}
 
 
-class Expect(enum.StrEnum):
+class Expect(StrEnum):
     """What a scenario expects of correct code."""
 
     PASS = "pass"

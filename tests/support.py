@@ -20,6 +20,13 @@ from typing import Any
 
 from harness.world.result import PASS, RankResult, WorldResult, world_outcome
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, from PyPI (the harness depends on it there)
+    import tomli as tomllib
+
+__all__ = ["tomllib"]  # re-exported: the tests read pyproject.toml and the docs' blocks with it
+
 #: tests/, wherever a test file lives below it (in its tier: unit, world, catalog, cli, pod)
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent

@@ -56,14 +56,18 @@ def install_functions() -> None:
     _set(os, "rename", _to_view("rename", os.rename, replace=False))
     _set(os, "replace", _to_view("rename", os.replace, replace=True))
     _set(os, "getcwdb", _getcwdb)
-    # pathlib on 3.10 bound os functions into an accessor at import time.
+    # pathlib on 3.10 bound the real functions into an accessor at import time (its open
+    # is io.open, not os.open): each is swapped for the stand-in of the function it is.
     pathlib = sys.modules.get("pathlib")
     accessor = getattr(pathlib, "_normal_accessor", None)
     if accessor is not None:
+        stand_ins = {id(old): getattr(owner, name) for owner, name, old in _saved
+                     if owner in (builtins, io, os)}
         for name in ("stat", "lstat", "open", "listdir", "scandir", "mkdir", "unlink", "rmdir",
                      "rename", "replace", "chmod", "utime", "readlink", "symlink", "link"):
-            if hasattr(accessor, name):
-                _set(accessor, name, getattr(os, name))
+            real = getattr(accessor, name, None)
+            if id(real) in stand_ins:
+                _set(accessor, name, stand_ins[id(real)])
     import linecache
     _set(linecache, "os", _MACHINE_OS)  # a traceback's source, from the machine (see _KEEP)
     _rebind_early(early)

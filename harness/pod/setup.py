@@ -20,6 +20,7 @@ import hashlib
 import json
 import posixpath
 import shlex
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,11 +159,10 @@ def read_requirements(path: str | Path) -> tuple[str, ...]:
 
 
 def _project_requirements(path: Path) -> tuple[str, ...]:
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ImportError:  # Python 3.10
-        raise SetupError(f"{path}: reading it needs Python 3.11 (tomllib); list your packages "
-                         "in a requirements file instead") from None
+    else:  # Python 3.10: the same parser, from PyPI (a dependency of the harness there)
+        import tomli as tomllib
     try:
         data = tomllib.loads(read_text(path, MAX_REQUIREMENTS_BYTES, "a pyproject.toml"))
     except (InputError, tomllib.TOMLDecodeError) as exc:

@@ -21,10 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import tomllib
 import yaml
 
-from support import REPO, TESTS
+from support import REPO, TESTS, tomllib
 
 #: A command's bound in wall-clock seconds, so that a stuck page fails instead of hanging.
 TIMEOUT = 300

@@ -8,11 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from harness.vocabulary import EXTRAS
 
-from support import REPO
+from support import REPO, tomllib
 
 #: ``harness ARGS`` with the import of ``module`` failing as it does where it is not installed.
 WITHOUT = '''

@@ -4,15 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from harness.rank.environment import shim_root
 from harness.scenarios import catalog_dir
 
-from support import REPO
-
-tomllib = pytest.importorskip("tomllib")
-
+from support import REPO, tomllib
 
 
 def test_every_package_under_harness_is_listed_in_pyproject():

@@ -23,9 +23,7 @@ from harness.workloads import registry
 from harness.workloads.base import Workload, WorkloadInputs
 from harness.world.result import PASS, WorldResult
 
-from support import REPO
-
-tomllib = pytest.importorskip("tomllib")
+from support import REPO, tomllib
 
 HERE = Path(__file__).resolve()
 
