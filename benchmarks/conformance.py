@@ -120,11 +120,7 @@ CAUSES: tuple[tuple[str, str], ...] = (
 
 #: A cause known from a diagnosis for a failure whose first error line does not say it:
 #: used only when no pattern of CAUSES matches.
-FILE_CAUSES: dict[str, str] = {
-    "test/test_mp_sync_batch_norm.py":
-        "shim: a device tensor's type is 'cpu', not 'xla' (a listed departure), so the test "
-        "takes its CPU path and compares a shard with the whole batch",
-}
+FILE_CAUSES: dict[str, str] = {}
 
 PASSED, AS_2_9, SKIPPED, FAILED, HANG = "pass", "as 2.9", "skipped", "fail", "hang"
 _SUMMARY = re.compile(r"^(PASS|FAIL|ERROR|HANG|CRASH): (.*)$", re.M)

@@ -88,8 +88,8 @@ def test_one_rank_world_as_the_runtime_reports_it(shim):
     assert xm.get_local_ordinal() == 0 and xm.is_master_ordinal(local=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        assert xm.xla_device() == torch.device("cpu")
-    assert torch_xla.device() == torch.device("cpu")
+        assert xm.xla_device() == torch.device("xla", 0)
+    assert torch_xla.device() == torch.device("xla", 0)  # every process's is xla:0 under PJRT
 
 
 def test_set_device_type_only_before_the_runtime_is_used(shim):
@@ -204,9 +204,13 @@ def test_to_the_device_copies_as_a_transfer_to_a_tpu_does(shim):
     assert torch.equal(ones, torch.ones(2, 3)) and torch.equal(xones, torch.full((2, 3), 2.0))
     for moved in (ones.to(device=device), ones.to(device, torch.float64), ones.to("xla"),
                   ones.to(torch.device("xla", 0), non_blocking=True)):
-        assert moved.data_ptr() != ones.data_ptr() and moved.device.type == "cpu"
+        assert moved.data_ptr() != ones.data_ptr() and moved.device == torch.device("xla", 0)
     assert ones.to(torch.float64).dtype == torch.float64  # other moves are untouched
     assert ones.to("cpu") is ones
+    assert xones.to(device) is xones  # already there: the real one returns it
+    for back in (xones.cpu(), xones.to("cpu"), xones.to(torch.device("cpu"), torch.float64)):
+        assert type(back) is torch.Tensor and back.device.type == "cpu"
+        assert back.data_ptr() != xones.data_ptr()  # the host's own buffer
     from torch_xla.debug import metrics
 
     before = metrics.counter_value("CreateDataHandles")
@@ -217,3 +221,33 @@ def test_to_the_device_copies_as_a_transfer_to_a_tpu_does(shim):
     model = torch.nn.Linear(2, 2)
     weight = model.weight
     assert model.to(device) is model and model.weight is weight  # moved in place, as the real
+
+
+def test_a_device_tensor_is_xla_to_python_and_cpu_bytes_underneath(shim):
+    """torch_xla 2.9's device tensors say ``xla:0``; code branches on it (upstream's
+    test_mp_sync_batch_norm compared a shard with the whole batch while they said cpu)."""
+    import io
+    import pickle
+
+    torch_xla, _, _, _ = shim
+    device = torch_xla.device()
+    made = [torch.zeros(3, device=device), torch.tensor([1.0, 2.0], device=device),
+            torch.arange(4, device=device), torch.randn(2, device=device),
+            torch.full((2,), 7.0, device=device), torch.empty(2, 2, device="xla:0")]
+    for t in made:
+        assert t.device == torch.device("xla", 0), t
+        assert (t * 2).device.type == "xla" and t.sum().device.type == "xla"  # ops keep it
+    x = made[1]
+    assert repr(x) == "tensor([1., 2.], device='xla:0')"
+    assert torch.zeros(2, device=x.device).device.type == "xla"  # a device read back works
+    # pickled and saved as plain CPU tensors: a checkpoint reads back without the shim
+    assert type(pickle.loads(pickle.dumps(x))) is torch.Tensor
+    saved = io.BytesIO()
+    torch.save({"x": x}, saved)
+    saved.seek(0)
+    loaded = torch.load(saved)["x"]
+    assert type(loaded) is torch.Tensor and torch.equal(loaded, torch.tensor([1.0, 2.0]))
+    # a module's output is on the device; its parameters keep their class (a departure)
+    model = torch.nn.Linear(2, 1).to(device)
+    assert model(x.unsqueeze(0)).device.type == "xla"
+    assert model.weight.device.type == "cpu"

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TextIO, TypedDict
 
 import torch_xla
+from torch_xla._internal import device as _device
 from torch_xla._internal import link
 from torch_xla._internal import tensors as _t
 from torch_xla.debug import metrics as _metrics
@@ -138,9 +139,10 @@ def unlazy(tensors: list[Any]) -> None:
 
 
 def is_xla_tensor(tensor: Any) -> bool:
-    """Is ``tensor`` on the XLA device? The shim's device is the CPU, so every CPU tensor is
-    (see docs/reference/shim.md): the real test is ``tensor.device.type == 'xla'``, which, like this one,
-    does not start the runtime (a launcher that asks stays a launcher)."""
+    """Is ``tensor`` on the XLA device? The real test is ``tensor.device.type == 'xla'``; here
+    a CPU tensor is too, since a module's parameters moved with ``Module.to`` keep reading
+    ``cpu`` (see docs/reference/shim.md). Like the real one, it does not start the runtime
+    (a launcher that asks stays a launcher)."""
     return tensor.device.type in ("xla", "cpu")
 
 
@@ -618,7 +620,7 @@ def send_cpu_data_to_device(datas: Any, device: Any, input_sharding: Any = None)
         # New device tensors: another buffer, outside the autograd graph, as on a TPU.
         start = time.perf_counter_ns()
         with tt.no_grad():
-            moved = [t.detach().clone() for t in tensors]
+            moved = [_device.on_device(t.detach().clone()) for t in tensors]
         _metrics._transfer("to", tensors, time.perf_counter_ns() - start)
         return moved
 
