@@ -60,7 +60,9 @@ def _where(f):  # noqa: ANN001, ANN202 - a click decorator stack
         click.option("--python", "python", default=None,
                      help="The workers' Python. Default: the environment harness pod setup "
                           "made where every worker has one, else python3 (a local pod that is "
-                          "not --bare: this one)."),
+                          "not --bare: this one). A local pod's workers run this interpreter "
+                          "(a 3.10 one, as a TPU VM's); --bare: their image is made from it, "
+                          "and --setup installs its environment's packages, not this one's."),
         click.option("--connect-timeout", default=30.0, show_default=True,
                      type=click.FloatRange(1, 600), help="Seconds each worker has to answer."),
         click.option("--keepalive", default=10.0, show_default=True,
@@ -143,16 +145,25 @@ def _opened(opts: dict[str, Any], run_dir: Path, share: tuple[Path, ...] = (),
     from harness.pod.controller import PodInfo
     from harness.pod.local import LocalPod, LocalPodError
 
+    theirs = _local_python(opts)
     wheelhouse = None
     if setup_wanted:
         from harness.pod import wheelhouse as houses
 
-        click.echo("making the wheelhouse of this environment (once per set of versions)",
-                   err=True)
-        wheelhouse = houses.build(houses.default_dir())
+        if theirs is None:
+            click.echo("making the wheelhouse of this environment (once per set of versions)",
+                       err=True)
+            wheelhouse = houses.build(houses.default_dir())
+        else:  # never this controller's wheels: they are built for its own Python
+            click.echo(f"making the wheelhouse of {theirs.executable}'s environment "
+                       f"({theirs.name}; once per set of versions)", err=True)
+            try:
+                wheelhouse = houses.build_for(theirs.executable, theirs.version)
+            except houses.WheelhouseError as exc:
+                raise click.BadParameter(str(exc), param_hint="'--python'") from None
         share = (*share, wheelhouse)
     disks = Path(opts["disks"]).resolve() if opts["disks"] else run_dir / "pod-disks"
-    local_pod = LocalPod(local, disks, share=share, bare=opts["bare"],
+    local_pod = LocalPod(local, disks, share=share, bare=opts["bare"], python=theirs,
                          mounts=tuple((Path(m.path), m.kind == "ro") for m in mounts))
     try:
         try:
@@ -165,15 +176,32 @@ def _opened(opts: dict[str, Any], run_dir: Path, share: tuple[Path, ...] = (),
         ssh = SshOptions(key=str(local_pod.client_key), known_hosts=str(local_pod.known_hosts),
                          connect_timeout=opts["connect_timeout"],
                          keepalive_interval=opts["keepalive"])
-        python = opts["python"] or (None if opts["bare"] else sys.executable)
+        # a bare pod's cells run with what its setup made, from the image (--python's)
+        python = None if opts["bare"] else str(theirs.executable) if theirs else sys.executable
         replay = ("harness", "pod", "run", "--local", str(local),
                   *(("--chips", str(chips)) if chips else ()),
+                  *(("--python", str(opts["python"])) if theirs else ()),
                   *(("--bare", "--setup") if opts["bare"] else ()))
         yield _Where(workers, info, ssh, python, replay, local_pod, wheelhouse)
     finally:
         local_pod.stop()
         if not opts["keep_disks"] and not opts["disks"]:
             local_pod.remove()
+
+
+def _local_python(opts: dict[str, Any]) -> Any:
+    """A local pod's ``--python``: the interpreter its workers run, asked what it is (once:
+    the commands call this before they make anything, so a bad one leaves nothing)."""
+    if opts["local"] is None or opts["python"] is None:
+        return None
+    if "worker_python" not in opts:
+        from harness.pod.local import LocalPodError, worker_python
+
+        try:
+            opts["worker_python"] = worker_python(opts["python"])
+        except LocalPodError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--python'") from None
+    return opts["worker_python"]
 
 
 def _setup_plan(where: _Where, torch_version: str | None, requirements: str | None) -> Any:
@@ -262,6 +290,7 @@ def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: 
     scenario_list = common.scenarios_from(scenarios, data, config_file)
     target_list = common.targets_from(targets, workload, checker, data, config_file)
     files = common.report_formats(formats)
+    _local_python(where_opts)
     run_dir = common.new_run_dir(report_dir)
     echo = (lambda line: click.echo(line, err=True)) if verbose else None
 
@@ -343,6 +372,7 @@ def setup_command(torch_version: str | None, requirements: str | None, log_dir: 
     from harness.pod.controller import Pod, PodFailure
 
     common.need("asyncssh")
+    _local_python(where_opts)
     logs = Path(log_dir)
     try:
         logs.mkdir(parents=True, exist_ok=True)

@@ -72,6 +72,9 @@ class LocalPod:
     #: the pod's own mounts (``--mount``): this machine's directory at the same path on every
     #: worker, read-only (a data disk) or shared read-write (a shared filesystem)
     mounts: tuple[tuple[Path, bool], ...] = ()
+    #: the workers' own interpreter (``--python``), where it is not this one: kept reachable
+    #: on every worker as the controller's is; a bare pod's image is made from it
+    python: WorkerPython | None = None
     user: str = field(default_factory=lambda: _user())
     local: list[LocalWorker] = field(default_factory=list)
 
@@ -115,7 +118,7 @@ class LocalPod:
         keys = self.root / "keys"
         image = self._make_image() if self.bare else None
         share = self.share + ((image,) if image is not None else ()) + \
-            tuple(path for path, _ in self.mounts)
+            tuple(path for path, _ in self.mounts) + (self.python.kept if self.python else ())
         for i in range(self.size):
             disk = self.root / f"worker-{i}"
             for sub in ("tmp", "shm", "home", "srv"):
@@ -167,7 +170,8 @@ class LocalPod:
         image = self.root / "image"
         python = image / "bin" / "python3"
         if not python.exists():
-            base = Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+            base = self.python.base if self.python is not None else \
+                Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
             made = subprocess.run([str(base if base.exists() else sys.executable), "-m", "venv",
                                    "--without-pip", str(image)], capture_output=True, text=True,
                                   timeout=120)
@@ -217,6 +221,55 @@ class LocalPod:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+@dataclass(frozen=True)
+class WorkerPython:
+    """An interpreter the local pod's workers run instead of this one (``--python``)."""
+
+    executable: Path
+    version: tuple[int, int]
+    #: its environment and the installation under it: bound on every worker where they
+    #: live under the machine's /tmp (each worker's /tmp is its own)
+    kept: tuple[Path, ...]
+    #: the installation's own interpreter: a bare pod's image is a virtualenv of it
+    base: Path
+
+    @property
+    def name(self) -> str:
+        return f"Python {self.version[0]}.{self.version[1]}"
+
+
+#: What ``WorkerPython.of`` asks the interpreter: its version, environment and installation.
+_DESCRIBE = ("import json, os, sys; print(json.dumps({'version': list(sys.version_info[:2]), "
+             "'prefixes': [os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, "
+             "os.path.dirname(sys.executable))], 'base': os.path.join(sys.base_prefix, 'bin', "
+             "'python%d.%d' % sys.version_info[:2])}))")
+
+
+def worker_python(path: str | os.PathLike[str]) -> WorkerPython:
+    """``path`` as the workers' interpreter, asked what it is; a LocalPodError that names
+    the path when it is no Python the harness runs on (3.10 or newer)."""
+    import json
+
+    where = Path(os.path.abspath(path))
+    if not os.access(where, os.X_OK) or where.is_dir():
+        raise LocalPodError(f"--python {path}: no such executable")
+    try:
+        said = subprocess.run([str(where), "-c", _DESCRIBE], capture_output=True, text=True,
+                              timeout=60, stdin=subprocess.DEVNULL)
+        about = json.loads(said.stdout) if said.returncode == 0 else None
+    except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+        raise LocalPodError(f"--python {path}: it did not run as a Python: {exc}") from None
+    if about is None:
+        raise LocalPodError(f"--python {path}: it did not run as a Python (exit "
+                            f"{said.returncode}): {said.stderr.strip()[-300:]}")
+    version = tuple(about["version"])
+    if version < (3, 10):
+        raise LocalPodError(f"--python {path} is Python {version[0]}.{version[1]}: the harness "
+                            "runs on 3.10 or newer (a TPU VM's image has 3.10)")
+    return WorkerPython(where, (version[0], version[1]),
+                        tuple(dict.fromkeys(Path(p) for p in about["prefixes"])), Path(about["base"]))
 
 
 def _user() -> str:

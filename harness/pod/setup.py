@@ -123,10 +123,13 @@ def for_tpu(torch_version: str = TORCH_XLA_VERSION, user: Iterable[str] = ()) ->
 
 
 def for_wheelhouse(house: Path, user: Iterable[str] = ()) -> SetupPlan:
-    """A local pod's plan: this machine's torch and packages, from its own wheels only."""
+    """A local pod's plan: the torch and packages of the environment the house was packed
+    from (this machine's, or the workers' own Python's), from its wheels only."""
     import importlib.metadata as metadata
 
-    torch = metadata.version("torch")
+    from harness.pod.wheelhouse import version_in
+
+    torch = version_in(house, "torch") or metadata.version("torch")
     return SetupPlan((f"torch=={torch}", *HARNESS_REQUIREMENTS, *user),
                      find_links=(str(house),), no_index=True, tpu=False)
 

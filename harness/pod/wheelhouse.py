@@ -17,6 +17,7 @@ import os
 import posixpath
 import re
 import shutil
+import sys
 import zipfile
 from pathlib import Path
 
@@ -51,15 +52,43 @@ def key(dists: dict[str, metadata.Distribution]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def default_dir() -> Path:
-    """``$HARNESS_CACHE_DIR/wheelhouse``, else ``~/.cache/harness/wheelhouse``."""
-    import os
-
+def default_dir(version: tuple[int, int] | None = None) -> Path:
+    """``$HARNESS_CACHE_DIR/wheelhouse/pyX.Y``, else ``~/.cache/harness/wheelhouse/pyX.Y``:
+    one place per Python (``version``, default this one's), since a wheel built for one
+    (``cp311``) is not for another."""
+    major, minor = version or sys.version_info[:2]
     root = os.environ.get("HARNESS_CACHE_DIR")
     if root:
-        return Path(root).resolve() / "wheelhouse"
+        return Path(root).resolve() / "wheelhouse" / f"py{major}.{minor}"
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    return Path(cache) / "harness" / "wheelhouse"
+    return Path(cache) / "harness" / "wheelhouse" / f"py{major}.{minor}"
+
+
+def build_for(python: Path, version: tuple[int, int]) -> Path:
+    """The wheelhouse of another interpreter's environment (the local pod's ``--python``),
+    built by that interpreter, running this harness's own copy of this module."""
+    import subprocess
+
+    here = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get(
+        "PYTHONPATH")]))}
+    done = subprocess.run([str(python), "-m", "harness.pod.wheelhouse", str(default_dir(version))],
+                          capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL,
+                          timeout=3600)
+    if done.returncode != 0 or not done.stdout.strip():
+        raise WheelhouseError(f"{python} could not pack its own environment into wheels: "
+                              f"{(done.stderr or done.stdout).strip()[-400:]}")
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
+def version_in(house: Path, name: str) -> str | None:
+    """The version of ``name`` a built house holds (its ``.complete`` list), if any."""
+    try:
+        lines = (Path(house) / ".complete").read_text().splitlines()
+    except OSError:
+        return None
+    return next((line.split("==", 1)[1] for line in lines
+                 if line.split("==", 1)[0] == normalize(name) and "==" in line), None)
 
 
 def build(dest: Path) -> Path:
@@ -175,3 +204,16 @@ def _write(zf: zipfile.ZipFile, arcname: str, path: Path) -> tuple[str, str, int
             size += len(chunk)
     h = base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
     return arcname, h, size
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m harness.pod.wheelhouse DEST``: build this interpreter's house under DEST
+    and print where it is (what ``build_for`` runs in another interpreter)."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        sys.exit("usage: python -m harness.pod.wheelhouse DEST")
+    print(build(Path(args[0])))
+
+
+if __name__ == "__main__":
+    main()

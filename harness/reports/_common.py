@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from harness.history import ranks_phrase
 from harness.runner.cells import Cell, Matrix
 from harness.vocabulary import (
     EXPECTABLE_OUTCOMES,
@@ -90,10 +91,26 @@ def workload_grids(matrix: Matrix) -> list[tuple[str, list[str], list[str]]]:
             for w, (ss, ts) in groups.items()]
 
 
-def isolation_text(matrix: Matrix) -> str:
-    """``, kernel isolation``: what every report's heading adds ("" when no cell says, and
-    on a pod, whose workers are real machines)."""
-    return f", {matrix.isolation} isolation" if matrix.isolation and matrix.mode != "pod" else ""
+#: A pod worker's versions a heading names, in this order (``pod.stacks``' keys).
+_STACK_NAMES = (("python", "Python"), ("torch", "torch"), ("torch_xla", "torch_xla"))
+
+
+def setting_text(matrix: Matrix) -> str:
+    """What every report's heading adds about where the cells ran: ``, kernel isolation``
+    in the simulator; on a pod, each worker's Python and torch (``, Python 3.10.13, torch
+    2.9.0 on workers 0-1``), since a pod's workers are machines of their own. "" when no
+    cell or worker says."""
+    if matrix.mode != "pod":
+        return f", {matrix.isolation} isolation" if matrix.isolation else ""
+    stacks = (matrix.pod or {}).get("stacks") or {}
+    groups: dict[str, list[int]] = {}
+    for worker, versions in stacks.items():
+        said = ", ".join(f"{name} {versions[key]}" for key, name in _STACK_NAMES
+                         if isinstance(versions, dict) and versions.get(key))
+        if said and str(worker).isdigit():
+            groups.setdefault(said, []).append(int(worker))
+    return "".join(f", {said} on {ranks_phrase(workers, 'worker')}"
+                   for said, workers in groups.items())
 
 
 def needs_attention(cell: Cell) -> bool:

@@ -20,7 +20,6 @@ from harness.reports._common import (
     attention_cells,
     cell_name,
     event_message,
-    isolation_text,
     marker,
     ms,
     needs_attention,
@@ -28,6 +27,7 @@ from harness.reports._common import (
     seconds,
     seed_group,
     seeds_text,
+    setting_text,
     sorted_history,
     summary_parts,
     took,
@@ -93,7 +93,7 @@ def header(matrix: Matrix) -> str:
         f'in <b>{e(seconds(matrix.duration_s))}</b>'
         f' · {seeds_label} <b>{e(seeds_value)}</b>'
         f' · {e(matrix.created)} · harness {e(matrix.harness_version)}'
-        f'{e(isolation_text(matrix).replace(",", " ·", 1))}</p>'
+        f'{e(setting_text(matrix).replace(",", " ·", 1))}</p>'
         f'<div class="counts">{"".join(chips)}</div></div></header>'
     )
 

@@ -14,11 +14,11 @@ from harness.reports._common import (
     anchor,
     attention_cells,
     cell_name,
-    isolation_text,
     plural,
     seconds,
     seed_group,
     seeds_text,
+    setting_text,
     summary_parts,
     took,
     workload_grids,
@@ -142,7 +142,7 @@ def to_markdown(matrix: Matrix) -> str:
     lines = ["# harness matrix", "",
              f"{seeds_text(matrix)} · harness {text(matrix.harness_version)} · {text(matrix.created)} · "
              f"{plural(len(matrix.cells), 'cell')} in {seconds(matrix.duration_s)}"
-             f"{text(isolation_text(matrix))}", "",
+             f"{text(setting_text(matrix))}", "",
              f"**{counts}**" + (f" · {verdict_counts}" if verdict_counts else ""), ""]
     if not matrix.cells:
         return "\n".join(lines + ["The matrix is empty: no cell was run.", ""])

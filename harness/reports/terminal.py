@@ -20,12 +20,12 @@ from rich.text import Text
 
 from harness.reports._common import (
     attention_cells,
-    isolation_text,
     marker,
     plural,
     seconds,
     seed_group,
     seeds_text,
+    setting_text,
     summary_parts,
     took,
     workload_grids,
@@ -126,7 +126,7 @@ def summary_lines(matrix: Matrix) -> list[Text]:
     outcomes, verdicts = summary_parts(matrix)
     first = Text()
     first.append(plural(len(matrix.cells), "cell"), style="bold")
-    first.append(f" in {seconds(matrix.duration_s)} ({seeds_text(matrix)}{isolation_text(matrix)})")
+    first.append(f" in {seconds(matrix.duration_s)} ({seeds_text(matrix)}{setting_text(matrix)})")
     if outcomes:
         first.append(": " + ", ".join(f"{n} {o}" for o, n in outcomes))
     second = Text()

@@ -463,3 +463,51 @@ def test_ctrl_c_during_a_pod_cell_stops_it_on_every_host_and_exits_130(tmp_path:
     hosts = [json.loads(p.read_text()) for p in reports.glob(
         "2*/pod-disks/worker-*/home/.harness-pod/runs/*/cell-1/host-*.json")]
     assert sorted(h["ended"] for h in hosts) == ["stopped", "stopped"]
+
+
+# -- the workers' own Python (--python) ---------------------------------------------------------
+
+#: A Python 3.10 with the harness's packages and torch 2.9: the pods' stack (.ci/run names the
+#: one it makes for its 3.10 lane here).
+PY310 = os.environ.get("HARNESS_TEST_PY310")
+
+
+@pytest.mark.skipif(not PY310, reason="HARNESS_TEST_PY310 names no Python 3.10 with the "
+                    "harness's packages (.ci/run sets it to its 3.10 environment)")
+def test_a_local_pod_on_the_pods_python_gives_the_simulators_outcomes(tmp_path: Path) -> None:
+    """A 3.10 worker under this (newer) controller: the same cells as the simulator, and
+    the report says which Python each worker ran."""
+    cells = ["--scenario", "isolated-tmp", "--target", "naive-sync", "--target", "robust-sync",
+             "--format", "json"]
+    # the machine's time: a bound, so a stuck run fails the test instead of hanging it
+    pod = run_cli("pod", "run", "--local", "2", "--python", PY310, *cells, "--report-dir",
+                  str(tmp_path / "pod"), cwd=tmp_path, timeout=300)
+    sim = run_cli("run", "-t", "2x1", *cells, "--report-dir", str(tmp_path / "sim"), cwd=tmp_path)
+    assert pod.returncode == sim.returncode == 0, pod.stdout + pod.stderr  # naive-sync: known
+    diff = run_cli("diff", str(tmp_path / "sim" / "latest" / "matrix.json"),
+                   str(tmp_path / "pod" / "latest" / "matrix.json"), cwd=tmp_path)
+    assert diff.returncode == 0, diff.stdout + diff.stderr
+    data = json.loads((tmp_path / "pod" / "latest" / "matrix.json").read_text())
+    versions = {w: s["python"] for w, s in data["pod"]["stacks"].items()}
+    assert sorted(versions) == ["0", "1"] and all(v.startswith("3.10.") for v in versions.values())
+    assert data["pod"]["python"] == PY310
+    assert f"Python {versions['0']}, torch " in pod.stdout and " on workers 0-1)" in pod.stdout
+    naive = next(c for c in data["cells"] if c["target"] == "naive-sync")
+    assert (naive["outcome"], naive["verdict"]) == ("ERROR", "known")
+    assert f"--python {PY310} " in naive["replay"]
+
+
+def test_a_workers_python_that_is_not_one_is_a_usage_error_naming_it(tmp_path: Path) -> None:
+    missing = run_cli("pod", "run", "--local", "2", "--python", str(tmp_path / "nope"),
+                      "-s", "isolated-tmp", "-T", "naive-sync", cwd=tmp_path)
+    assert missing.returncode == 2, missing.stdout + missing.stderr
+    assert f"--python {tmp_path / 'nope'}: no such executable" in missing.stderr
+    old = tmp_path / "python3.9"  # says what a 3.9 says of itself
+    old.write_text('#!/bin/sh\necho \'{"version": [3, 9], "prefixes": ["/usr"], '
+                   '"base": "/usr/bin/python3.9"}\'\n')
+    old.chmod(0o755)
+    refused = run_cli("pod", "run", "--local", "2", "--python", str(old), "-s", "isolated-tmp",
+                      "-T", "naive-sync", cwd=tmp_path)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert f"--python {old} is Python 3.9: the harness runs on 3.10 or newer" in refused.stderr
+    assert not (tmp_path / "reports").exists()  # refused before anything was made

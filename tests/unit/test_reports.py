@@ -467,6 +467,24 @@ def test_one_cell_is_one_cell_and_a_pods_workers_have_no_isolation_mode(matrix: 
     assert "(seed 7)" in render_terminal_text(on_pod, width=100)  # real machines: no mode
 
 
+def test_a_pods_heading_names_each_workers_python_and_torch(matrix: Matrix) -> None:
+    """The pods' stack is the point of a pod run: every format's heading says what each
+    worker ran, workers that agree named together."""
+    import dataclasses
+
+    stacks = {"0": {"python": "3.10.13", "torch": "2.9.0"}, "1": {"python": "3.10.13", "torch": "2.9.0"},
+              "2": {"python": "3.11.7", "torch": "2.9.0", "torch_xla": "2.9.0"}, "x": "junk"}
+    on_pod = dataclasses.replace(matrix, mode="pod", pod={"name": "p", "stacks": stacks})
+    said = ("Python 3.10.13, torch 2.9.0 on workers 0-1, Python 3.11.7, torch 2.9.0, torch_xla "
+            "2.9.0 on worker 2")
+    assert f"(seed 7, {said})" in render_terminal_text(on_pod, width=300)
+    assert f" · 7 cells in 6.50 s, {said}\n" in to_markdown(on_pod)
+    assert f"seed <b>7</b> · 2026-05-09T12:00:00+00:00 · harness 0.1.0 · {said}</p>" in \
+        to_html(on_pod)
+    bare = dataclasses.replace(on_pod, pod={"name": "p"})  # an older report: no stacks
+    assert "(seed 7)" in render_terminal_text(bare, width=300)
+
+
 def test_a_ranks_stderr_is_shown_without_the_tracebacks_shown_apart():
     from harness.reports.diagnosis import without_tracebacks
 

@@ -95,3 +95,18 @@ def test_a_workers_answer_is_read_from_its_last_line_and_a_failure_from_its_reas
         "pip failed 3 times; it said: ERROR: x"
     assert failure_of("", "sh: 1: cannot open setup.sh\n") == \
         "the setup script failed: sh: 1: cannot open setup.sh"
+
+
+def test_a_house_packed_from_the_workers_python_installs_its_own_torch(tmp_path: Path):
+    """A bare pod on another Python (``--python``) is set up from that Python's own house:
+    its torch, not this controller's, and a house apart per Python (cp310 is not cp311)."""
+    from harness.pod import wheelhouse
+
+    house = tmp_path / "house"
+    house.mkdir()
+    (house / ".complete").write_text("numpy==2.2.6\ntorch==2.9.0\n")
+    assert "torch==2.9.0" in setup.for_wheelhouse(house).text.splitlines()
+    assert wheelhouse.version_in(house, "Torch") == "2.9.0"
+    assert wheelhouse.version_in(house, "jax") is None and wheelhouse.version_in(tmp_path, "torch") is None
+    assert wheelhouse.default_dir((3, 10)).name == "py3.10"
+    assert wheelhouse.default_dir((3, 10)).parent == wheelhouse.default_dir().parent
