@@ -120,7 +120,12 @@ CAUSES: tuple[tuple[str, str], ...] = (
 
 #: A cause known from a diagnosis for a failure whose first error line does not say it:
 #: used only when no pattern of CAUSES matches.
-FILE_CAUSES: dict[str, str] = {}
+FILE_CAUSES: dict[str, str] = {
+    "test/test_mp_save.py":
+        "shim: a device's random numbers come from the rank's CPU generator, seeded per "
+        "process as a fresh one is; torch_xla 2.9's device generator starts from one seed on "
+        "every device, so each host's master saves the same tensors (a listed departure)",
+}
 
 PASSED, AS_2_9, SKIPPED, FAILED, HANG = "pass", "as 2.9", "skipped", "fail", "hang"
 _SUMMARY = re.compile(r"^(PASS|FAIL|ERROR|HANG|CRASH): (.*)$", re.M)

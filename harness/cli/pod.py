@@ -161,6 +161,11 @@ def _opened(opts: dict[str, Any], run_dir: Path, share: tuple[Path, ...] = (),
                 wheelhouse = houses.build_for(theirs.executable, theirs.version)
             except houses.WheelhouseError as exc:
                 raise click.BadParameter(str(exc), param_hint="'--python'") from None
+            if houses.version_in(wheelhouse, "torch") is None:
+                raise click.BadParameter(
+                    f"{theirs.executable}'s environment has no torch to install on the "
+                    f"workers: install the one they should run there first ({theirs.executable} "
+                    "-m pip install torch==2.9.0)", param_hint="'--python'")
         share = (*share, wheelhouse)
     disks = Path(opts["disks"]).resolve() if opts["disks"] else run_dir / "pod-disks"
     local_pod = LocalPod(local, disks, share=share, bare=opts["bare"], python=theirs,

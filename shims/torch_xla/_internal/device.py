@@ -27,6 +27,8 @@ import time
 import warnings
 from typing import Any
 
+from torch_xla._internal.imports import when_imported
+
 _device: Any = None  # torch.device("xla", 0), once installed
 _tensor_type: Any = None  # the XlaTensor class
 _library: Any = None  # the XLA kernels' registration: kept alive while the process runs
@@ -173,7 +175,18 @@ def _tensor_class() -> Any:
         library.impl("empty.memory_format", empty, "XLA")
         library.impl("empty_strided", empty_strided, "XLA")
     _tensor_type, _library = XlaTensor, library
+    when_imported("torch._functorch._aot_autograd.runtime_wrappers", _plain_to_aot_autograd)
     return XlaTensor
+
+
+def _plain_to_aot_autograd(module: Any) -> None:
+    """torch 2.13's compiled graphs check, on their first run, that a custom op's inputs
+    are tensors of the types they know, and refuse any other subclass: a device tensor is
+    a plain CPU tensor underneath, and the shim's collectives are custom ops
+    (``torch.compile(backend='openxla')`` of ``xm.all_gather``)."""
+    handled = getattr(module, "HANDLED_TYPES", None)
+    if isinstance(handled, tuple) and _tensor_type not in handled:
+        module.HANDLED_TYPES = (*handled, _tensor_type)
 
 
 def uninstall() -> None:
