@@ -184,7 +184,13 @@ def compiled() -> dict[str, Any]:
     out = compiled_fn(torch.full((2,), float(me)))
     out2 = compiled_fn(torch.full((2,), float(me + 1)))
     gathered = compiled_gather(torch.full((1,), float(me)))
+    import torch_xla
+
+    # on the device, as upstream's test_mp_all_gather compiles it (torch 2.13 checked a
+    # custom op's inputs on a graph's first run and refused the device's tensor class)
+    on_device = compiled_gather(torch.full((1,), float(me), device=torch_xla.device()))
     return {"out": out.tolist(), "out2": out2.tolist(), "gathered": gathered.tolist(),
+            "on_device": on_device.cpu().tolist(),
             "extracted": (met.counter_value("DynamoExtractCompiledGraph") or 0) > 0, "n": n,
             "executed": (met.metric_data("ExecuteTime") or [0])[0]}
 
