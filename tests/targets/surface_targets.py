@@ -249,3 +249,22 @@ def reduce_gradients() -> dict[str, Any]:
         obs[name] = ([p.grad.tolist() for p in params],
                      (met.counter_value("xla::AllReduceInPlace") or 0) - before)
     return obs
+
+
+def device_collectives() -> dict[str, Any]:
+    """What each collective gives for a device tensor: a device tensor, as torch_xla 2.9's."""
+    import torch_xla
+    import torch_xla.core.xla_model as xm
+    import torch_xla.runtime as xr
+
+    n, me = xr.world_size(), xr.global_ordinal()
+    x = torch.full((n, 2), float(me), device=torch_xla.device())
+    made = {
+        "all_reduce": xm.all_reduce(xm.REDUCE_SUM, x),
+        "all_gather": xm.all_gather(x, dim=0),
+        "reduce_scatter": xm.reduce_scatter(xm.REDUCE_SUM, x, 1.0, 0, n),
+        "all_to_all": xm.all_to_all(x, 0, 0, n),
+        "collective_permute": xm.collective_permute(x, [[r, (r + 1) % n] for r in range(n)]),
+        "plain_all_reduce": xm.all_reduce(xm.REDUCE_SUM, torch.ones(2)),
+    }
+    return {name: [str(t.device), t.cpu().tolist()] for name, t in made.items()}

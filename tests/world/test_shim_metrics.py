@@ -150,6 +150,17 @@ def test_torch_compile_openxla_runs_collectives_eagerly(n):
         assert obs["executed"] == 4  # each run of a compiled graph is one execution
 
 
+def test_a_collective_of_device_tensors_gives_device_tensors():
+    for me, obs in enumerate(per_rank("device_collectives", 2)):
+        assert {name: device for name, (device, _) in obs.items()} == {
+            "all_reduce": "xla:0", "all_gather": "xla:0", "reduce_scatter": "xla:0",
+            "all_to_all": "xla:0", "collective_permute": "xla:0", "plain_all_reduce": "cpu"}
+        assert obs["all_reduce"][1] == [[1.0, 1.0]] * 2
+        assert obs["all_gather"][1] == [[0.0, 0.0]] * 2 + [[1.0, 1.0]] * 2
+        assert obs["reduce_scatter"][1] == [[1.0, 1.0]]
+        assert obs["collective_permute"][1] == [[float(1 - me)] * 2] * 2
+
+
 def test_eager_mode_counts_each_collective_as_an_executed_op():
     for obs in per_rank("eager_collectives", 2):
         assert obs["counts"] == [0, 1]

@@ -54,6 +54,15 @@ def on_device(t: Any) -> Any:
     return t.as_subclass(tensor_type())
 
 
+def like(source: Any, result: Any) -> Any:
+    """``result`` (a new CPU tensor a collective made) on the device when ``source`` is: a
+    collective of device tensors gives device tensors, as the real one does."""
+    kind = _tensor_type
+    if kind is not None and isinstance(source, kind) and not isinstance(result, kind):
+        return result.as_subclass(kind)
+    return result
+
+
 def _names_xla(value: Any) -> bool:
     if value is None:
         return False

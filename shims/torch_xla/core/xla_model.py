@@ -272,11 +272,12 @@ def all_reduce(reduce_type: str, inputs: Any, scale: float = 1.0,
         tt = _t.torch()
         results = [r.mul_(tt.tensor(scale, dtype=r.dtype)) for r in results]
     if single:
+        result = _device.like(inputs, results[0])
         # The real plain case goes through torch.ops._c10d_functional.all_reduce, which
         # autograd tracks; the scale/groups/unpinned case (_xla_all_reduce) does not.
         if inputs.requires_grad and scale == 1.0 and not groups and pin_layout:
-            results[0].requires_grad_(True)
-        return results[0]
+            result.requires_grad_(True)
+        return result
     for t, r in zip(tensors, results):
         t.data.copy_(r)
     return inputs
@@ -326,7 +327,7 @@ def all_gather(value: Any, dim: int = 0, groups: list[list[int]] | None = None,
             _, data = link.collective("all_gather", "gather", _t.to_bytes(value), tensors=[meta],
                                       dim=dim, groups=_plain_groups(groups))
         chunks = _t.unpack(data, [meta] * len(group))
-        result = _t.torch().cat(chunks, dim=dim)
+        result = _device.like(value, _t.torch().cat(chunks, dim=dim))
     if output is not None:
         _write_out(output, result)
         return output
@@ -381,7 +382,8 @@ def reduce_scatter(reduce_type: str, input: Any, scale: float, scatter_dim: int,
         reduced = _t.unpack(data, [meta])[0]
     if scale != 1.0:
         reduced = reduced.mul_(_t.torch().tensor(scale, dtype=reduced.dtype))
-    shard = reduced.chunk(shard_count, dim=scatter_dim)[group.index(link.ordinal())].clone()
+    shard = _device.like(input, reduced.chunk(shard_count, dim=scatter_dim)[
+        group.index(link.ordinal())].clone())
     if output is not None:
         _write_out(output, shard)
         return output
@@ -413,7 +415,7 @@ def all_to_all(value: Any, split_dimension: int, concat_dimension: int, split_co
                                   concat_dimension=concat_dimension)
     peers = _t.unpack(data, [meta] * len(group))
     pieces = [p.chunk(split_count, dim=split_dimension)[me] for p in peers]
-    return _t.torch().cat(pieces, dim=concat_dimension)
+    return _device.like(value, _t.torch().cat(pieces, dim=concat_dimension))
 
 
 def collective_permute(value: Any, pairs: list[list[int]]) -> Any:
@@ -432,7 +434,7 @@ def collective_permute(value: Any, pairs: list[list[int]]) -> Any:
                                    tensors=[meta], pairs=[list(p) for p in pairs])
     if header.get("none"):
         return _t.torch().zeros_like(value)
-    return _t.unpack(data, [meta])[0].clone()
+    return _device.like(value, _t.unpack(data, [meta])[0].clone())
 
 
 def collective_broadcast(tensors: list[Any], root_ordinal: int = 0,
