@@ -121,6 +121,9 @@ CAUSES: tuple[tuple[str, str], ...] = (
 #: A cause known from a diagnosis for a failure whose first error line does not say it:
 #: used only when no pattern of CAUSES matches.
 FILE_CAUSES: dict[str, str] = {
+    "test/pjrt/test_runtime_multi_cpu.py":
+        "shim: PJRT's CPU client (PJRT_DEVICE=CPU, CPU_NUM_DEVICES=4 processes) is not "
+        "modelled: the world's topology decides how many processes run",
     "test/test_mp_save.py":
         "shim: a device's random numbers come from the rank's CPU generator, seeded per "
         "process as a fresh one is; torch_xla 2.9's device generator starts from one seed on "

@@ -48,7 +48,15 @@ def _register_ops(_module: object) -> None:
     import torch_xla._internal.ops  # noqa: F401 - the collectives as ops, for torch.compile
 
 
+def _register_device(_module: object) -> None:
+    from torch_xla._internal import device as _device
+
+    _device.install()  # torch.ones(1, device='xla') works before anyone asks for the device
+
+
 def _hooks() -> None:
+    # The real package registers its XLA backend's kernels on import: the shim with torch
+    _when_imported("torch", _register_device)
     _when_imported("torch.distributed", _register_xla_backend)
     # torch.compile traces the collectives as ops (see _internal/ops.py): registered when
     # dynamo is first imported (torch.compile imports it), not with torch, which many ranks

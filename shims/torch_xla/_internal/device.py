@@ -115,6 +115,12 @@ def install() -> None:
     def to(self: Any, *args: Any, **kwargs: Any) -> Any:
         where = _target(args, kwargs)
         on = isinstance(self, XlaTensor)
+        if _names_xla(where) and torch.compiler.is_compiling():
+            # dynamo's fake tensors cannot become device tensors: the traced graph moves
+            # to the CPU the device computes on (the compiled graph runs eagerly, see
+            # core/dynamo_bridge.py)
+            args, kwargs = _cpu_args(args, kwargs, cpu)
+            return real(self, *args, **kwargs)
         if _names_xla(where):
             args, kwargs = _cpu_args(args, kwargs, cpu)
             if on and not kwargs.get("copy"):  # already there: the real one returns it
@@ -152,7 +158,9 @@ def _tensor_class() -> Any:
 
         @property
         def device(self) -> Any:  # type: ignore[override]
-            return xla
+            # dynamo's fake copy of a device tensor must be one torch can compute on: under
+            # torch.compile the device is the CPU it is (the graph runs eagerly there)
+            return cpu if torch.compiler.is_compiling() else xla
 
         def cpu(self, memory_format: Any = torch.preserve_format) -> Any:  # type: ignore[override]
             return self.to(cpu, memory_format=memory_format)
