@@ -84,8 +84,8 @@ class Epoch:
     def examples(self, samples: Collection[int], also: Mapping[int, str] | None = None) -> str:
         """A few of ``samples``, named: ids, or (content) their place in the reference
         epoch and what they hold (``also``: names the ranks gave, for samples outside it)."""
-        if not self.by_content:
-            shown = sorted(samples)
+        if not self.by_content:  # ints, then the strings a loader's dropped_ids may hold
+            shown = sorted(samples, key=lambda i: (isinstance(i, str), i))
             return ", ".join(map(str, shown[:_EXAMPLES])) + (", ..." if len(shown) > _EXAMPLES else "")
         order = {i: n for n, i in enumerate(self.names)}
         shown = sorted(samples, key=lambda i: (order.get(i, len(order)), i))
@@ -215,8 +215,9 @@ def check_values(values: dict[int, Any], epoch: Epoch) -> Judgement:
     reported = None
     for value in values.values():
         dropped = value.get("dropped") if isinstance(value, dict) else None
-        if isinstance(dropped, (list, tuple)):
-            reported = (reported or set()) | {int(i) for i in dropped}
+        if isinstance(dropped, (list, tuple)):  # ints, or strings a loader names them by
+            reported = (reported or set()) | {int(i) if isinstance(i, Integral) else str(i)
+                                              for i in dropped}
     if n_missing > epoch.droppable:
         problems.append(
             f"{n_missing} of {epoch.size} samples never read by any rank (e.g. "

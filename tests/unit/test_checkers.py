@@ -350,3 +350,31 @@ def test_exactly_once_judges_the_same_whatever_the_rank_order(data):
                                         topology=f"{n}x1"), {r: r for r in range(n)})
 
     _same_judgement_in_any_order(judge, specs, order)
+
+
+def test_dropped_ids_may_be_any_ids_a_loader_names_its_samples_by():
+    """A loader that calls its samples "doc0053" reports them so; the contract says what it
+    takes, and the checker compares without raising (issue 44: int() crashed every rank)."""
+    import numpy as np
+    import pytest
+
+    from harness.workloads.data_sharding.adapter import ContractError, dropped_ids
+
+    assert dropped_ids(["doc0053", np.int64(4), 7]) == ["doc0053", 4, 7]
+    assert dropped_ids(()) == []
+    for bad, said in ((["doc1", 3.5], "holds 3.5 (a float)"), ("doc1", "is 'doc1' (a str)"),
+                      (5, "is 5 (a int)"), ([None], "holds None (a NoneType)")):
+        with pytest.raises(ContractError, match=r"dropped_ids " + said.replace("(", r"\(")
+                           .replace(")", r"\)") + r": the data-sharding contract"):
+            dropped_ids(bad)
+    # 10 samples in global batches of 4: 8 and 9 are the remainder; "doc9" is not a sample
+    epoch = sharding.Epoch(frozenset(range(10)), global_batch_size=4)
+    ranks = [rank(0, PASS, {**loader([0, 1], [2, 3]), "dropped": [8, "doc9"]}),
+             rank(1, PASS, {**loader([4, 5], [6, 7]), "dropped": [8, "doc9"]})]
+    judged = sharding.check(world(ranks), epoch)
+    assert judged.outcome == FAIL
+    assert "1 never read and not reported as dropped (e.g. 9)" in judged.detail
+    assert "1 reported as dropped but read or not in the data (e.g. doc9)" in judged.detail
+    told = [rank(0, PASS, {**loader([0, 1], [2, 3]), "dropped": [8, 9]}),
+            rank(1, PASS, {**loader([4, 5], [6, 7]), "dropped": [8, 9]})]
+    assert sharding.check(world(told), epoch).outcome == PASS

@@ -242,8 +242,8 @@ def run_loader(factory: Callable[..., Any], inputs: dict[str, Any]) -> dict[str,
             train_step(ids)
         passes.append(batches)
         reported = getattr(loader, "dropped_ids", None)
-        if reported is not None:
-            dropped = [int(i) for i in reported]
+        if reported is not None and not identity.by_content:  # by content: ids mean nothing
+            dropped = dropped_ids(reported)
     out: dict[str, Any] = {"batches": passes[0], "restart": passes[1]}
     if dropped is not None and not identity.by_content:
         out["dropped"] = dropped
@@ -251,6 +251,29 @@ def run_loader(factory: Callable[..., Any], inputs: dict[str, Any]) -> dict[str,
         out["padding"] = identity.padding // 2  # counted over both passes
         out["names"] = {str(d): text for d, text in identity.names.items()}
     return out
+
+
+def dropped_ids(reported: Any) -> list[int | str]:
+    """A loader's ``dropped_ids`` as the checker compares them: ints (numpy's too) or
+    strings, whatever the loader calls its samples; a ContractError naming the value else."""
+    if isinstance(reported, (str, bytes)) or not isinstance(reported, Iterable):
+        raise ContractError(f"the loader's dropped_ids is {_shown(reported)}: the data-sharding "
+                            "contract takes a list of the sample ids it left out (ints or strings)")
+    out: list[int | str] = []
+    for i in reported:
+        if isinstance(i, Integral) and not isinstance(i, bool):
+            out.append(int(i))
+        elif isinstance(i, str):
+            out.append(i)
+        else:
+            raise ContractError(f"the loader's dropped_ids holds {_shown(i)}: the data-sharding "
+                                "contract's sample ids are ints or strings")
+    return out
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return f"{text[:60]}{'…' if len(text) > 60 else ''} (a {type(value).__name__})"
 
 
 def ids_function(target: Any) -> Callable[[Any], Any] | None:
