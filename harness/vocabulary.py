@@ -93,7 +93,8 @@ class ExitCode(enum.IntEnum):
     #: The pod failed, not the target: a cell it could not run (outcome INFRA: a worker
     #: unreachable, a key refused), or a cloud or local pod that could not be set up.
     POD_FAILED = 4
-    #: Interrupted by Ctrl-C: 128 + SIGINT, as a shell reports it.
+    #: Interrupted by Ctrl-C: 128 + SIGINT, as a shell reports it (SIGTERM and SIGHUP stop
+    #: a run alike and exit 143 and 129).
     INTERRUPTED = 130
 
 

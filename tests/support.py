@@ -85,12 +85,15 @@ def run_cli_here(*args: str, cwd: Path | str | None = None) -> subprocess.Comple
                                        done.stderr)
 
 
-def start_cli(*args: str, cwd: Path | str, env: dict[str, str] | None = None) -> subprocess.Popen:
-    """``harness ARGS`` started as at a terminal, to be interrupted: a shell's background job
-    (a CI step, say) starts with SIGINT ignored, and Python then installs no KeyboardInterrupt."""
+def start_cli(*args: str, cwd: Path | str, env: dict[str, str] | None = None,
+              sigint: Any = signal.SIG_DFL, group: bool = False) -> subprocess.Popen:
+    """``harness ARGS`` started as at a terminal, to be interrupted (``sigint``: how it
+    inherits SIGINT; a shell's background job, ``cmd &`` in a script, starts with it
+    ignored); ``group``: in a process group of its own, as a job a CI runner signals whole."""
     return subprocess.Popen([sys.executable, "-m", "harness", *args], cwd=cwd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, sigint),
+                            process_group=0 if group else None)
 
 
 def worlds_of(pid: int, ended: bool = False) -> list[str]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import sys
 import traceback
 from typing import NoReturn
@@ -21,6 +20,7 @@ from typing import NoReturn
 import click
 
 from harness import __version__
+from harness.cli import stop
 from harness.cli.catalog import list_command
 from harness.cli.exec import exec_command, render_world
 from harness.cli.explore import explore_command
@@ -60,24 +60,11 @@ for _command in (exec_command, list_command, run_command, replay_command, report
     cli.add_command(_command)
 
 
-def _interrupted(signum: int, frame: object) -> None:
-    """Ctrl-C: every world in flight is told to end (``ABORT``) before the KeyboardInterrupt
-    is raised, so the run ends even where that exception is swallowed on its way (a garbage
-    collector's callback running at that moment only prints it)."""
-    # Not imported, or still being imported (the signal came in the middle of it): no
-    # world to end yet.
-    abort = getattr(sys.modules.get("harness.world.world"), "ABORT", None)
-    if abort is not None:
-        abort.set()
-    raise KeyboardInterrupt
-
-
 def main() -> None:
     """Console-script entry: click's errors, Ctrl-C and the harness's own bugs mapped to
     their exit status (the group maps a ``HarnessError``); an internal error exits 3 with
     a short message, never a bare traceback."""
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not ignored
-        signal.signal(signal.SIGINT, _interrupted)
+    stop.install()  # Ctrl-C, SIGTERM and SIGHUP stop a run alike (harness/cli/stop.py)
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -87,7 +74,7 @@ def main() -> None:
         # worker threads are not waited for; the reaper ends what they started.
         click.echo("interrupted", err=True)
         sys.stderr.flush()
-        os._exit(ExitCode.INTERRUPTED)
+        os._exit(stop.status())
     except click.ClickException as exc:
         exc.message = printable(exc.message)  # a file name may be a target's: any bytes
         exc.show()

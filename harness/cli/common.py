@@ -7,11 +7,7 @@ what it runs, and ``harness --help`` for nothing.
 
 from __future__ import annotations
 
-import contextlib
-import signal
 import sys
-import threading
-from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -239,22 +235,6 @@ def print_paths(paths: dict[str, Any]) -> None:
         click.echo(f"{'text' if fmt == 'terminal' else fmt:>9}: {path}")
 
 
-@contextlib.contextmanager
-def reports_before_interrupts() -> Iterator[list[int]]:
-    """A Ctrl-C while a run's reports are written waits until they are: the run's results
-    are never lost to it. Yields a list that holds the signal if one came (the command then
-    exits 130 once the reports are out). In the main thread only, where signals arrive."""
-    held: list[int] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield held
-        return
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
-    try:
-        yield held
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def nothing_ran(plans: list[Any], seed: int) -> Matrix:
     """The matrix of a run the user stopped before its first cell: empty, interrupted, so
     that even then a report says what was planned and that nothing ran."""
@@ -272,7 +252,9 @@ def exit_for(matrix: Matrix, require_exercised: bool = False) -> None:
     """A run's exit status, the same for ``run`` and ``pod run``: Ctrl-C, then a pod that
     failed, then an unexpected cell."""
     if matrix.interrupted:
-        sys.exit(ExitCode.INTERRUPTED)
+        from harness.cli import stop
+
+        sys.exit(stop.status())
     if any(c.outcome == INFRA for c in matrix.cells):
         sys.exit(ExitCode.POD_FAILED)
     sys.exit(ExitCode.FAILED if matrix.failing(require_exercised) else ExitCode.OK)

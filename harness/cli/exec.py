@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from harness.cli import stop
 from harness.cli.common import styled
 from harness.cli.options import ISOLATION_OPTION, SEED_OPTION, TIMEOUT_HELP, Seconds, check_topology
 from harness.topology import PROFILES, TOPOLOGIES
@@ -148,7 +149,7 @@ def _write_reports(run_dir: Any, command: list[str], result: WorldResult, verdic
     created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     matrix = Matrix(cells=[cell], seed=seed, created=created, harness_version=__version__,
                     duration_s=result.duration_s)
-    with common.reports_before_interrupts():
+    with stop.held():
         paths = write_run(matrix, run_dir, [f for f in common.report_formats(formats)
                                             if f != "terminal"] or ["json"])
     common.print_paths(paths)

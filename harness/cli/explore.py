@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from harness.cli import common
+from harness.cli import common, stop
 from harness.cli.options import (
     CLUSTER,
     ISOLATION_OPTION,
@@ -145,7 +145,7 @@ def explore_command(target_spec: str, workload: str, base: str | None, budget: f
     else:
         click.echo(found.render(result, written), nl=False)
     if result.stopped == "interrupted":
-        sys.exit(ExitCode.INTERRUPTED)
+        sys.exit(stop.status())
     sys.exit(ExitCode.FAILED if written else ExitCode.OK)
 
 
@@ -221,7 +221,7 @@ def _crash_states(chosen: Any, workload: str, seed: int, jobs: int, out: Path, m
         raise click.BadParameter(str(exc), param_hint="'--workload'") from None
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
-        sys.exit(ExitCode.INTERRUPTED)
+        sys.exit(stop.status())
     write_scenarios(report, str(out))
     if made and not report.vulnerabilities:
         out.rmdir()

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from harness.cli import common
+from harness.cli import common, stop
 from harness.cli.options import REPORTS, SEED_OPTION, SELECTION, VERDICT, Duration, Seconds, options
 from harness.vocabulary import MAX_POD_TIMEOUT, POD_DEADLINE, ExitCode, plural
 
@@ -342,7 +342,7 @@ def run_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: 
                 matrix = infra_matrix(plans, failure, seed, pod, not_run)
         finally:
             pod.close()
-    with common.reports_before_interrupts():  # a Ctrl-C now waits for the reports
+    with stop.held():  # a Ctrl-C now waits for the reports
         paths = write_run(matrix, run_dir, [f for f in files if f != "terminal"] or ["json"])
     click.echo(f"pod {info.name}: {info.accelerator}, {plural(info.workers, 'worker')} x "
                f"{info.chips_per_worker} chip{'s' if info.chips_per_worker != 1 else ''} "

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from harness.cli import common
+from harness.cli import common, stop
 from harness.cli.options import CLUSTER, REPORTS, SELECTION, VERDICT, WORLD, options
 from harness.vocabulary import UNEXERCISED, UNEXPECTED, ExitCode, plural
 
@@ -80,12 +80,12 @@ def run_command(ctx: click.Context, scenarios: tuple[str, ...], targets: tuple[s
                                                   engine.run_matrix)
     except KeyboardInterrupt:  # before the run took charge of Ctrl-C: no cell ran
         matrix = common.nothing_ran(plans, seeds[0])
-    with common.reports_before_interrupts() as held:
+    with stop.held() as held:
         paths = write_run(matrix, run_dir, files) if run_dir else {}
     common.print_matrix(matrix, verbose)
     common.print_paths(paths)
     if held:
-        sys.exit(ExitCode.INTERRUPTED)
+        sys.exit(stop.status())
     common.exit_for(matrix, require_exercised)
 
 

@@ -280,27 +280,40 @@ def test_a_harness_killed_mid_run_leaves_no_process_and_no_world_directory(tmp_p
                 pass
 
 
-def test_ctrl_c_cancels_the_queue_ends_the_worlds_in_flight_and_writes_the_partial_matrix(
-        tmp_path):
+@pytest.mark.parametrize("sig, status, inherited, group", [
+    (signal.SIGINT, 130, signal.SIG_DFL, False),  # Ctrl-C
+    (signal.SIGTERM, 143, signal.SIG_DFL, True),  # a CI job's timeout, to its whole group
+    (signal.SIGHUP, 129, signal.SIG_DFL, False),  # the terminal closed
+    (signal.SIGINT, 130, signal.SIG_IGN, True),  # `cmd &` in a script, its group interrupted
+], ids=["ctrl-c", "sigterm-to-the-group", "sighup", "ignored-sigint-to-the-group"])
+def test_a_stop_signal_cancels_the_queue_ends_the_worlds_in_flight_and_writes_the_partial_matrix(
+        tmp_path, sig, status, inherited, group):
     """Before: the run went on with every queued cell, then printed "aborted", exit 1, and
-    wrote no report. Its cells take two minutes each: only an interrupted run ends in one."""
+    wrote no report; SIGTERM and SIGHUP left an empty report directory, and a SIGINT to the
+    group of a harness that inherited it ignored reported its ranks as crashed. Its cells
+    take two minutes each: only a stopped run ends in one."""
     reports = tmp_path / "reports"
     harness = start_cli("run", "-T", f"{TARGETS}:sleepy_sync", "-s", "baseline",
                         "-s", "divergent-slugs", "-s", "api-drift", "-j", "1", "--timeout", "300",
-                        "--report-dir", str(reports), "--format", "json", cwd=str(REPO))
+                        "--report-dir", str(reports), "--format", "json", cwd=str(REPO),
+                        sigint=inherited, group=group)
     try:
         deadline = time.monotonic() + 60  # until its first world is up
         while not worlds_of(harness.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert worlds_of(harness.pid), "no world started"
-        harness.send_signal(signal.SIGINT)
+        if group:
+            os.killpg(harness.pid, sig)
+        else:
+            harness.send_signal(sig)
         # the machine's time: a bound, so a stuck run fails the test instead of hanging it
         out, err = harness.communicate(timeout=60)
     finally:
         harness.kill()
-    assert harness.returncode == 130, err
+    assert harness.returncode == status, err
     summary = json.loads((reports / "latest" / "matrix.json").read_text())["summary"]
     assert summary["interrupted"] is True and summary["planned"] == 3
+    assert summary["outcomes"].get("CRASH", 0) == 0
     assert "interrupted:" in out
 
 
@@ -312,7 +325,7 @@ def test_a_ctrl_c_while_the_harness_still_imports_its_worlds_module_is_a_plain_i
     once in a soak of 16 rounds)."""
     import types
 
-    from harness.cli import _interrupted
+    from harness.cli.stop import stopped as _interrupted
 
     monkeypatch.setitem(sys.modules, "harness.world.world", types.ModuleType("harness.world.world"))
     with pytest.raises(KeyboardInterrupt):
@@ -324,7 +337,7 @@ def test_a_ctrl_c_whose_keyboardinterrupt_was_swallowed_still_ends_the_run():
     KeyboardInterrupt is swallowed on its way (a garbage collector's callback running just
     then prints "Exception ignored" and goes on: an explore run kept waiting two minutes),
     the world in flight still ends, and run_world raises it again in the main thread."""
-    from harness.cli import _interrupted
+    from harness.cli.stop import stopped as _interrupted
     from harness.world.world import ABORT
 
     try:
