@@ -48,6 +48,16 @@ def size_text(n: int) -> str:
     return f"{n} bytes"
 
 
+def _kernel_file(fd: int) -> str | None:
+    """Where an open file lives when that is /proc or /sys (its path, as the descriptor
+    resolved it: a link to /proc/kmsg too), else None."""
+    try:
+        where = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+    return where if where.startswith(("/proc/", "/sys/")) else None
+
+
 def read_bytes(path: str | os.PathLike[str], limit: int, what: str) -> bytes:
     """The whole of the regular file at ``path``, at most ``limit`` bytes; ``what`` names
     it in a refusal (``a report``, ``a scenario file``). Raises ``InputError``."""
@@ -58,6 +68,10 @@ def read_bytes(path: str | os.PathLike[str], limit: int, what: str) -> bytes:
         raise InputError(name, f"cannot read {what}: {exc.strerror or exc}") from None
     try:
         info = os.fstat(fd)
+        kernel = _kernel_file(fd)
+        if kernel is not None:  # /proc/kmsg says it is a regular file, and blocks a read
+            raise InputError(name, f"{what} must be a file, and this is {kernel}, a kernel "
+                             "interface")
         if not stat.S_ISREG(info.st_mode):
             kind = next((k for test, k in _KINDS if test(info.st_mode)), "not a regular file")
             raise InputError(name, f"{what} must be a regular file, and this is {kind}")

@@ -15,26 +15,44 @@ import stat
 import threading
 from dataclasses import dataclass
 
+from harness.inputs import InputError, read_bytes
+
+#: The largest source file the harness reads (a target, a checker, a module they import).
+MAX_SOURCE_BYTES = 16 << 20
 _lock = threading.Lock()
 _parsed: dict[str, tuple[int, int, ast.Module]] = {}
 
 
+def read(path: str) -> bytes:
+    """The bytes of the source file at ``path``, read with a bound and without blocking
+    (``harness.inputs.read_bytes``). Raises ``InputError``: not a regular file (a FIFO, a
+    link to /proc/kmsg), larger than ``MAX_SOURCE_BYTES``, or unreadable."""
+    return read_bytes(path, MAX_SOURCE_BYTES, "a Python source file")
+
+
 def parse(path: str) -> ast.Module:
     """The syntax tree of the file at ``path``. Raises ``OSError`` when it cannot be read,
-    ``ValueError`` when it is not a regular file (a FIFO would block the harness) and
-    ``SyntaxError`` when it is not Python. The tree is shared: read it, never change it."""
+    ``InputError`` (a ``ValueError`` too) when it is not a regular file of source (a FIFO
+    or /proc/kmsg would block the harness, a huge one fill its memory) and ``SyntaxError``
+    when it is not Python. The tree is shared: read it, never change it."""
     st = os.stat(path)
     if not stat.S_ISREG(st.st_mode):
-        raise ValueError(f"{path} is not a regular file")
+        raise SourceError(path, "a Python source file must be a regular file")
     key = os.path.realpath(path)
     with _lock:
         held = _parsed.get(key)
         if held is not None and held[:2] == (st.st_mtime_ns, st.st_size):
             return held[2]
-        with open(path, "rb") as f:  # bytes: the file's own coding cookie decides
-            tree = ast.parse(f.read(), filename=path)
+        try:  # bytes: the file's own coding cookie decides
+            tree = ast.parse(read(path), filename=path)
+        except InputError as exc:
+            raise SourceError(exc.file, exc.message) from None
         _parsed[key] = (st.st_mtime_ns, st.st_size, tree)
         return tree
+
+
+class SourceError(InputError, ValueError):
+    """A source file the harness will not read: which, and why."""
 
 
 def module_file(module: str, search: list[str]) -> str | None:
@@ -58,6 +76,8 @@ def check_defines(what: str, path: str, name: str) -> None:
         tree = parse(path) if regular else None
     except OSError as exc:
         raise ValueError(f"{what}: cannot read {path}: {exc.strerror}") from None
+    except SourceError as exc:
+        raise ValueError(f"{what}: {exc}") from None
     except (SyntaxError, ValueError) as exc:
         raise ValueError(f"{what}: {path} is not Python source: {exc}") from None
     if tree is None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import __version__, refs
+from harness import __version__, refs, source
 from harness.checkers.common import Baseline, as_json
 from harness.filesystem.mounts import Mount
 from harness.filesystem.snapshot import content_bytes
@@ -87,8 +87,8 @@ def _source_of(target: Target) -> bytes:
             spec = None
         path = spec.origin if spec is not None else None
     try:
-        return Path(path).read_bytes() if path else b""
-    except OSError:
+        return source.read(path) if path else b""
+    except (OSError, ValueError):  # check_defines said why, before any world
         return b""
 
 

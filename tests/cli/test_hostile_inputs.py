@@ -352,3 +352,25 @@ def test_a_ctrl_c_while_the_reports_are_written_waits_for_them(tmp_path: Path,
                         "--report-dir", str(tmp_path), "--format", "json")
     assert done.returncode == 130, done.stderr
     assert json.loads((tmp_path / "latest" / "matrix.json").read_text())["cells"]
+
+
+@pytest.mark.parametrize("flag", ["-T", "-c"])
+def test_a_target_or_checker_file_is_read_with_a_bound_and_never_blocks(tmp_path: Path,
+                                                                          flag: str) -> None:
+    """A link to /proc/kmsg blocked the command forever (a regular file to stat, a read that
+    waits for the kernel's next message); a 50 GiB sparse file ended in MemoryError, exit 3.
+    Both are usage errors now, as a scenario file that is neither would be."""
+    kmsg = tmp_path / "kmsg.py"
+    kmsg.symlink_to("/proc/kmsg")
+    huge = tmp_path / "huge.py"
+    with open(huge, "wb") as f:
+        f.truncate(50 << 30)  # sparse: no disk
+    for path, said in ((kmsg, "/proc/kmsg, a kernel interface"),
+                       (huge, "50 GiB long, larger than the 16 MiB the harness reads")):
+        args = (["-T", f"{path}:sync"] if flag == "-T" else
+                ["-T", "naive-sync", "-c", f"{path}:Config"])
+        # the machine's time: a bound, so a command that blocks fails the test instead
+        done = run_cli("run", *args, "-s", "baseline", "--report-dir", str(tmp_path / "r"),
+                       cwd=tmp_path, timeout=120)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert said in done.stderr and "Traceback" not in done.stderr
