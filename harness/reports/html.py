@@ -89,7 +89,9 @@ def header(matrix: Matrix) -> str:
     return (
         f'<header><div class="wrap"><h1>harness matrix {status}</h1>'
         f'<p class="meta"><b>{len(matrix.cells)}</b> {"cell" if len(matrix.cells) == 1 else "cells"} '
-        f'({plural(len(matrix.scenarios), "scenario")} × {plural(len(matrix.targets), "target")}) '
+        # not "33 scenarios × 7 targets", which reads as 231 cells where a workload's
+        # scenarios run only its own targets
+        f'of {plural(len(matrix.scenarios), "scenario")} and {plural(len(matrix.targets), "target")} '
         f'in <b>{e(seconds(matrix.duration_s))}</b>'
         f' · {seeds_label} <b>{e(seeds_value)}</b>'
         f' · {e(matrix.created)} · harness {e(matrix.harness_version)}'

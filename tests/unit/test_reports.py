@@ -525,13 +525,13 @@ def test_a_file_written_on_one_host_and_missing_on_the_others_is_said_so():
 
 
 def test_one_of_anything_is_said_in_the_singular() -> None:
-    """``1 cell (1 scenario × 1 target)``, never ``1 cells``, in every report; ``the one rank``
+    """``1 cell of 1 scenario and 1 target``, never ``1 cells``, in every report; ``the one rank``
     for a world of one rank."""
     from harness.checkers.config_sync import _all
 
     one = Matrix(cells=[cell("baseline", "naive-sync", "PASS", "ok")], seed=0,
                  created="2026-05-09T00:00:00+00:00", harness_version="0.1.0", duration_s=1.0)
-    assert "<b>1</b> cell (1 scenario × 1 target)" in to_html(one)
+    assert "<b>1</b> cell of 1 scenario and 1 target in" in to_html(one)
     assert "1 cell in" in render_terminal_text(one) and "1 cells" not in render_terminal_text(one)
     assert "1 cell in" in to_markdown(one) and "1 cells" not in to_markdown(one)
     assert _all([{}]) == "the one rank holds" and _all([{}, {}]) == "all 2 ranks hold"
