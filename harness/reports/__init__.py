@@ -21,8 +21,18 @@ from harness.vocabulary import FORMATS  # noqa: F401 - re-exported
 #: The file each format is written to by ``write_reports``.
 FILENAMES = {"terminal": "matrix.txt", "json": "matrix.json", "junit": "matrix.xml",
              "markdown": "matrix.md", "html": "matrix.html"}
-#: The width of the terminal report when it is written to a file.
+#: The width of the terminal report when it is written to a file (wider where its grid
+#: needs it: a file is not a terminal, and a name cut with "…" is a name lost).
 TEXT_WIDTH = 100
+#: A grid cell's widest text ("NOT-EXERCISED ○ x3") and the space between columns.
+_CELL, _GAP = 18, 3
+
+
+def file_width(matrix: Matrix) -> int:
+    """The width at which the saved text report's grids show every name whole."""
+    scenario = max((len(s) for s in matrix.scenarios), default=8)
+    columns = sum(max(len(t), _CELL) + _GAP for t in matrix.targets)
+    return max(TEXT_WIDTH, scenario + _GAP + columns)
 
 
 def render_terminal_text(matrix: Matrix, width: int = TEXT_WIDTH, verbose: bool = False) -> str:
@@ -70,7 +80,8 @@ def write_reports(matrix: Matrix, directory: str | Path,
     written: dict[str, Path] = {}
     for fmt in formats:
         # The text file is read after the run, not watched scrolling: every detail in full.
-        text = render_terminal_text(matrix, verbose=True) if fmt == "terminal" else render(matrix, fmt)
+        text = render_terminal_text(matrix, file_width(matrix), verbose=True) \
+            if fmt == "terminal" else render(matrix, fmt)
         written[fmt] = atomic_write_text(directory / FILENAMES[fmt], text)
     return written
 

@@ -535,3 +535,15 @@ def test_one_of_anything_is_said_in_the_singular() -> None:
     assert "1 cell in" in render_terminal_text(one) and "1 cells" not in render_terminal_text(one)
     assert "1 cell in" in to_markdown(one) and "1 cells" not in to_markdown(one)
     assert _all([{}]) == "the one rank holds" and _all([{}, {}]) == "all 2 ranks hold"
+
+
+def test_the_saved_text_report_shows_every_target_name_whole(tmp_path: Path) -> None:
+    """At a terminal a grid too wide is cut with "…"; the saved matrix.txt is read later,
+    wider than any terminal if it must: a name cut short is a cell a reader cannot find."""
+    names = [f"team_project/loaders/sharded_dataset_variant_{i}.py:ShardedDataset" for i in range(4)]
+    cells = [cell("baseline", t, "PASS", "ok") for t in names]
+    matrix = Matrix(cells=cells, seed=0, created="2026-12-02T00:00:00+00:00", harness_version="0")
+    written = write_reports(matrix, tmp_path, ["terminal"])["terminal"].read_text()
+    grid_text = written.split("baseline", 1)[0]
+    assert all(name in grid_text for name in names) and "…" not in grid_text
+    assert "…" in render_terminal_text(matrix, width=100)  # what a terminal that narrow shows
