@@ -121,9 +121,13 @@ def check_call(spec: str, path: str, name: str, workload: Workload) -> None:
            if callee.is_async else workload.call_error(callee.signature, callee.is_class,
                                                        callee.declared))
     if why:
+        fits = [] if callee.is_async else [
+            other.name for other in WORKLOADS.values() if other is not workload and not
+            other.call_error(callee.signature, callee.is_class, callee.declared)]
+        hint = f" It fits the {fits[0]} workload: add --workload {fits[0]}." if fits else ""
         raise ValueError(f"target {spec!r}: {name}{callee.signature} ({path}:{callee.line}) "
                          f"does not fit the {workload.name} workload: {why}. "
-                         f"It expects {workload.contract}")
+                         f"It expects {workload.contract}.{hint}")
 
 
 def target(spec: str, workload: str = DEFAULT_WORKLOAD, checker: Any = None) -> Target:

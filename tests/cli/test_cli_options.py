@@ -133,6 +133,10 @@ async def coroutine(inputs):
 class Loader:
     def __init__(self, rank, num_replicas, tokenizer):
         self.rank = rank
+
+class Sharded:
+    def __init__(self, data_dir, rank, world_size, seed=0):
+        self.rank = rank
 """
 
 
@@ -149,6 +153,10 @@ class Loader:
      "harness does not give"),
     ("load_config", "data-sharding", "its parameters (none) are neither run(inputs) nor a "
      "loader factory's"),
+    # a loader given without its workload: the one it fits is named
+    ("Sharded", "config-sync", "(missing a required argument: 'rank'). It expects def "
+     "run(inputs: dict) -> dict, called on every rank. It fits the data-sharding workload: "
+     "add --workload data-sharding."),
 ])
 def test_a_target_its_workload_cannot_call_is_refused_before_any_world(tmp_path, name, workload,
                                                                       words):
