@@ -37,6 +37,7 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, check=False)
     assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stdout}{done.stderr}"
     assert (tmp_path / "site" / "reference" / "cli" / "index.html").is_file()
+    assert not list((tmp_path / "site").rglob("*.py"))  # the build's hooks are no page
 
 
 def test_an_unknown_marker_fails_naming_the_page_and_the_marker() -> None:
