@@ -1,6 +1,6 @@
 """How fast is a harness world? Each figure next to its baseline, measured in the same run.
 
-    /work/venv/bin/python benchmarks/bench_world.py [--quick] [--json PATH]
+    python benchmarks/bench_world.py [--quick] [--json PATH]
 
 1. An 8-rank trivial world (every rank returns its ordinal), start to result,
    median over warm worlds, against starting 8 fresh interpreters that each

@@ -26,10 +26,11 @@ from harness.vocabulary import FORMATS
 from support import TESTS
 
 GOLDEN = TESTS / "unit" / "golden"
-#: Where the harness was when the golden run was made: its frames in the tracebacks are the
-#: harness's own (hidden by the reports) only where the harness is, so the saved paths are
-#: moved to this checkout's before rendering, and in what the renderers printed.
-RECORDED_AT = "/work/main/harness/"
+#: Where the golden files say the harness was (a placeholder, no machine's path): its frames
+#: in the tracebacks are the harness's own (hidden by the reports) only where the harness
+#: is, so the saved paths are moved to this checkout's before rendering, and in what the
+#: renderers printed.
+RECORDED_AT = "/checkout/harness/"
 HERE = os.path.dirname(os.path.realpath(harness.__file__)) + os.sep
 
 
