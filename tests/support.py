@@ -93,7 +93,7 @@ def start_cli(*args: str, cwd: Path | str, env: dict[str, str] | None = None,
     return subprocess.Popen([sys.executable, "-m", "harness", *args], cwd=cwd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, sigint),
-                            process_group=0 if group else None)
+                            start_new_session=group)  # (process_group= is Python 3.11's)
 
 
 def worlds_of(pid: int, ended: bool = False) -> list[str]:

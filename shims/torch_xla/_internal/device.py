@@ -23,6 +23,7 @@ where the real one asks for ``.cpu()`` first.
 
 from __future__ import annotations
 
+import sys
 import time
 import warnings
 from typing import Any
@@ -146,7 +147,7 @@ def install() -> None:
 def _tensor_class() -> Any:
     """The device tensors' class and the XLA kernels that allocate them: made once per
     process (the dispatcher takes one registration per kernel and key)."""
-    global _tensor_type, _library
+    global _tensor_type
     import torch
 
     if _tensor_type is not None:
@@ -176,24 +177,49 @@ def _tensor_class() -> Any:
 
     XlaTensor.__module__ = "torch_xla"
 
-    def empty(size: Any, *, dtype: Any = None, layout: Any = None, device: Any = None,
-              pin_memory: Any = None, memory_format: Any = None) -> Any:
-        return torch.empty(size, dtype=dtype, layout=layout, device=cpu,
-                           memory_format=memory_format).as_subclass(XlaTensor)
+    _tensor_type = XlaTensor
+    _register_kernels(torch)
+    when_imported("torch._functorch._aot_autograd.runtime_wrappers", _plain_to_aot_autograd)
+    return XlaTensor
 
-    def empty_strided(size: Any, stride: Any, *, dtype: Any = None, layout: Any = None,
-                      device: Any = None, pin_memory: Any = None) -> Any:
-        return torch.empty_strided(size, stride, dtype=dtype, layout=layout,
-                                   device=cpu).as_subclass(XlaTensor)
 
+def _current_class() -> Any:
+    """The device tensors' class of the shim loaded now (a test may import it again: a kernel
+    registered by an earlier copy of this module makes the current copy's tensors)."""
+    module = sys.modules.get(__name__)
+    return getattr(module, "_tensor_type", None) or _tensor_type
+
+
+def _empty(size: Any, *, dtype: Any = None, layout: Any = None, device: Any = None,
+           pin_memory: Any = None, memory_format: Any = None) -> Any:
+    import torch
+
+    return torch.empty(size, dtype=dtype, layout=layout, device="cpu",
+                       memory_format=memory_format).as_subclass(_current_class())
+
+
+def _empty_strided(size: Any, stride: Any, *, dtype: Any = None, layout: Any = None,
+                   device: Any = None, pin_memory: Any = None) -> Any:
+    import torch
+
+    return torch.empty_strided(size, stride, dtype=dtype, layout=layout,
+                               device="cpu").as_subclass(_current_class())
+
+
+def _register_kernels(torch: Any) -> None:
+    """The two XLA kernels that allocate device tensors, once per process: torch 2.9
+    refuses a second Python kernel for an operator and key (2.13 warns and replaces it),
+    and one an earlier copy of this module registered serves this one too."""
+    global _library
+    registered = getattr(torch.library, "_impls", set())
+    if "aten/empty.memory_format/XLA" in registered:
+        return
     library = torch.library.Library("aten", "IMPL")
     with warnings.catch_warnings():  # torch's own says it replaces a kernel: not the target's
         warnings.simplefilter("ignore", UserWarning)
-        library.impl("empty.memory_format", empty, "XLA")
-        library.impl("empty_strided", empty_strided, "XLA")
-    _tensor_type, _library = XlaTensor, library
-    when_imported("torch._functorch._aot_autograd.runtime_wrappers", _plain_to_aot_autograd)
-    return XlaTensor
+        library.impl("empty.memory_format", _empty, "XLA")
+        library.impl("empty_strided", _empty_strided, "XLA")
+    _library = library
 
 
 def _plain_to_aot_autograd(module: Any) -> None:
