@@ -224,10 +224,13 @@ def test_daemons_of_a_world_whose_fork_server_was_killed_end_with_the_world(tmp_
     assert processes_of_world(result.world_id) == []
     # Its leader died with the fork server: the world ends then, not at its deadline; a rank
     # that returned is judged as returned, one the leader's death took with it as a CRASH
-    # (which ranks get there first is the scheduler's), none as a hang.
-    assert "the world's leader process died" in result.hang_report
+    # (which ranks get there first is the scheduler's), none as a hang. Every rank may also
+    # have returned before the leader's death was seen (seen once on 3.10, a quick machine):
+    # then there was nothing left to end, and nothing to report.
     outcomes = [r.outcome for r in result.ranks]
     assert set(outcomes) <= {"PASS", "CRASH"}, outcomes
+    if "CRASH" in outcomes:
+        assert "the world's leader process died" in (result.hang_report or ""), describe(result)
 
 
 def test_daemons_of_a_world_whose_leader_was_killed_are_ended_by_the_fork_server(
