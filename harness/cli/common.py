@@ -7,6 +7,7 @@ what it runs, and ``harness --help`` for nothing.
 
 from __future__ import annotations
 
+import os
 import sys
 from functools import partial
 from pathlib import Path
@@ -251,6 +252,17 @@ def nothing_ran(plans: list[Any], seed: int) -> Matrix:
 def exit_for(matrix: Matrix, require_exercised: bool = False) -> None:
     """A run's exit status, the same for ``run`` and ``pod run``: Ctrl-C, then a pod that
     failed, then an unexpected cell."""
+    if matrix.harness_bugs:
+        from harness.printable import printable
+
+        debug = bool(os.environ.get("HARNESS_DEBUG"))
+        for bug, traceback in matrix.harness_bugs:
+            click.echo(printable(f"harness: internal error in {bug}"), err=True)
+            if debug:
+                click.echo(printable(traceback), err=True)
+        if not debug:
+            click.echo("(set HARNESS_DEBUG=1 for the ranks' tracebacks)", err=True)
+        sys.exit(ExitCode.INTERNAL)
     if matrix.interrupted:
         from harness.cli import stop
 

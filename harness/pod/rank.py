@@ -24,6 +24,7 @@ from harness.faults.plan import FaultPlan
 from harness.faults.trigger import Trigger
 from harness.pod.spec import PodCellSpec, rank_file
 from harness.rank import bootstrap, wire
+from harness.rank.blame import call_target
 
 
 class RankLog:
@@ -86,7 +87,8 @@ def run(spec: PodCellSpec, rank: int, home: str) -> int:
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     result, code = bootstrap.run_reporting(
-        lambda: bootstrap.resolve_target(spec.target)(*spec.args_of(rank), **spec.kwargs),
+        lambda: call_target(bootstrap.resolve_target(spec.target), *spec.args_of(rank),
+                            **spec.kwargs),
         spec.checker)
     write_result(path("result"), result)
     log.event("exit", detail={"code": code})

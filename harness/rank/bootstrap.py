@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from harness import refs
 from harness.rank import clock as rank_clock
 from harness.rank import imported, runtime, values, warm
+from harness.rank.blame import blame_target, call_target, harness_own
 from harness.rank.channel import Channel
 from harness.rank.environment import (
     enter_environment,
@@ -180,7 +181,7 @@ def resolve_target(target: str, kind: str = "target") -> Callable[..., Any]:
         module = sys.modules.get(mod_name)
         if module is None or os.path.abspath(getattr(module, "__file__", None) or "") != path:
             if not _code_exists(path):
-                raise FileNotFoundError(f"{kind} {target!r}: no such file {path}")
+                raise blame_target(FileNotFoundError(f"{kind} {target!r}: no such file {path}"))
             sys.path.insert(0, os.path.dirname(path))
             spec = importlib.util.spec_from_file_location(  # its code: the fork server's
                 mod_name, path, loader=warm.HeldCodeLoader(mod_name, path))
@@ -196,9 +197,10 @@ def resolve_target(target: str, kind: str = "target") -> Callable[..., Any]:
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            raise AttributeError(f"{kind} {target!r}: {module_part} has no attribute {attr!r}") from None
+            raise blame_target(AttributeError(
+                f"{kind} {target!r}: {module_part} has no attribute {attr!r}")) from None
     if not callable(obj):
-        raise TypeError(f"{kind} {target!r} is not callable")
+        raise blame_target(TypeError(f"{kind} {target!r} is not callable"))
     return obj
 
 
@@ -245,6 +247,12 @@ def run_reporting(fn: Callable[[], Any], checker: Any = None) -> tuple[dict[str,
             result["invalid"] = problem(checker, value)
         try:  # as the harness can read it without the target's code (harness.rank.values)
             result["value"], result["value_note"] = values.encode(value)
+            too_large = values.limit_problem(len(result["value"]))
+            if too_large is not None:
+                raise values.ValueTooLarge(too_large)
+        except values.ValueTooLarge as exc:  # the rank's ERROR: never sent, never read
+            result = {"type": "result", "ok": False, "error": {
+                "type": "ValueTooLarge", "message": str(exc), "traceback": ""}}
         except Exception as exc:  # noqa: BLE001
             result["pickle_error"] = f"{type(exc).__name__}: {exc}"
     except SystemExit as exc:
@@ -261,6 +269,8 @@ def run_reporting(fn: Callable[[], Any], checker: Any = None) -> tuple[dict[str,
     except BaseException as exc:  # noqa: BLE001 - the target's failure is the product
         code = 1
         error = describe_exception(exc)
+        if harness_own(exc):  # never the target's ERROR: the run says it is a bug (exit 3)
+            error["by"] = "harness"
         print(error["traceback"], file=sys.stderr, end="")  # traceback.print_exc(), formatted once
         result = {"type": "result", "ok": False, "error": error}
     return result, code
@@ -340,7 +350,8 @@ def run_unit(spec: WorldSpec, role: str, ident: int, life: int = 0, start_ns: in
             target = spec.target
             assert target is not None
             args = spec.args_of(ident)
-            report_and_exit(ctx, lambda: resolve_target(target)(*args, **spec.kwargs))
+            report_and_exit(ctx, lambda: call_target(resolve_target(target), *args,
+                                                         **spec.kwargs))
         else:
             ctx = become_host(spec, ident)
             report_and_exit(ctx, lambda: run_script(spec.argv or ()))

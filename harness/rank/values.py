@@ -41,9 +41,83 @@ _SAFE_NAMES = {
 #: Whole modules whose every name is a plain value type (numpy's dtype classes).
 _SAFE_MODULES = ("numpy.dtypes",)
 
+#: The most a rank's value may take pickled: the harness holds every rank's value (and
+#: reads it into objects several times that size), so a rank beyond it is that rank's
+#: ERROR, said with this figure, and its bytes are never read (``limit_problem``).
+MAX_VALUE_BYTES = 8 << 20
+
+#: What a pickle may build from its arguments rather than from its bytes: a ``bytes(n)``,
+#: a ``list(range(n))``, an array of a given shape. Each is built only from arguments
+#: that hold their items already (a list, a bytes object: as big as the pickle), never
+#: from a count or a lazy range, so that what a value builds stays a few times its size.
+_BUILDS = {("builtins", n) for n in ("bytes", "bytearray", "list", "tuple", "set", "frozenset",
+                                     "dict")} | {
+    ("collections", n) for n in ("OrderedDict", "deque", "Counter", "defaultdict")} | {
+    ("copyreg", "_reconstructor")}
+_ARRAYS = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct")}
+#: How deep a value may nest, and how many bytes its arrays may span, once read (an
+#: ``ndarray(shape)`` reserves its memory without touching it: refused before anything does).
+MAX_DEPTH = 200
+
 
 class UnreadableValue(ValueError):
     """A value the harness will not build: it names what it refused."""
+
+
+class ValueTooLarge(UnreadableValue):
+    """A value beyond what the harness reads of a rank: the rank's ERROR, its message the
+    sentence that says so ("returned a value of ...")."""
+
+
+def limit_problem(size: int) -> str | None:
+    """Why a pickled value of ``size`` bytes is not read (None: it is)."""
+    if size <= MAX_VALUE_BYTES:
+        return None
+    return (f"returned a value of {_mib(size)} pickled: the harness reads at most "
+            f"{_mib(MAX_VALUE_BYTES)} of a rank's return value (harness.rank.values."
+            "MAX_VALUE_BYTES); return a digest or a summary of it instead")
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):.1f} MiB"
+
+
+def _expanding(where: str, arg: Any) -> None:
+    if isinstance(arg, (int, range, str, bytes, bytearray, memoryview)) and not (
+            isinstance(arg, (bytes, bytearray, str)) and where.endswith(("bytes", "bytearray"))):
+        if isinstance(arg, bool) or (isinstance(arg, int) and not where.endswith(
+                ("bytes", "bytearray", "_reconstructor"))):
+            return  # a deque's maxlen
+        raise ValueTooLarge(f"returned a value that grows as it is read: it builds {where} "
+                            f"from {type(arg).__name__} {_short(arg)}, not from items it holds")
+
+
+def _short(arg: Any) -> str:
+    text = repr(arg)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _guarded(module: str, name: str, fn: Any) -> Any:
+    """``fn`` (a constructor a pickle may call), refusing the arguments that make it build
+    more than the pickle holds."""
+    where = f"{module}.{name}"
+
+    def build(*args: Any, **kwargs: Any) -> Any:  # a defaultdict's factory: _check_built
+        if (module, name) in _ARRAYS:
+            shape = args[1] if len(args) > 1 else ()
+            count = 1
+            for n in (shape if isinstance(shape, (tuple, list)) else (shape,)):
+                count *= n if isinstance(n, int) and n > 0 else 1
+            if count > MAX_VALUE_BYTES:
+                raise ValueTooLarge(f"returned a value that grows as it is read: it builds "
+                                    f"{where} of shape {_short(shape)}, more than it holds")
+        else:
+            for arg in (*args, *kwargs.values()):
+                _expanding(where, arg)
+        return fn(*args, **kwargs)
+
+    build.guarded = fn  # type: ignore[attr-defined]
+    return build
 
 
 class _PlainUnpickler(pickle.Unpickler):
@@ -51,7 +125,10 @@ class _PlainUnpickler(pickle.Unpickler):
         if module == "torch.storage" and name == "_load_from_bytes":
             return _torch_storage
         if name in _SAFE_NAMES.get(module, ()) or module in _SAFE_MODULES:
-            return getattr(importlib.import_module(module), name)
+            found = getattr(importlib.import_module(module), name)
+            if (module, name) in _BUILDS or (module, name) in _ARRAYS:
+                return _guarded(module, name, found)
+            return found
         raise UnreadableValue(f"it holds {module}.{name}, which only the target's code can build")
 
 
@@ -62,13 +139,43 @@ def _torch_storage(data: bytes) -> Any:
 
 
 def decode(payload: bytes) -> Any:
-    """The value, built from plain data only. Raises ``UnreadableValue``."""
+    """The value, built from plain data only, and no bigger than a few times ``payload``
+    (``MAX_VALUE_BYTES`` at most). Raises ``UnreadableValue`` (``ValueTooLarge``)."""
+    too_large = limit_problem(len(payload))
+    if too_large is not None:
+        raise ValueTooLarge(too_large)
     try:
-        return _PlainUnpickler(io.BytesIO(payload)).load()
+        value = _PlainUnpickler(io.BytesIO(payload)).load()
+        _check_built(value)
+        return value
     except UnreadableValue:
         raise
     except Exception as exc:  # noqa: BLE001 - a truncated or forged payload: its own words
         raise UnreadableValue(f"{type(exc).__name__}: {exc}") from None
+
+
+def _check_built(value: Any) -> None:
+    """Refuse a value nested deeper than ``MAX_DEPTH`` (a checker would fail on it, not the
+    target) or whose arrays span more than ``MAX_VALUE_BYTES`` beyond what it held; give a
+    defaultdict back its own factory."""
+    spans, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ValueTooLarge(f"returned a value nested more than {MAX_DEPTH} deep: the "
+                                "harness reads values no deeper (harness.rank.values.MAX_DEPTH)")
+        if isinstance(item, dict):
+            stack += [(x, depth + 1) for pair in item.items() for x in pair]
+            factory = getattr(item, "default_factory", None)
+            if hasattr(factory, "guarded"):  # a defaultdict(list): its list, not our guard
+                item.default_factory = factory.guarded  # type: ignore[attr-defined]
+        elif isinstance(item, (list, tuple, set, frozenset)) or type(item).__name__ == "deque":
+            stack += [(x, depth + 1) for x in item]
+        else:
+            spans += getattr(item, "nbytes", 0) if type(item).__module__ == "numpy" else 0
+    if spans > 2 * MAX_VALUE_BYTES:
+        raise ValueTooLarge(f"returned a value whose arrays span {_mib(spans)}: more than the "
+                            f"{_mib(MAX_VALUE_BYTES)} the harness reads of a rank's value")
 
 
 def encode(value: Any) -> tuple[bytes, str | None]:
@@ -78,6 +185,8 @@ def encode(value: Any) -> tuple[bytes, str | None]:
         payload = pickle.dumps(value)
         decode(payload)
         return payload, None
+    except ValueTooLarge:
+        raise  # as plain data it would be as large: the rank's ERROR
     except Exception as exc:  # noqa: BLE001 - unpicklable, or only the target can build it
         why = str(exc) if isinstance(exc, UnreadableValue) else f"{type(exc).__name__}: {exc}"
     return pickle.dumps(plain(value)), f"sent as plain data ({why})"

@@ -157,6 +157,10 @@ class Matrix:
     #: a campaign sent to a cluster: its address, workers, and the cells a dead worker held
     #: that ran again (``retried``: [{"scenario", "target", "seed", "worker", "attempt"}])
     campaign: dict[str, Any] | None = None
+    #: cells the harness itself failed in (``HarnessBug``: what failed, the rank's
+    #: traceback): no verdict, and the run exits 3. Not in the report's files: they hold
+    #: verdicts, and these cells have none.
+    harness_bugs: list[tuple[str, str]] = field(default_factory=list)
 
     __post_init__ = printable_fields  # what a target wrote, safe in every report
 

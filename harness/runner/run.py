@@ -30,11 +30,36 @@ from harness.vocabulary import ERROR, KNOWN, NOT_EXERCISED, OK, PASS, UNEXERCISE
 from harness.workloads.base import Learning, Target
 from harness.workloads.registry import WORKLOADS
 from harness.world import isolation, pool
-from harness.world.fates import one_line
+from harness.world.fates import HARNESS_FAILED, one_line
 from harness.world.result import WorldResult
 from harness.world.world import ABORT, run_world
 
 log = logging.getLogger(__name__)
+
+
+class HarnessBug(Exception):
+    """The harness's own code failed inside a rank of a cell: no verdict on the target, a
+    bug to report (the CLI exits 3). ``traceback`` is the rank's."""
+
+    def __init__(self, message: str, traceback: str = "") -> None:
+        super().__init__(message)
+        self.traceback = traceback
+
+
+def harness_bug(plan: CellPlan, result: WorldResult) -> HarnessBug | None:
+    """The cell's ``HarnessBug`` if the harness failed inside one of its units."""
+    failed = [r for r in result.ranks + result.hosts
+              if r.error and r.error.get("type") == HARNESS_FAILED]
+    if not failed:
+        return None
+    first = failed[0]
+    unit = "rank" if first in result.ranks else "host"
+    traceback = first.error.get("traceback") or ""
+    lines = traceback.strip().splitlines()
+    return HarnessBug(f"{plan.scenario.name}[{plan.target.name}] seed {plan.seed}: {unit} "
+                      f"{first.rank} failed in the harness's own code "
+                      f"({lines[-1] if lines else 'no traceback'}): this is a bug in the harness, "
+                      f"not a verdict on the target (replay: {replay_of(plan)})", traceback)
 
 
 @dataclass(frozen=True)
@@ -227,6 +252,9 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
                        preload=preload, files=files, watch=watch, reads=target.reads,
                        args_by_host={h: (i.for_target(),) for h, i in
                                      scenario.host_workload_inputs.items()} or None, **recording)
+    bug = harness_bug(plan, result)
+    if bug is not None:
+        raise bug
     try:
         judgement = workload.judge(result, _baseline(scenario, discovery, learning))
     except Exception as exc:  # noqa: BLE001 - one cell's judgement, never the run's
@@ -338,6 +366,7 @@ def run_matrix(plans: list[CellPlan], jobs: int | None = None, seed: int = 0,
     start = time.monotonic()
     created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     cells: dict[int, Cell] = {}  # by plan index: a campaign over seeds repeats each key
+    bugs: list[tuple[str, str]] = []
     ABORT.clear()
     workers = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="harness-cell")
     try:
@@ -357,6 +386,9 @@ def run_matrix(plans: list[CellPlan], jobs: int | None = None, seed: int = 0,
             plan = plans[futures[future]]
             try:
                 cell = future.result()
+            except HarnessBug as exc:  # no verdict: the run says it is a bug, and goes on
+                bugs.append((str(exc), exc.traceback))
+                continue
             except Exception as exc:  # noqa: BLE001 - one cell, never the whole run's results
                 log.exception("cell %s seed %d failed", plan.key, plan.seed)
                 cell = broken_cell(plan, exc)
@@ -376,7 +408,7 @@ def run_matrix(plans: list[CellPlan], jobs: int | None = None, seed: int = 0,
     ordered = [cells[i] for i in range(len(plans)) if i in cells]
     return Matrix(cells=ordered, seed=seed, created=created, harness_version=__version__,
                   duration_s=time.monotonic() - start, interrupted=interrupted,
-                  planned=len(plans))
+                  planned=len(plans), harness_bugs=bugs)
 
 
 def known_from_baseline(matrix: Matrix) -> frozenset[tuple[str, str]]:

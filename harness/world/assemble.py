@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from harness.rank.process import failure_of, unit_name
-from harness.rank.values import UnreadableValue
+from harness.rank.values import UnreadableValue, ValueTooLarge, limit_problem
 from harness.vocabulary import CRASH, ERROR, FAIL, HANG, LEADER, PASS, UNIT_FAILED
 from harness.world.coordinator import Coordinator
 from harness.world.fates import HARNESS_FAILED, NEVER_STARTED, NO_PROCESS, STOPPED
@@ -86,11 +86,15 @@ def unit_result(outdir: str, ident: int, host: int, unit: Unit, name: str,
             out.value  # noqa: B018 - read now, as plain data: a forged payload is this rank's error
         except UnreadableValue as exc:
             out.outcome, out.value_pickle = ERROR, None
-            out.error = {"type": "UnreadableValue", "traceback": "",
-                         "message": f"returned a value that cannot be read: {exc}"}
+            out.error = {"type": type(exc).__name__, "traceback": "",
+                         "message": str(exc) if isinstance(exc, ValueTooLarge)
+                         else f"returned a value that cannot be read: {exc}"}
+    elif res is not None and (res.error or {}).get("by") == "harness":
+        out.outcome, out.error = CRASH, harness_failed(res.error["traceback"] or "",
+                                                       f"{res.error['type']}: {res.error['message']}")
     elif res is not None:
         out.outcome, out.error = ERROR, dict(res.error or _NO_ERROR)
-        if res.payload:
+        if res.payload and limit_problem(len(res.payload)) is None:  # else its text is enough
             out.error["pickled"] = bytes(res.payload)
     elif unit.refused is not None:
         out.outcome = ERROR
@@ -101,11 +105,15 @@ def unit_result(outdir: str, ident: int, host: int, unit: Unit, name: str,
     # own os._exit(70) leaves no such file)
     failed, last = failure_of(outdir, name) if code == UNIT_FAILED and res is None else ("", "")
     if failed:
-        out.outcome, out.error = CRASH, {
-            "type": HARNESS_FAILED, "traceback": failed,
+        out.outcome, out.error = CRASH, harness_failed(failed, last)
+    return out
+
+
+def harness_failed(traceback: str, last: str) -> dict[str, str]:
+    """The error of a unit the harness's own code failed in (``last``: the exception)."""
+    return {"type": HARNESS_FAILED, "traceback": traceback,
             "message": f"was ended by a failure of the harness's own ({last}): a bug of the "
                        "harness's, not the target's"}
-    return out
 
 
 def _read_tail(path: str) -> str:

@@ -34,6 +34,9 @@ STOPPED = "LimitExceeded"
 #: The error type of a unit the harness itself failed in (it exited ``UNIT_FAILED``, its
 #: traceback beside its output): a bug of the harness's, never the target's fate
 HARNESS_FAILED = "HarnessFailed"
+#: The error types of a rank that returned a value the harness would not read
+#: (``harness.rank.values``): its message says what it returned.
+UNREAD_VALUES = ("UnreadableValue", "ValueTooLarge")
 #: what a launcher that exits 0 after its ranks failed did: ``xmp.spawn`` re-raises the first
 #: failure, so the script caught it (a test that expects a rank to raise, for one)
 CAUGHT = "the script caught what its xmp.spawn raised"
@@ -78,6 +81,8 @@ def summary(r: RankResult) -> str:
         return "returned " + (r.value_repr or "None")
     if r.invalid:
         return "returned an invalid value: " + one_line(r.invalid)
+    if r.outcome == ERROR and r.error and r.error["type"] in UNREAD_VALUES:
+        return one_line(r.error["message"])  # "returned a value that ...": it raised nothing
     if r.outcome == ERROR and r.error:
         return raised(r.error)
     if r.outcome == CRASH and r.error and r.error["type"] in (STOPPED, HARNESS_FAILED):

@@ -79,7 +79,18 @@ def returns(kind, marker=""):
         return Mine()
     if kind == "huge-int":
         return {"lr": 10 ** 5000}
+    if kind == "bomb":
+        return Bomb()
+    if kind == "ten-million":
+        return list(range(10 ** 7))
     raise ValueError(kind)
+
+
+class Bomb:
+    """Pickles to 61 bytes that read back as 10 GB (``bytearray(10**10)``)."""
+
+    def __reduce__(self):
+        return (bytearray, (10 ** 10,))
 
 
 def _daemon(pid_dir):

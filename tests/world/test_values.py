@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import pickle
+import subprocess
+import sys
 import uuid
 from dataclasses import dataclass
 
@@ -17,7 +19,7 @@ import torch
 from pydantic import BaseModel
 
 from harness import ERROR, HANG, PASS, run_world
-from harness.rank.values import UnreadableValue, decode, encode
+from harness.rank.values import UnreadableValue, ValueTooLarge, decode, encode
 from harness.reports.diagnosis import describe
 from harness.world.assemble import unit_result
 from harness.world.lifecycle import Unit
@@ -104,3 +106,80 @@ def test_a_value_whose_pickling_sleeps_is_the_ranks_hang_under_its_deadline():
     result = run_world(f"{TARGETS}:returns", topology="1x1", timeout=3, args=("sleeper",))
     assert result.outcome == HANG
     assert "survival_targets.py:" in result.hang_report and "in __reduce__" in result.hang_report
+
+
+# -- bounded: a value never costs the harness more than a few times its limit -------------
+
+def _bombs() -> list[bytes]:
+    """Pickles that build far more than their bytes: a count, a lazy range, a shape."""
+    from collections import deque
+
+    class Expands:
+        def __init__(self, reduce):
+            self.reduce = reduce
+
+        def __reduce__(self):
+            return self.reduce
+
+    return [pickle.dumps(Expands(r)) for r in (
+        (bytearray, (10 ** 10,)), (bytes, (10 ** 10,)), (list, (range(10 ** 10),)),
+        (deque, (range(10 ** 10),)), (frozenset, (range(10 ** 10),)),
+        (np.ndarray, ((10 ** 5, 10 ** 4),)),  # 8 GB reserved, not yet touched
+        (np.ndarray.__reduce__(np.zeros(1))[0], (np.ndarray, (10 ** 6, 10 ** 6), b"b")))]
+
+
+def test_a_pickle_that_builds_more_than_it_holds_is_refused_before_it_is_built():
+    for bomb in _bombs():
+        assert len(bomb) < 200
+        with pytest.raises(ValueTooLarge, match="returned a value (that grows as it is read|"
+                                                "whose arrays span 7629.4 MiB)"):
+            decode(bomb)
+    deep: list = []
+    for _ in range(300):  # what pickle itself can write; a forged one may nest far deeper
+        deep = [deep]
+    with pytest.raises(ValueTooLarge, match="nested more than 200 deep"):
+        decode(pickle.dumps(deep))
+    # what plain values use of the same constructors still reads
+    from collections import Counter, OrderedDict, defaultdict, deque
+    for value in (bytearray(b"ab"), deque([1, 2], maxlen=3), Counter("aab"),
+                  OrderedDict(a=1), defaultdict(list, a=[1]), np.zeros((3, 2))):
+        back = decode(pickle.dumps(value))
+        assert type(back) is type(value) and str(back) == str(value)
+
+
+def test_a_value_beyond_the_limit_is_not_read():
+    payload = pickle.dumps(list(range(3 * 10 ** 6)))  # 15 MB
+    with pytest.raises(ValueTooLarge, match=r"returned a value of 14\.\d MiB pickled: the "
+                                            r"harness reads at most 8\.0 MiB"):
+        decode(payload)
+
+
+@pytest.mark.parametrize(("kind", "words"), [
+    ("bomb", "returned a value that grows as it is read: it builds builtins.bytearray from int "
+             "10000000000"),
+    ("ten-million", "returned a value of 4"),
+])
+def test_a_rank_returning_a_bomb_or_a_huge_value_is_its_error_naming_the_limit(kind, words):
+    result = run_world(f"{TARGETS}:returns", topology="1x2", timeout=30, args=(kind,))
+    assert result.outcome == ERROR, describe(result)
+    for rank in result.ranks:
+        assert rank.error["type"] == "ValueTooLarge"
+        assert rank.error["message"].startswith(words), rank.error["message"]
+        assert rank.value_pickle is None
+    assert f"ranks 0-1 {words}" in describe(result)
+
+
+def test_eight_ranks_returning_ten_million_ints_cost_the_harness_little_memory(tmp_path):
+    """Measured in a harness process of its own: its peak (not its ranks') stays far under
+    the 4.4 GB such a world once cost it."""
+    script = (
+        "import resource, sys\n"
+        "from harness import run_world\n"
+        f"r = run_world({str(TARGETS)!r} + ':returns', topology='1x8', timeout=60,"
+        " args=('ten-million',))\n"
+        "print(r.outcome, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    outcome, peak_kib = done.stdout.split()
+    assert outcome == "ERROR", done.stderr
+    assert int(peak_kib) < 1 << 20, f"the harness peaked at {int(peak_kib) >> 10} MiB"

@@ -42,10 +42,15 @@ from typing import Any
 import numpy as np
 import torch  # imported at the top so that the warm fork server preloads it
 
+from harness.rank.blame import call_target
 from harness.workloads.data_sharding import ADAPTER_PREFIX as PREFIX
 from harness.workloads.data_sharding import ALIASES, content, shape
 
 MODULE = __name__
+#: Its frames are the harness's own, though it is the rank's target: an exception raised
+#: in them with no frame of the user's loader on its way is a bug of the harness's
+#: (``harness.rank.blame``), never the loader's ERROR.
+HARNESS_SIDE = True
 CONTRACT = "see the data-sharding contract (harness.workloads.data_sharding)"
 
 ID_KEYS = ("sample_ids", "ids", "sample_id", "id")
@@ -96,7 +101,7 @@ def build_loader(factory: Callable[..., Any], values: dict[str, Any]) -> Any:
         elif p.default is p.empty:
             raise ContractError(f"the loader factory requires {p.name!r}, which the harness does "
                                 f"not give (it gives {', '.join(sorted(set(ALIASES)))})")
-    return factory(**kwargs)
+    return call_target(factory, **kwargs)
 
 
 def ids_of(batch: Any, item: bool = False) -> list[int]:
@@ -191,13 +196,13 @@ def batches_of(loader: Any, local_batch_size: int,
     """The samples of every batch the loader gives, in order, as ``identity`` knows them."""
     identity = identity or Identity(False)
     if hasattr(loader, "__iter__") and not _is_map_style(loader):
-        for batch in loader:
+        for batch in call_target(iter, loader):
             yield identity.of_batch(batch)
         return
     if _is_map_style(loader):
         # A map-style dataset built for this rank is its shard: read it in index order,
         # local batches as DataLoader(dataset, batch_size=local, shuffle=False) would.
-        n = len(loader)
+        n = call_target(len, loader)
         for start in range(0, n, local_batch_size):
             yield identity.of_items([loader[i] for i in range(start, min(n, start + local_batch_size))])
         return
@@ -294,7 +299,7 @@ def run_user(spec: str, inputs: dict[str, Any]) -> Any:
     try:
         shape = shape_of(target)
         if shape == "run":
-            return target(inputs)
+            return call_target(target, inputs)
         return run_loader(target, inputs)
     except ContractError as exc:
         return {"contract_violation": f"{spec}: {exc}; {CONTRACT}"}
