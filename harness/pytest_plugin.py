@@ -57,13 +57,15 @@ def harness_world() -> Callable[..., WorldResult]:
 
 def catalog_cases(target: str, scenarios: Iterable[str] | None = None,
                   workload: str | None = None, seed: int = 0, checker: Any = None,
-                  config: str | None = None) -> list[Any]:
+                  config: str | None = None, mounts: Iterable[str] = ()) -> list[Any]:
     """``pytest.param`` per catalog scenario of ``workload`` for your ``target``,
     with readable ids (``isolated-tmp``). ``checker`` judges each rank's value inside
     the rank: a module-level pydantic model or ``check(value) -> None | str``, a JSON
     schema (a dict or a ``.json`` path), or a ``file.py:Name`` / ``module:Name``.
     ``config``: your own config file (YAML or JSON) the config-sync scenarios hand your
-    target, as ``--config`` does; relative paths are found beside the test file too."""
+    target, as ``--config`` does; relative paths are found beside the test file too.
+    ``mounts``: what paths are on your pod, as ``--mount`` spells them
+    (``["/mnt/shared=shared"]``)."""
     from harness.runner.run import plan_cells
     from harness.scenarios import catalog, select
     from harness.workloads.registry import DEFAULT_WORKLOAD, check_workload
@@ -79,6 +81,11 @@ def catalog_cases(target: str, scenarios: Iterable[str] | None = None,
         path = _beside_test(str(config))
         chosen = [s.with_config(path) if "config" in s.workload_inputs.model_fields else s
                   for s in chosen]
+    if mounts:
+        from harness.scenarios import MountSpec
+
+        given = [MountSpec.parse_option(m) for m in mounts]  # ValueError naming the bad one
+        chosen = [s.with_mounts(given) for s in chosen]
     return [pytest.param(plan, id=plan.scenario.name)
             for plan in plan_cells(chosen, [resolved], seed)]
 

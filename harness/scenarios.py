@@ -71,6 +71,54 @@ class MountSpec(BaseModel):
         """The path as the mount table will hold it (``~`` kept: home is known at run time)."""
         return _normalized(self.path or "")
 
+    @classmethod
+    def parse_option(cls, text: str) -> MountSpec:
+        """``--mount PATH=KIND[,CONSISTENCY]``: what a path is on the user's pod, spelled as
+        ``harness pod run --mount`` spells it. ``ValueError`` saying what is wrong."""
+        path, sep, rest = text.rpartition("=")
+        kind, _, consistency = rest.partition(",")
+        if not sep or not path:
+            raise ValueError(f"{text!r} is not PATH=KIND[,CONSISTENCY] (KIND: "
+                             f"{', '.join(MOUNT_KINDS)})")
+        if kind not in MOUNT_KINDS:
+            raise ValueError(f"{text!r}: {kind!r} is not a kind of mount (one of "
+                             + "; ".join(f"{k}: {what}" for k, (_, what) in MOUNT_KINDS.items())
+                             + ")")
+        fields = dict(MOUNT_KINDS[kind][0])
+        if consistency:
+            allowed = cls.model_fields["consistency"].annotation.__args__  # type: ignore[union-attr]
+            if consistency not in allowed or kind in ("ro", "gcsfuse"):
+                raise ValueError(f"{text!r}: {consistency!r} is not a consistency a {kind} mount "
+                                 f"takes ({', '.join(allowed) if kind in ('shared', 'host') else 'none'})")
+            fields["consistency"] = consistency
+        try:
+            return cls(path=path, **fields)
+        except ValidationError as exc:
+            why = exc.errors()[0]["msg"].removeprefix("Value error, ")
+            raise ValueError(f"{text!r}: the path {why}") from None
+
+    def option(self) -> str:
+        """This mount as ``--mount`` spells it (the inverse of ``parse_option``)."""
+        for kind, (fields, _) in MOUNT_KINDS.items():
+            if kind in ("ro", "gcsfuse") and all(getattr(self, k) == v for k, v in fields.items()):
+                return f"{self.path}={kind}"
+        suffix = "" if self.consistency == "local" else f",{self.consistency}"
+        return f"{self.path}={self.scope}{suffix}"
+
+
+#: ``--mount``'s kinds: what each makes of a path, and what it stands for on a pod.
+MOUNT_KINDS: dict[str, tuple[dict[str, str], str]] = {
+    "shared": ({"scope": "shared"},
+               "one filesystem every host mounts read-write (NFS, Filestore), empty at the start"),
+    "host": ({"scope": "host", "base": "overlay"},
+             "each host's own disk, holding what this machine holds there (what a path no "
+             "scenario mounts is)"),
+    "ro": ({"scope": "shared", "mode": "ro", "base": "overlay"},
+           "a disk every host mounts read-only, holding what this machine holds there"),
+    "gcsfuse": ({"scope": "shared", "consistency": "object"},
+                "a bucket every host mounts through Cloud Storage FUSE"),
+}
+
 
 def _everyones(path: str, home: str) -> bool:
     """``/`` or a home itself: a directory no mount replaces for one job."""
@@ -129,6 +177,7 @@ class Scenario(BaseModel):
     _validator: Validator | None = None
     _data_in_file: bool = False
     _config_given: str | None = None  # --config: the user's own config file
+    _mounts_given: tuple[str, ...] = ()  # --mount: what paths are on the user's pod
 
     @property
     def validator(self) -> Validator | None:
@@ -229,6 +278,21 @@ class Scenario(BaseModel):
         except ScenarioError as exc:
             raise ValueError(exc.message) from None
         return moved
+
+    def with_mounts(self, given: list[MountSpec]) -> Scenario:
+        """This scenario on the user's pod: each of ``given`` (``--mount``) mounted where the
+        scenario mounts nothing at that path (a scenario's own mount there is its fault:
+        it stays). A replay is given them again (``mounts_given``)."""
+        own = {m.normalized() for m in self.mounts if m.path}
+        new = self.model_copy(update={"mounts": [*self.mounts, *(
+            m for m in given if m.normalized() not in own)]})
+        new._mounts_given = tuple(m.option() for m in given)
+        return new
+
+    @property
+    def mounts_given(self) -> tuple[str, ...]:
+        """The ``--mount`` options a replay of this scenario must be given."""
+        return self._mounts_given
 
     def with_config(self, path: str) -> Scenario:
         """This scenario handing every rank the user's own config (a YAML or JSON mapping at

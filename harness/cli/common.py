@@ -101,7 +101,7 @@ def replay_from(report: str, name: str) -> Any:
 
 
 def scenarios_from(names: tuple[str, ...], data: str | None = None,
-                   config: str | None = None) -> list[Any]:
+                   config: str | None = None, mounts: tuple[str, ...] = ()) -> list[Any]:
     """``--scenario`` values (names, globs, files), or the whole catalog; a name not in the
     catalog is a usage error that says which names were probably meant. With ``--data``,
     the scenarios that read a dataset read that one (``Scenario.with_data``); with
@@ -115,6 +115,8 @@ def scenarios_from(names: tuple[str, ...], data: str | None = None,
         raise click.BadParameter(str(exc), param_hint="'--scenario'") from None
     if config is not None:
         chosen = _with_config(chosen, config)
+    if mounts:
+        chosen = [s.with_mounts(mount_list(mounts)) for s in chosen]
     if data is None:
         return chosen
     reading = [s for s in chosen if "data" in WORKLOADS[s.workload].inputs_model.model_fields]
@@ -126,6 +128,21 @@ def scenarios_from(names: tuple[str, ...], data: str | None = None,
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="'--data'") from None
     return [with_data.get(id(s), s) for s in chosen]
+
+
+def mount_list(texts: tuple[str, ...]) -> list[Any]:
+    """``--mount`` values as mounts; a usage error naming the bad one."""
+    from harness.scenarios import MountSpec
+
+    try:
+        mounts = [MountSpec.parse_option(t) for t in texts]
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--mount'") from None
+    paths = [m.normalized() for m in mounts]
+    twice = sorted({p for p in paths if paths.count(p) > 1})
+    if twice:
+        raise click.BadParameter(f"{', '.join(twice)} given twice", param_hint="'--mount'")
+    return mounts
 
 
 def _with_config(chosen: list[Any], config: str) -> list[Any]:

@@ -142,9 +142,19 @@ ISOLATION_OPTION = click.option(
          "it, said once); python: the Python-level view alone. Default: $HARNESS_ISOLATION, "
          "else kernel.")
 
+#: ``--mount``: what a path is on the user's pod (the same spelling as ``pod run --mount``).
+MOUNT_OPTION = click.option(
+    "--mount", "mount_texts", multiple=True, metavar="PATH=KIND[,CONSISTENCY]",
+    help="What PATH is on your pod, where a scenario mounts nothing there (repeatable): shared "
+         "(NFS, Filestore: one filesystem every host writes), host (each host's own disk: any "
+         "path not mounted), ro (a read-only disk on every host) or gcsfuse (a bucket); shared "
+         "and host take a consistency: local, close-to-open, delayed or object. "
+         "E.g. --mount /mnt/shared=shared,close-to-open.")
+
 WORLD = [
     click.option("--topology", "-t", default=None, callback=check_topology,
                  help="Override every scenario's topology."),
+    MOUNT_OPTION,
     SEED_OPTION,
     click.option("--timeout", default=None, type=Seconds(),
                  help=f"Override every scenario's deadline: {TIMEOUT_HELP}."),

@@ -27,8 +27,9 @@ from harness.vocabulary import UNEXERCISED, UNEXPECTED, ExitCode, plural
 @click.pass_context
 def run_command(ctx: click.Context, scenarios: tuple[str, ...], targets: tuple[str, ...],
                 workload: str, data: str | None, config_file: str | None, checker: str | None,
-                topology: str | None, seed: int, timeout: float | None, require_exercised: bool,
-                jobs: int | None, report_dir: str, formats: tuple[str, ...], baseline: str | None,
+                topology: str | None, mount_texts: tuple[str, ...], seed: int,
+                timeout: float | None, require_exercised: bool, jobs: int | None,
+                report_dir: str, formats: tuple[str, ...], baseline: str | None,
                 verbose: bool, seed_spec: str | None, cluster: str | None) -> None:
     """Run scenarios x targets and write the matrix's reports.
 
@@ -58,7 +59,7 @@ def run_command(ctx: click.Context, scenarios: tuple[str, ...], targets: tuple[s
     from harness.reports import write_run
     from harness.runner.run import plan_cells
 
-    scenario_list = common.scenarios_from(scenarios, data, config_file)
+    scenario_list = common.scenarios_from(scenarios, data, config_file, mount_texts)
     plans = [p for s in seeds for p in plan_cells(scenario_list, target_list, s, topology, timeout)]
     if not plans:
         raise click.UsageError("no cell to run: no target belongs to these scenarios' workloads")
@@ -95,8 +96,9 @@ def run_command(ctx: click.Context, scenarios: tuple[str, ...], targets: tuple[s
 @click.option("--cell", default=None, help="With REPORT: the cell to replay, as scenario[target].")
 def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: str,
                    data: str | None, config_file: str | None, checker: str | None,
-                   topology: str | None, seed: int, timeout: float | None, require_exercised: bool,
-                   report: str | None, cell: str | None) -> None:
+                   topology: str | None, mount_texts: tuple[str, ...], seed: int,
+                   timeout: float | None, require_exercised: bool, report: str | None,
+                   cell: str | None) -> None:
     """Rerun exactly one cell, from its replay command or from a saved report.
 
     \b
@@ -118,7 +120,7 @@ def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workloa
             raise click.UsageError("with a report, name the cell: --cell 'scenario[target]'")
         replay = common.replay_from(report, cell)
         return replay_command.main(replay.argv()[2:], standalone_mode=False)
-    chosen = common.scenarios_from(scenarios, data, config_file) if scenarios else []
+    chosen = common.scenarios_from(scenarios, data, config_file, mount_texts) if scenarios else []
     if len(chosen) != 1 or len(targets) != 1:  # a glob may name several
         raise click.UsageError("replay runs one cell: give one --scenario and one --target")
     plans = plan_cells(chosen, common.targets_from(targets, workload, checker, data, config_file),

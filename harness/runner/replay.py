@@ -38,6 +38,7 @@ class Replay:
     timeout: float | None = None  # likewise
     #: "python" where the run chose it: the same cell under kernel isolation can differ
     isolation: str | None = None
+    mounts: tuple[str, ...] = ()  # --mount: what paths are on the user's pod
     command: tuple[str, ...] = REPLAY
 
     def argv(self) -> list[str]:
@@ -54,6 +55,8 @@ class Replay:
             args += ["--checker", self.checker]
         if self.topology is not None:
             args += ["--topology", self.topology]
+        for mount in self.mounts:
+            args += ["--mount", mount]
         if self.timeout is not None:
             args += ["--timeout", f"{self.timeout:g}"]
         if self.isolation is not None:
@@ -78,13 +81,17 @@ class Replay:
         if command not in (REPLAY, RUN):
             raise ValueError(f"is not a '{shlex.join(REPLAY)}' command")
         values: dict[str, str] = {}
+        mounts: list[str] = []
         rest = words[2:]
         for i in range(0, len(rest), 2):
             option = rest[i]
+            if option == "--mount" and i + 1 < len(rest):  # the one option given once per path
+                mounts.append(rest[i + 1])
+                continue
             field = _OPTIONS.get(option)
             if field is None or i + 1 == len(rest):
                 raise ValueError(f"has {option!r}, which is not an option of a replay "
-                                 f"({', '.join(_OPTIONS)}, each with its value)")
+                                 f"({', '.join(_OPTIONS)}, each with its value, and --mount)")
             if field in values:
                 raise ValueError(f"gives {option} twice")
             values[field] = rest[i + 1]
@@ -96,7 +103,8 @@ class Replay:
             timeout = float(values.pop("timeout")) if "timeout" in values else None
         except ValueError as exc:
             raise ValueError(f"has a seed or timeout that is not a number ({exc})") from None
-        return cls(**values, seed=seed, timeout=timeout, command=command)  # type: ignore[arg-type]
+        return cls(**values, seed=seed, timeout=timeout, mounts=tuple(mounts),  # type: ignore[arg-type]
+                   command=command)
 
     def on_pod(self, pod: tuple[str, ...]) -> Replay:
         """The same cell on the same pod: ``pod`` says how to reach it (``harness pod run

@@ -23,6 +23,7 @@ from harness.history import Event
 from harness.rank.validator import Validator
 from harness.runner.cells import Cell, FaultRow, Matrix, RankRow
 from harness.runner.discovery import Discovery, discover
+from harness.runner.hosts import per_host_note
 from harness.runner.replay import Replay
 from harness.scenarios import Scenario, ScenarioError, catalog_dir, validate_host_inputs, validate_inputs
 from harness.topology import get_topology
@@ -138,6 +139,7 @@ def replay_of(plan: CellPlan) -> Replay:
                   seed=plan.seed, workload=None if target.builtin else target.workload,
                   checker=target.checker.ref if target.checker is not None else None,
                   data=scenario.data_given, config=scenario.config_given,
+                  mounts=scenario.mounts_given,
                   topology=plan.topology if plan.topology_overridden else None,
                   timeout=plan.timeout if plan.timeout_overridden else None,
                   isolation=isolation.PYTHON if isolation.default_mode() == isolation.PYTHON
@@ -246,9 +248,10 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
     preload = target.modules(discovery.imported if discovery is not None else ())
     checker = checker_of(scenario, target)
     recording = {"record_files": True} if workload.records_files(inputs) else {}
+    mounts = scenario.mount_list(home, roles)
     result = execute(target.ref, topology=topology, timeout=plan.timeout, seed=plan.seed,
                        profile=scenario.profile, args=(inputs.for_target(),), checker=checker,
-                       mounts=scenario.mount_list(home, roles), faults=faults,
+                       mounts=mounts, faults=faults,
                        preload=preload, files=files, watch=watch, reads=target.reads,
                        args_by_host={h: (i.for_target(),) for h, i in
                                      scenario.host_workload_inputs.items()} or None, **recording)
@@ -276,6 +279,9 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
         verdict = OK
     else:
         verdict = KNOWN if is_known else UNEXPECTED
+    if outcome != PASS:
+        note = per_host_note(roles, mounts, topology, result.ranks, home, os.getcwd())
+        detail = f"{note}; {detail}" if note else detail  # the cause first: a line is cut
     if not met and discovery is not None and discovery.outcome != PASS and not target.builtin:
         detail += (f" (the target's fault-free run, which learns its roles and imports, ended "
                    f"{discovery.outcome} too: it is not kept, and the next run learns again)")

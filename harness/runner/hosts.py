@@ -1,0 +1,76 @@
+"""Why a cell's ranks may not have seen a file: on its topology, where it lives is each
+host's own.
+
+A target that hands a file from one rank to the others through a path of its pod's
+shared filesystem (``/mnt/shared``, an NFS mount) fails on a topology of several hosts
+here, where every path no scenario mounts is each host's own disk: its own error (a
+``TimeoutError`` while it polls) says nothing of why. So does code read from under
+``/tmp`` on this machine, which every host of a world starts without. A failing cell's
+one-line reason says so, from what the target's fault-free run showed (its handoffs,
+``harness.roles``) and the rank's own words (a path it did not find), with the
+``--mount`` that says what the path is on the user's pod.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from collections.abc import Iterable
+
+from harness.filesystem.mounts import Mount, default_table
+from harness.history import ranks_phrase
+from harness.roles import Roles
+from harness.topology import Topology
+from harness.world.result import RankResult
+
+_NOT_FOUND = re.compile(r"No such file or directory: '(/[^']+)'")
+
+
+def per_host_note(roles: Roles | None, mounts: Iterable[Mount], topology: Topology,
+                  ranks: Iterable[RankResult], home: str, cwd: str) -> str | None:
+    """What a failing cell's reason adds (None: nothing to say)."""
+    table = default_table(topology, home, cwd)
+    for mount in mounts:
+        table = table.with_mount(mount)
+    ranks = list(ranks)
+    for r in ranks:  # a machine path the hosts do not have: the rank's own words name it
+        error = r.error or {}
+        found = _NOT_FOUND.search(f"{error.get('message', '')}\n{error.get('traceback', '')}")
+        if found is None:
+            continue
+        path = found.group(1)
+        mount = table.match(path)
+        if mount.base == "fresh" and os.path.exists(path):
+            return (f"'{path}' is on this machine but on no host of the world: {mount.path} "
+                    "starts empty on every host, as each VM's own does on a pod (keep code and "
+                    "data under the working directory, or a path the pod's hosts have)")
+    if topology.hosts < 2:
+        return None
+    for use in (roles.of("handoff") if roles is not None else ()):
+        mount = table.match(use.path)
+        if mount.scope == "shared":
+            continue
+        wrote = {topology.host_of(r) for r in use.writers if r < topology.world_size}
+        looked = [r for r in use.readers
+                  if r < topology.world_size and topology.host_of(r) not in wrote]
+        if not wrote or not looked:
+            continue
+        if mount.base == "fresh" and mount.path != "/" and not mount.path.startswith("/mnt"):
+            why = f"{mount.path} is each host's own on a pod"
+        elif mount.path == "/" or mount.base == "overlay":
+            place = _suggested(use.path)
+            why = f"if {place} is one filesystem on your pod: --mount {place}=shared"
+        else:
+            why = f"this scenario mounts {mount.path} on each host"
+        return (f"'{use.path}' is per host on {topology.name}: {ranks_phrase(looked)} on "
+                f"{ranks_phrase(sorted({topology.host_of(r) for r in looked}), 'host')} never "
+                f"see what {ranks_phrase(sorted(use.writers))} wrote on "
+                f"{ranks_phrase(sorted(wrote), 'host')} ({why})")
+    return None
+
+
+def _suggested(path: str) -> str:
+    """The directory a ``--mount`` would name: a mount point's depth (``/mnt/shared``)."""
+    parts = [p for p in posixpath.dirname(path).split("/") if p]
+    return "/" + "/".join(parts[:2]) if parts else posixpath.dirname(path)
