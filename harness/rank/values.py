@@ -158,9 +158,13 @@ def _check_built(value: Any) -> None:
     """Refuse a value nested deeper than ``MAX_DEPTH`` (a checker would fail on it, not the
     target) or whose arrays span more than ``MAX_VALUE_BYTES`` beyond what it held; give a
     defaultdict back its own factory."""
-    spans, stack = 0, [(value, 0)]
+    spans, stack, seen = 0, [(value, 0)], set()
     while stack:
         item, depth = stack.pop()
+        if isinstance(item, (dict, list, tuple, set, frozenset)) or type(item).__name__ == "deque":
+            if id(item) in seen:  # held twice, or holding itself: no bigger for it
+                continue
+            seen.add(id(item))
         if depth > MAX_DEPTH:
             raise ValueTooLarge(f"returned a value nested more than {MAX_DEPTH} deep: the "
                                 "harness reads values no deeper (harness.rank.values.MAX_DEPTH)")

@@ -28,12 +28,15 @@ _NOT_FOUND = re.compile(r"No such file or directory: '(/[^']+)'")
 
 
 def per_host_note(roles: Roles | None, mounts: Iterable[Mount], topology: Topology,
-                  ranks: Iterable[RankResult], home: str, cwd: str) -> str | None:
-    """What a failing cell's reason adds (None: nothing to say)."""
+                  ranks: Iterable[RankResult], home: str, cwd: str,
+                  pod: bool = False) -> str | None:
+    """What a failing cell's reason adds (None: nothing to say). On a ``pod``, only what
+    is true of every pod (``/tmp`` is each VM's own): what else its hosts share is the
+    pod's, not this machine's."""
     table = default_table(topology, home, cwd)
     for mount in mounts:
         table = table.with_mount(mount)
-    ranks = list(ranks)
+    ranks = [] if pod else list(ranks)
     for r in ranks:  # a machine path the hosts do not have: the rank's own words name it
         error = r.error or {}
         found = _NOT_FOUND.search(f"{error.get('message', '')}\n{error.get('traceback', '')}")
@@ -49,7 +52,7 @@ def per_host_note(roles: Roles | None, mounts: Iterable[Mount], topology: Topolo
         return None
     for use in (roles.of("handoff") if roles is not None else ()):
         mount = table.match(use.path)
-        if mount.scope == "shared":
+        if mount.scope == "shared" or (pod and (mount.path == "/" or mount.base != "fresh")):
             continue
         wrote = {topology.host_of(r) for r in use.writers if r < topology.world_size}
         looked = [r for r in use.readers
@@ -64,8 +67,8 @@ def per_host_note(roles: Roles | None, mounts: Iterable[Mount], topology: Topolo
         else:
             why = f"this scenario mounts {mount.path} on each host"
         return (f"'{use.path}' is per host on {topology.name}: {ranks_phrase(looked)} on "
-                f"{ranks_phrase(sorted({topology.host_of(r) for r in looked}), 'host')} never "
-                f"see what {ranks_phrase(sorted(use.writers))} wrote on "
+                f"{ranks_phrase(sorted({topology.host_of(r) for r in looked}), 'host')} "
+                f"{'never sees' if len(looked) == 1 else 'never see'} what {ranks_phrase(sorted(use.writers))} wrote on "
                 f"{ranks_phrase(sorted(wrote), 'host')} ({why})")
     return None
 

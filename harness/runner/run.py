@@ -280,7 +280,8 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
     else:
         verdict = KNOWN if is_known else UNEXPECTED
     if outcome != PASS:
-        note = per_host_note(roles, mounts, topology, result.ranks, home, os.getcwd())
+        note = per_host_note(roles, mounts, topology, result.ranks, home, os.getcwd(),
+                             pod=execute is not run_world)
         detail = f"{note}; {detail}" if note else detail  # the cause first: a line is cut
     if not met and discovery is not None and discovery.outcome != PASS and not target.builtin:
         detail += (f" (the target's fault-free run, which learns its roles and imports, ended "

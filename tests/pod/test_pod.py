@@ -153,8 +153,10 @@ def test_pod_run_of_isolated_tmp_fails_naive_sync_as_the_simulator_on_v4_64(tmp_
             assert "isolation" not in pod.stdout.split("cell in")[1].splitlines()[0]
     assert (cells["pod"]["outcome"], cells["pod"]["verdict"]) == \
         (cells["sim"]["outcome"], cells["sim"]["verdict"]) == ("ERROR", "known")
-    assert cells["pod"]["detail"].startswith("ranks 1-7 raised FileNotFoundError: [Errno 2] No "
-                                             "such file or directory: '/tmp/temp_config.yaml'")
+    assert cells["pod"]["detail"].startswith(
+        "'/tmp/temp_config.yaml' is per host on v4-64: ranks 1-7 on hosts 1-7 never see what "
+        "rank 0 wrote on host 0 (/tmp is each host's own on a pod); ranks 1-7 raised "
+        "FileNotFoundError: [Errno 2] No such file or directory: '/tmp/temp_config.yaml'")
     assert cells["pod"]["detail"] == cells["sim"]["detail"]
     assert cells["pod"]["replay"] == ("harness pod run --local 8 --scenario isolated-tmp "
                                       "--target naive-sync --seed 0")
@@ -414,8 +416,10 @@ def test_a_hang_on_a_pod_ends_at_the_deadline_with_every_ranks_stack(tmp_path: P
                                 for p in _namespace_members(w.process.pid)) for w in local.local}
     cell = matrix.cells[0]  # type: ignore[attr-defined]
     assert cell.outcome == "HANG", cell.detail
-    assert cell.detail == "HANG at the deadline (3 s): rank 0 in rendezvous 'config'; rank 1 " \
-                          "before any collective"
+    assert cell.detail == ("'/tmp/team_config.json' is per host on 2x1: rank 1 on host 1 never "
+                           "sees what rank 0 wrote on host 0 (/tmp is each host's own on a pod); "
+                           "HANG at the deadline (3 s): rank 0 in rendezvous 'config'; rank 1 "
+                           "before any collective")
     stacks = {r.rank: r.stack or "" for r in cell.ranks}
     assert 'team_sync.py", line 11, in sync' in stacks[0]  # xm.rendezvous("config")
     assert 'team_sync.py", line 10, in sync' in stacks[1]  # time.sleep(60)
