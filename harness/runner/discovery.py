@@ -8,8 +8,10 @@ scenario needs what another run of the same target leaves behind (a stale
 leftover, another job's write), a second world runs it with the workload's
 ``another_run`` inputs and keeps the bytes it wrote at each handoff.
 
-Both are cached on disk per target, code and harness version (``HARNESS_CACHE_DIR``,
-default ``.harness_cache`` in the working directory, as pytest keeps its own).
+Both are cached on disk (``HARNESS_CACHE_DIR``, default ``.harness_cache`` in the working
+directory, as pytest keeps its own), keyed by everything that changes what they show: the
+target and its own source files, the workload, its inputs and setting (the user's data and
+config included), the topology, the working directory and the harness's version.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import hashlib
 import json
 import logging
 import os
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +34,7 @@ from harness.roles import Roles, derive
 from harness.topology import Topology, get_topology
 from harness.vocabulary import PASS
 from harness.workloads.base import Learning, Target, Workload
+from harness.world import pool
 from harness.world.world import run_world
 
 log = logging.getLogger(__name__)
@@ -39,7 +43,7 @@ log = logging.getLogger(__name__)
 #: target's imports, a cell does not.
 DISCOVERY_TIMEOUT = 60.0
 TOPOLOGY = "single-host-8"  # a workload without a catalog scenario
-_FORMAT = 5  # 3: a directory is never a file role; 4: the workload's setting, collectives; 5: state
+_FORMAT = 6  # 3: a directory is never a file role; 4: the workload's setting, collectives; 5: state; 6: fits
 
 
 @dataclass(frozen=True)
@@ -74,34 +78,56 @@ def cache_dir() -> Path:
     return Path(os.environ.get("HARNESS_CACHE_DIR") or ".harness_cache") / "discovery"
 
 
-def _source_of(target: Target) -> bytes:
-    """The target's own code, for the cache key (its file, or its module's file)."""
-    ref = refs.parse(target.ref)
-    path = ref.module if ref.is_file else None
-    if path is None:
-        import importlib.util
+#: At most this many of the target's own source files go into its cache key.
+MAX_SOURCES = 200
 
-        try:
-            spec = importlib.util.find_spec(ref.module)
-        except (ImportError, ValueError):
-            spec = None
-        path = spec.origin if spec is not None else None
-    try:
-        return source.read(path) if path else b""
-    except (OSError, ValueError):  # check_defines said why, before any world
+
+def _code_of(target: Target) -> bytes:
+    """The target's own code, for the cache key: its file (a workload's adapter runs it by
+    the user's reference: that file, not the adapter's) and every file of its own it
+    imports, by name, from beside it or the working directory (a helper module, a package
+    of the team's), read from their sources. Installed packages are the harness version's
+    business; a module loaded by path at run time is not seen."""
+    ref = refs.parse(target.ref if target.builtin or refs.module_of(target.name) is None
+                     else target.name)
+    first = os.path.abspath(ref.module) if ref.is_file else \
+        source.module_file(ref.module, [os.getcwd(), *sys.path])  # found, never imported here
+    if first is None:
         return b""
+    search = [os.path.dirname(first), os.getcwd()]
+    digest, todo, seen = hashlib.sha256(), [first], {first}
+    while todo and len(seen) <= MAX_SOURCES:
+        path = todo.pop(0)
+        try:
+            digest.update(path.encode(errors="surrogateescape") + b"\0" + source.read(path))
+        except (OSError, ValueError):  # check_defines said why, before any world
+            continue
+        for name in sorted(pool.imports_of(path)):
+            found = source.module_file(name, search)
+            if found is not None and os.path.abspath(found) not in seen:
+                seen.add(os.path.abspath(found))
+                todo.append(os.path.abspath(found))
+    return digest.digest()
 
 
 def cache_key(target: Target, workload: Workload, previous: bool,
               learning: Learning | None = None) -> str:
+    blob = json.dumps(_fits(target, workload, previous, learning), sort_keys=True,
+                      default=str).encode()
+    return hashlib.sha256(blob + _code_of(target)).hexdigest()[:32]
+
+
+def _fits(target: Target, workload: Workload, previous: bool,
+          learning: Learning | None) -> list[Any]:
+    """Everything but the code that changes what a fault-free run shows: also kept in the
+    entry, which is used only if it holds the same (a key that collides, an entry another
+    version wrote, is learned again)."""
     inputs = workload.inputs().model_dump(mode="json")
     checker = target.checker.ref if target.checker else None
     topology, mounts = setting(workload, learning)
-    blob = json.dumps([_FORMAT, __version__, target.ref, workload.name, inputs, previous, checker,
-                       os.path.abspath(os.getcwd()), topology.name, [repr(m) for m in mounts],
-                       learning.key if learning is not None else None],
-                      sort_keys=True, default=str).encode()
-    return hashlib.sha256(blob + hashlib.sha256(_source_of(target)).digest()).hexdigest()[:32]
+    return as_json([_FORMAT, __version__, target.name, target.ref, workload.name, inputs,
+                    previous, checker, os.path.abspath(os.getcwd()), topology.name,
+                    [repr(m) for m in mounts], learning.key if learning is not None else None])
 
 
 def discover(target: Target, workload: Workload, previous: bool = False,
@@ -115,24 +141,27 @@ def discover(target: Target, workload: Workload, previous: bool = False,
     machine was loaded, a target that raises) says so in the report, and the next run
     learns again rather than trusting it (or preloading nothing) forever."""
     key = cache_key(target, workload, previous, learning)
+    fits = _fits(target, workload, previous, learning)
     path = cache_dir() / f"{key}.json"
     if use_cache:
         try:
-            return Discovery.from_dict(json.loads(path.read_text()))
-        except (OSError, ValueError, KeyError, TypeError):
-            pass  # absent or from another format: learn it again
+            data = json.loads(path.read_text())
+            if data.get("fits") == fits:
+                return Discovery.from_dict(data)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass  # absent, from another format or another run's: learn it again
     found = _run(target, workload, previous, timeout or DISCOVERY_TIMEOUT, learning)
     if use_cache and found.outcome == PASS:
-        _store(path, found)
+        _store(path, found, fits)
     return found
 
 
-def _store(path: Path, found: Discovery) -> None:
+def _store(path: Path, found: Discovery, fits: list[Any]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         with os.fdopen(fd, "w") as f:
-            json.dump(found.to_dict(), f)
+            json.dump({**found.to_dict(), "fits": fits}, f)
         os.replace(tmp, path)
     except OSError as exc:  # a read-only checkout: learn it again next time
         log.warning("cannot cache what %s showed: %s", path, exc)

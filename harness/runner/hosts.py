@@ -68,7 +68,8 @@ def per_host_note(roles: Roles | None, mounts: Iterable[Mount], topology: Topolo
             why = f"this scenario mounts {mount.path} on each host"
         return (f"'{use.path}' is per host on {topology.name}: {ranks_phrase(looked)} on "
                 f"{ranks_phrase(sorted({topology.host_of(r) for r in looked}), 'host')} "
-                f"{'never sees' if len(looked) == 1 else 'never see'} what {ranks_phrase(sorted(use.writers))} wrote on "
+                f"{'never sees' if len(looked) == 1 else 'never see'} what "
+                f"{ranks_phrase(sorted(use.writers))} wrote on "
                 f"{ranks_phrase(sorted(wrote), 'host')} ({why})")
     return None
 

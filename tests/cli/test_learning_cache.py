@@ -38,9 +38,7 @@ def _run(tmp_path: Path, cache: Path, args: list[str]) -> list[tuple[str, str, s
 CASES = {
     "config-sync": lambda tmp: [
         "-T", f"{USER / 'own_config' / 'strict_sync.py'}:sync_config",
-        "--config", str(USER / "own_config" / "train.yaml"),
-        *("-s baseline -s stale-leftover -s concurrent-jobs -s divergent-input -s isolated-tmp "
-          "-s partial-write").split()],
+        "--config", str(USER / "own_config" / "train.yaml")],
     "data-sharding": lambda tmp: [
         "-T", f"{USER / 'npz_strided.py'}:Sharded", "-w", "data-sharding",
         "--data", str(_npz_shards(tmp / "data"))],
@@ -61,6 +59,40 @@ def test_a_cached_learning_gives_every_cell_what_a_fresh_one_gives(tmp_path: Pat
     assert sorted(p.name for p in (cache / "discovery").iterdir()) == learned, \
         "the second run read the cache and learned nothing again"
     assert cached == fresh
-    if workload == "data-sharding":  # string ids, their own data: the correct loader passes
-        assert all(outcome in ("PASS", "ERROR") for _, outcome, _, _ in fresh), fresh
-        assert [c for c in fresh if c[0] == "readonly-data-mount"][0][1] == "PASS", fresh
+    assert len(fresh) == {"config-sync": 19, "data-sharding": 8, "checkpoint-resume": 6}[
+        workload], "every scenario of the workload's catalog"
+    if workload == "data-sharding":  # string ids, its own data: the correct loader passes
+        outcome = {scenario: outcome for scenario, outcome, _, _ in fresh}
+        assert outcome["readonly-data-mount"] == outcome["uneven-shards"] == "PASS", fresh
+
+
+def test_a_change_to_the_targets_own_code_or_an_entry_that_does_not_fit_is_learned_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.runner import discovery
+    from harness.workloads.registry import WORKLOADS, target
+
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "helper.py").write_text("DATA = 'train'\n")
+    (tmp_path / "loader.py").write_text(
+        "import helper\n\n\nclass Shards:\n    def __init__(self, data_dir, rank, world_size):\n"
+        "        self.items = list(range(rank, 8, world_size))\n")
+    runs: list[str] = []
+    monkeypatch.setattr(discovery, "_run", lambda *args: runs.append("learned") or
+                        discovery.Discovery(imported=(f"run-{len(runs)}",)))
+    loader, workload = target("loader.py:Shards", "data-sharding"), WORKLOADS["data-sharding"]
+
+    def learned() -> tuple[str, ...]:
+        return discovery.discover(loader, workload).imported
+
+    assert learned() == learned() == ("run-1",), "learned once, then read back"
+    (tmp_path / "helper.py").write_text("DATA = 'eval'\n")  # a module of its own it imports
+    assert learned() == ("run-2",)
+    (tmp_path / "loader.py").write_text((tmp_path / "loader.py").read_text() + "# v2\n")
+    assert learned() == ("run-3",), "the loader's own file, not the adapter that runs it"
+    entry = tmp_path / "cache" / "discovery" / f"{discovery.cache_key(loader, workload, False)}.json"
+    data = json.loads(entry.read_text())
+    data["fits"][4] = "config-sync"  # an entry written for another workload under this key
+    entry.write_text(json.dumps(data))
+    assert learned() == ("run-4",)
+    assert learned() == ("run-4",)
