@@ -64,7 +64,25 @@ def check(result: WorldResult, baseline: Baseline | None = None) -> Judgement:
         more = f" (+{len(foreign) - 3} more)" if len(foreign) > 3 else ""
         return Judgement(FAIL, f"{_all(ranks)} another run's config: {shown}{more}")
     return Judgement(PASS, f"{_all(ranks)} the same config "
-                           f"(sha256 {digests[reference_rank][:12]})")
+                           f"(sha256 {digests[reference_rank][:12]})",
+                     unexercised=_ignores_its_config(baseline))
+
+
+def _ignores_its_config(baseline: Baseline | None) -> str | None:
+    """Why a config that every rank agrees on says nothing (None: it does): the target's
+    fault-free runs returned the very same value for this run's config and another run's,
+    so it does not hand over the config it is given (it returns constants, or a part of
+    the config no run changes), and no cell can tell whose config a rank holds."""
+    if baseline is None or not isinstance(baseline.this_run, dict) \
+            or not isinstance(baseline.another_run, dict):
+        return None
+    try:
+        same = digest(baseline.this_run) == digest(baseline.another_run)
+    except (ValueError, RecursionError):
+        return None
+    return ("the target returned the same config in a fault-free run handed another run's "
+            "config: it does not return the config it is handed (inputs['config']), so "
+            "agreeing ranks say nothing of the handoff") if same else None
 
 
 def another_runs(config: dict, baseline: Baseline | None) -> list[tuple[str, Any, Any]]:

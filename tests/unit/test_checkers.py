@@ -157,6 +157,23 @@ def test_a_key_each_run_draws_anew_is_not_mistaken_for_another_runs():
                              Baseline(CONFIG, None)).outcome == PASS
 
 
+def test_a_target_that_returns_the_same_config_for_another_runs_is_not_exercised():
+    """A sync that ignores inputs['config'] (returns constants): ranks agree, and nothing
+    tells whose config they hold; a target that hands its config over is judged as ever."""
+    constant = {"lr": 3e-4, "batch_size": 32}
+    judged = config_sync.check(world([rank(r, value=constant) for r in range(4)]),
+                               Baseline(constant, dict(constant)))
+    assert judged.outcome == PASS
+    assert judged.unexercised is not None and judged.unexercised.startswith(
+        "the target returned the same config in a fault-free run handed another run's config")
+    handing = config_sync.check(world([rank(r, value=CONFIG) for r in range(4)]),
+                                Baseline(CONFIG, ANOTHER))
+    assert (handing.outcome, handing.unexercised) == (PASS, None)
+    assert config_sync.check(world([rank(r, value=constant) for r in range(2)]),
+                             Baseline(constant, None)).unexercised is None, \
+        "without another run there is nothing to compare"
+
+
 def test_killed_ranks_are_not_judged_by_config_sync():
     ranks = [rank(0, KILLED), rank(1, value=CONFIG), rank(2, value=CONFIG)]
     assert config_sync.check(world(ranks)).outcome == PASS
