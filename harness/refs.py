@@ -50,6 +50,26 @@ def parse(ref: str, kind: str = "target") -> Ref:
     return Ref(module, attr)
 
 
+def absolute(ref: str) -> str:
+    """``ref`` with a file's path made absolute (a module's dotted name, a built-in's name,
+    as they are): what reruns it from any directory."""
+    module, sep, attr = ref.rpartition(":")
+    if not sep or not module or not is_file(module) or os.path.isabs(module):
+        return ref
+    return f"{os.path.abspath(module)}:{attr}"
+
+
+def same_target(given: str, named: str) -> bool:
+    """Does the reference ``given`` (a replay's, perhaps made ``absolute``) name the target
+    a report calls ``named`` (as the user gave it, from wherever the run was)?"""
+    if given == named:
+        return True
+    module, sep, attr = named.rpartition(":")
+    if not sep or not is_file(module) or os.path.isabs(module):
+        return False
+    return given.endswith(f"{os.sep}{os.path.normpath(module)}:{attr}")
+
+
 def module_of(ref: str | None) -> str | None:
     """The module part of a reference (None for none, or a reference without one)."""
     module = (ref or "").rpartition(":")[0]

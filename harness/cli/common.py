@@ -92,8 +92,11 @@ def replay_from(report: str, name: str) -> Any:
         raise click.UsageError(f"{report}: the replay of {name} {exc}: {cell.replay!r}") from None
     scenario_of = Path(replay.scenario).stem if replay.scenario.endswith((".yaml", ".yml")) \
         else replay.scenario
+    from harness.refs import same_target
+
     theirs = (scenario_of, replay.target, replay.seed or 0)
-    if theirs != (cell.scenario, cell.target, cell.seed):
+    if (theirs[0], theirs[2]) != (cell.scenario, cell.seed) or \
+            not same_target(replay.target, cell.target):
         raise click.UsageError(f"{report}: the replay of {name} reruns another cell, "
                                f"{theirs[0]}[{theirs[1]}] seed {theirs[2]}, not this one at "
                                f"seed {cell.seed}: {cell.replay!r}")

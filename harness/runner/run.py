@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
-from harness import __version__
+from harness import __version__, refs
 from harness.checkers.common import Baseline, Judgement
 from harness.faults.plan import FaultPlan, PlanError, check_fits, make_plan
 from harness.history import Event
@@ -135,7 +135,8 @@ def replay_of(plan: CellPlan) -> Replay:
     from_catalog = scenario.source is not None and os.path.dirname(
         os.path.abspath(scenario.source)) == str(catalog_dir())
     target = plan.target
-    return Replay(scenario.name if from_catalog else str(scenario.source), target.name,
+    return Replay(scenario.name if from_catalog else os.path.abspath(str(scenario.source)),
+                  target.name if target.builtin else refs.absolute(target.name),
                   seed=plan.seed, workload=None if target.builtin else target.workload,
                   checker=target.checker.ref if target.checker is not None else None,
                   data=scenario.data_given, config=scenario.config_given,

@@ -35,3 +35,17 @@ def test_a_function_is_named_as_a_rank_can_find_it():
     assert refs.name_of("a.b:c") == "a.b:c"
     with pytest.raises(ValueError, match="cannot be found by name in a rank process"):
         refs.name_of(lambda: None)
+
+
+def test_a_file_targets_replay_names_it_absolutely_and_still_names_the_reports_cell(
+        tmp_path, monkeypatch):
+    from harness.refs import absolute, same_target
+
+    monkeypatch.chdir(tmp_path)
+    assert absolute("src/sync.py:load") == f"{tmp_path}/src/sync.py:load"
+    for unchanged in ("naive-sync", "mypkg.sync:load", "/abs/sync.py:load"):
+        assert absolute(unchanged) == unchanged
+    assert same_target(f"{tmp_path}/src/sync.py:load", "src/sync.py:load")
+    assert not same_target(f"{tmp_path}/src/other.py:load", "src/sync.py:load")
+    assert not same_target(f"{tmp_path}/src/sync.py:save", "src/sync.py:load")
+    assert not same_target("/elsewhere/naive-sync", "naive-sync")
