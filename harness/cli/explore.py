@@ -20,6 +20,7 @@ from harness.cli import common, stop
 from harness.cli.options import (
     CLUSTER,
     ISOLATION_OPTION,
+    MOUNT_OPTION,
     SEED,
     TIMEOUT_HELP,
     Duration,
@@ -55,6 +56,7 @@ DEFAULT_BUDGET_S = 300.0
               help="Draw only these fault kinds. Default: every kind the target can meet.")
 @click.option("--topology", "-t", "topologies", multiple=True, callback=check_topologies,
               help="Topologies to draw from, simplest first (repeatable).")
+@MOUNT_OPTION
 @click.option("--timeout", default=None, type=Seconds(),
               help=f"Every world's deadline: {TIMEOUT_HELP}. Default: the base scenario's.")
 @click.option("--database", default=None, type=click.Path(file_okay=False),
@@ -78,7 +80,8 @@ DEFAULT_BUDGET_S = 300.0
 @CLUSTER
 def explore_command(target_spec: str, workload: str, base: str | None, budget: float | None,
                     examples: int | None, seed: int, out_dir: str, kinds: str | None,
-                    topologies: tuple[str, ...], timeout: float | None, database: str | None,
+                    topologies: tuple[str, ...], mount_texts: tuple[str, ...],
+                    timeout: float | None, database: str | None,
                     no_database: bool, fmt: str, crash_states: bool, jobs: int,
                     lanes: int | None, cluster: str | None) -> None:
     """Search fault plans that break TARGET, shrink each to the smallest that still
@@ -105,6 +108,8 @@ def explore_command(target_spec: str, workload: str, base: str | None, budget: f
                                      param_hint="'--scenario'")
     else:
         start = base_scenario(workload)
+    if mount_texts:
+        start = start.with_mounts(common.mount_list(mount_texts))
     kind_list = [k.strip() for k in kinds.split(",") if k.strip()] if kinds else None
     if kind_list is not None:
         from harness.faults.kinds import KINDS
@@ -130,7 +135,7 @@ def explore_command(target_spec: str, workload: str, base: str | None, budget: f
 
     if cluster is not None or (lanes or 1) > 1:
         spec = Lanes(target_spec, workload, base, seed, lanes or 1, budget, examples, kind_list,
-                     list(topologies) or None, timeout, pack(db))
+                     list(topologies) or None, timeout, pack(db), mount_texts)
         result = _in_lanes(chosen, start, spec, cluster, db, on_finding, err,
                            lanes_given=lanes is not None)
     else:

@@ -73,6 +73,10 @@ def run_lane(lane: dict[str, Any]) -> dict[str, Any]:
     chosen = target(lane["target"], lane["workload"])
     base = without_faults(find(lane["base"])) if lane["base"] else \
         base_scenario(chosen.workload or lane["workload"])
+    if lane.get("mounts"):
+        from harness.scenarios import MountSpec
+
+        base = base.with_mounts([MountSpec.parse_option(m) for m in lane["mounts"]])
     with tempfile.TemporaryDirectory(prefix="harness-lane-db-") as directory:
         home = _unpack(lane.get("examples") or {}, directory)
         return _search(lane, chosen, base, _Recording(home))
@@ -108,6 +112,8 @@ class Lanes:
     timeout: float | None
     #: this machine's example database, as ``pack`` makes it ({} : none)
     examples: dict[str, str] | None = None
+    #: ``--mount``: what paths are on the user's pod, as it spells them
+    mounts: tuple[str, ...] = ()
 
     def items(self) -> list[dict[str, Any]]:
         share = None if self.max_worlds is None else -(-self.max_worlds // self.count)
@@ -115,7 +121,8 @@ class Lanes:
                  "target": self.target,
                  "workload": self.workload, "base": self.base, "budget_s": self.budget_s,
                  "max_worlds": share, "kinds": self.kinds, "topologies": self.topologies,
-                 "timeout": self.timeout, "examples": self.examples or {}}
+                 "timeout": self.timeout, "examples": self.examples or {},
+                 "mounts": list(self.mounts)}
                 for i in range(self.count)]
 
 

@@ -93,3 +93,19 @@ def test_a_scenarios_own_mount_at_the_path_stays_its_fault() -> None:
     assert plan.scenario.mounts_given == ("/mnt/data=shared", "/mnt/other=gcsfuse")
     with pytest.raises(ValueError, match="'nfs' is not a kind of mount"):
         catalog_cases(STAGE, ["baseline"], mounts=["/mnt/x=nfs"])
+
+
+def test_explore_searches_the_pod_the_mounts_say(tmp_path: Path) -> None:
+    """Without the mount, two hosts with no fault are a finding (each has its own
+    /mnt/shared); with it, that is no finding, and every plan written keeps the mount."""
+    def findings(where: Path, *extra: str) -> dict[str, str]:
+        done = run_cli("explore", "-T", STAGE, "--examples", "20", "--no-database",
+                       "--out", str(where), *extra)
+        assert done.returncode in (0, 1), done.stderr
+        return {p.name: p.read_text() for p in where.glob("*.yaml")}
+
+    without = findings(tmp_path / "a")
+    assert "nfs-stage-sync-several-hosts-error.yaml" in without, sorted(without)
+    given = findings(tmp_path / "b", "--mount", "/mnt/shared=shared")
+    assert given and not any("several-hosts" in name for name in given), sorted(given)
+    assert all("- path: /mnt/shared\n  scope: shared" in text for text in given.values())
