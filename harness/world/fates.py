@@ -96,11 +96,24 @@ def summary(r: RankResult) -> str:
 
 def fates_phrase(ranks: list[RankResult]) -> str:
     """``ranks 1-7 raised FileNotFoundError: ...; rank 0 killed by SIGKILL ...``: the ranks
-    grouped by how they ended, in order of their lowest rank."""
-    groups: dict[str, list[int]] = {}
+    grouped by how they ended, in order of their lowest rank. Words that differ only by
+    each rank's own number (``rank 3: cfg.json did not appear``) are one group, the number
+    written ``N`` (``ranks 1-7 raised TimeoutError: rank N: cfg.json did not appear``)."""
+    same: dict[str, list[int]] = {}
     for r in ranks:
-        groups.setdefault(summary(r), []).append(r.rank)
-    return "; ".join(f"{ranks_phrase(rs)} {what}"
+        same.setdefault(summary(r), []).append(r.rank)
+    alike: dict[str, list[tuple[int, str]]] = {}  # a rank alone in its words, by them sans its number
+    for words, rs in same.items():
+        if len(rs) == 1:
+            alike.setdefault(re.sub(rf"(?<![\w.]){rs[0]}(?![\w.])", "N", words), []).append(
+                (rs[0], words))
+    groups = {words: rs for words, rs in same.items() if len(rs) > 1}
+    for key, members in alike.items():
+        if len(members) > 1:
+            groups[key] = [r for r, _ in members]
+        else:
+            groups[members[0][1]] = [members[0][0]]
+    return "; ".join(f"{ranks_phrase(sorted(rs))} {what}"
                      for what, rs in sorted(groups.items(), key=lambda kv: min(kv[1])))
 
 

@@ -330,3 +330,23 @@ def test_a_read_only_write_is_the_machines_only_where_no_read_only_mount_explain
     assert not read_only_machine(world([failed], isolation="python"))
     assert read_only_machine(world([python], isolation="kernel", read_only=("/mnt/cfg",)))
     assert not read_only_machine(world([python], isolation="kernel", read_only=("/work/proj",)))
+
+
+def test_ranks_whose_words_differ_only_by_their_own_number_are_one_group():
+    """A poller's 'rank 3: ... did not appear' on seven ranks is one phrase, not seven; words
+    that merely hold a number equal to some rank's stay as they are."""
+    from harness.world.fates import fates_phrase
+
+    from support import error, rank
+
+    polling = [rank(r, "ERROR", host=0, error=error(
+        "TimeoutError", f"rank {r}: /tmp/myjob/cfg.json did not appear in 30 s"))
+        for r in range(1, 8)]
+    leader = rank(0, "ERROR", host=0, error=error("ValueError", "bad value 0"))
+    assert fates_phrase([leader, *polling]) == (
+        "rank 0 raised ValueError: bad value 0; ranks 1-7 raised TimeoutError: rank N: "
+        "/tmp/myjob/cfg.json did not appear in 30 s")
+    same = [rank(r, "ERROR", host=0, error=error("KeyError", "'lr' at step 2")) for r in range(4)]
+    assert fates_phrase(same) == "ranks 0-3 raised KeyError: 'lr' at step 2"
+    two = [rank(r, "ERROR", host=0, error=error("OSError", f"shard {r} of 2.5")) for r in (2, 5)]
+    assert fates_phrase(two) == "ranks 2,5 raised OSError: shard N of 2.5"
