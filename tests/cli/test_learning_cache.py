@@ -59,7 +59,7 @@ def test_a_cached_learning_gives_every_cell_what_a_fresh_one_gives(tmp_path: Pat
     assert sorted(p.name for p in (cache / "discovery").iterdir()) == learned, \
         "the second run read the cache and learned nothing again"
     assert cached == fresh
-    assert len(fresh) == {"config-sync": 19, "data-sharding": 8, "checkpoint-resume": 6}[
+    assert len(fresh) == {"config-sync": 19, "data-sharding": 9, "checkpoint-resume": 7}[
         workload], "every scenario of the workload's catalog"
     if workload == "data-sharding":  # string ids, its own data: the correct loader passes
         outcome = {scenario: outcome for scenario, outcome, _, _ in fresh}

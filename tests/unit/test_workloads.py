@@ -116,7 +116,8 @@ def test_the_built_in_targets_keep_their_names_preloads_and_known_failures():
 def test_the_catalog_order_is_each_workloads_in_turn_and_names_every_catalog_file():
     assert CATALOG_ORDER[:3] == ("baseline", "missing-file", "partial-write")
     assert CATALOG_ORDER[19:21] == ("uneven-shards", "missing-data-on-host")
-    assert CATALOG_ORDER[-2:] == ("duplicate-worker-id", "stream-missing")
+    assert CATALOG_ORDER[-2:] == ("stream-missing", "baseline-resume")
+    assert CATALOG_ORDER[27] == "baseline-sharding"
     assert [s.name for s in catalog()] == list(CATALOG_ORDER)
 
 

@@ -43,7 +43,8 @@ from support import REPO
 HERE = Path(__file__).resolve()
 SEEDS = (0, 1, 7)
 SCENARIOS = ("uneven-shards", "missing-data-on-host", "divergent-dataset", "corrupt-npy",
-             "readonly-data-mount", "divergent-seed", "uneven-groups", "truncated-data-on-host")
+             "readonly-data-mount", "divergent-seed", "uneven-groups", "truncated-data-on-host",
+             "baseline-sharding")
 WORKLOAD = WORKLOADS["data-sharding"]
 
 
@@ -283,14 +284,15 @@ def test_bad_builder_inputs_are_refused_before_the_builder_runs(changes, field, 
 
 # -- the catalog and the registry ----------------------------------------------------
 
-def test_the_catalog_has_the_eight_data_sharding_scenarios_with_their_expectations():
+def test_the_catalog_has_the_nine_data_sharding_scenarios_with_their_expectations():
     scenarios = {s.name: s for s in catalog() if s.workload == "data-sharding"}
     assert list(scenarios) == list(SCENARIOS)
     expect = {name: s.expect for name, s in scenarios.items()}
     assert expect == {"uneven-shards": "pass", "missing-data-on-host": "fail-loudly",
                       "divergent-dataset": "fail-loudly", "corrupt-npy": "fail-loudly",
                       "readonly-data-mount": "pass", "divergent-seed": "pass",
-                      "uneven-groups": "pass", "truncated-data-on-host": "fail-loudly"}
+                      "uneven-groups": "pass", "truncated-data-on-host": "fail-loudly",
+                      "baseline-sharding": "pass"}
     assert all("seed 00" in s.finding for s in scenarios.values())
 
 

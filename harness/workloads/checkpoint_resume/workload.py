@@ -42,7 +42,7 @@ WORKLOAD = Workload(
     known_failures={"naive-worker": _NAIVE_WORKER_KNOWN}, preload=PRELOAD,
     setup=dataset.setup, watch=dataset.watch,
     catalog_order=("preempt-mid-shard", "preempt-mid-checkpoint", "preempt-storm",
-                   "upload-failure", "duplicate-worker-id", "stream-missing"),
+                   "upload-failure", "duplicate-worker-id", "stream-missing", "baseline-resume"),
     restarts_alone=True,
     # seed 003's pre-emptible VMs: pre-empted at any point (and back), lost for good, slow;
     # its bucket's own failures are the catalog's upload-failure (or --kinds eio,...)

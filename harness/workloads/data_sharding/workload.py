@@ -184,7 +184,7 @@ WORKLOAD = Workload(
              "(harness.workloads.data_sharding)",
     catalog_order=("uneven-shards", "missing-data-on-host", "divergent-dataset", "corrupt-npy",
                    "readonly-data-mount", "divergent-seed", "uneven-groups",
-                   "truncated-data-on-host"),
+                   "truncated-data-on-host", "baseline-sharding"),
     # what a loader meets: a flaky or slow data disk, a file it may not read, ranks whose
     # generators or pace differ. Not a rank lost for good: once the data is checked, its
     # peers wait for it in the training step's all-reduce on a pod whatever the loader
