@@ -14,8 +14,8 @@ Roles:
 ``output``       a file a rank writes that no other rank looks at (a shard it uploads, a log);
                  a fault aims at the directories outputs are written to (numbered ones as
                  one: ``tpu_*``), as the next run writes other names there
-``state``        a file a rank writes again and again (a checkpoint it resumes from, rewritten
-                 as its work goes on)
+``state``        a file a rank writes again and again over what it held (a checkpoint it resumes
+                 from, rewritten as its work goes on); one it only appends to is an ``output``
 ``input``        a file ranks read that no rank writes (a dataset, a vocabulary)
 """
 
@@ -156,6 +156,7 @@ def derive(history: Iterable[Event]) -> Roles:
     written_by: dict[str, set[int]] = {}  # every closed write, staging names included
     read_ok: set[str] = set()  # opened for reading and there
     rewrites: dict[str, int] = {}  # closed writes of a path, renames onto it included
+    replaced: set[str] = set()  # opened for writing over what it held (O_TRUNC), or renamed onto
     order: list[str] = []  # first appearance, for a stable report
     for e in history:
         if e.kind != "file" or e.rank is None:
@@ -175,8 +176,12 @@ def derive(history: Iterable[Event]) -> Roles:
             if path in written_by:
                 writers.setdefault(dst, set()).add(e.rank)
                 rewrites[dst] = rewrites.get(dst, 0) + 1
+                replaced.add(dst)
                 staging.setdefault(dst, []).append(path)
                 writers.pop(path, None)  # a staging name is not a file of its own
+        elif e.op == "open-write" and ok and (e.detail.get("trunc") or (
+                e.detail.get("new") is False and not e.detail.get("append"))):
+            replaced.add(path)  # written over (or into, r+), not added to
         elif e.op in _LOOKS:
             lookers.setdefault(path, set()).add(e.rank)
             if e.op == "open-read" and ok:
@@ -203,7 +208,9 @@ def derive(history: Iterable[Event]) -> Roles:
             d = posixpath.dirname(path)
             dirs.setdefault(d, FileUse(d, use.writers, use.readers))
         elif w:
-            role = "state" if rewrites.get(path, 0) > 1 else "output"
+            # written again and again over what it held: a checkpoint; a file only ever
+            # added to (opened to append, never truncated) is an output, record by record
+            role = "state" if rewrites.get(path, 0) > 1 and path in replaced else "output"
             uses[role].append(FileUse(path, tuple(sorted(w)), (),
                                       tuple(dict.fromkeys(staging.get(path, [])))))
         elif path in read_ok and path not in written_by:

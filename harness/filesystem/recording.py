@@ -167,7 +167,8 @@ class RecordingView(View):
             new = None
         return self._recorded("open-write", r.vpath,
                               lambda: super(RecordingView, self)._open_fd(r, flags, mode),
-                              trunc=bool(flags & os.O_TRUNC), new=new)
+                              trunc=bool(flags & os.O_TRUNC), new=new,
+                              **({"append": True} if flags & os.O_APPEND else {}))
 
     def fsync(self, fd: Any) -> None:
         try:

@@ -180,6 +180,7 @@ class FileOp:
     count: int | None = None  # a stat or listdir repeated this many more times
     offset: int | None = None  # a write's: where in the file it starts
     trunc: bool | None = None  # an open-write's: it truncated the file (O_TRUNC)
+    append: bool | None = None  # an open-write's: it only adds to the file (O_APPEND)
     new: bool | None = None  # an open-write's: the file did not exist before
     dir: bool | None = None  # an fsync's: of a directory
     line: str | None = None  # ``file:line in function`` of the target's code that made it
@@ -299,7 +300,7 @@ _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
     "fs-access": (FsAccess, {"path": _S}),
     "file-op": (FileOp, {"op": _S, "path": _S, "ok": _B, "errno": _I0, "dst": _S0,
                          "size": _I0, "count": _I0, "offset": _I0, "trunc": (bool, _N),
-                         "new": (bool, _N), "dir": (bool, _N), "line": _S0}),
+                         "append": (bool, _N), "new": (bool, _N), "dir": (bool, _N), "line": _S0}),
     "started": (Started, {"units": _list(_started_unit), "roots": _opt(_list(_root))}),
     "exited": (Exited, {"pid": _I, "status": _I, "unit": _opt(_unit)}),
     "done": (Done, {"leftovers": _I, "clean": _B}),

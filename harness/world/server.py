@@ -4,6 +4,7 @@ sends to the one of them whose business it is."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import socket
 import struct
@@ -35,6 +36,10 @@ FILE_EVENTS_LIMIT = 10_000
 #: how often ``serve`` tells its ``progress`` callback where the world is (seconds)
 PROGRESS_EVERY = 0.25
 
+#: What a file event's detail holds beside its path and outcome: every other field of
+#: ``protocol.FileOp``, when the rank gave it.
+_FILE_DETAIL = tuple(f.name for f in dataclasses.fields(protocol.FileOp)
+                     if f.name not in ("op", "path", "ok", "errno"))
 _WHY_VISIBLE = {"read": "every other rank had looked for it",
                 "done": "every other rank had finished",
                 "time": "its visibility delay passed"}
@@ -466,7 +471,7 @@ class WorldServer:
         detail: dict[str, object] = {"path": msg.path, "ok": msg.ok}
         if not msg.ok:
             detail["errno"] = msg.errno if msg.errno is not None else 0
-        for name in ("dst", "size", "count", "offset", "trunc", "new", "dir", "line"):
+        for name in _FILE_DETAIL:
             value = getattr(msg, name)
             if value is not None:
                 detail[name] = value

@@ -158,3 +158,21 @@ def test_a_cell_whose_fault_cannot_happen_is_shown_and_fails_only_a_run_that_req
     assert "NOT-EXERCISED ○" in shown.stdout and "1 tested nothing" in shown.stdout
     strict = cli(*args, "--require-exercised")
     assert strict.returncode == 1, strict.stderr
+
+
+def test_a_file_only_appended_to_is_an_output_and_one_written_over_is_state():
+    """A worker appending its results batch by batch to one file per worker adds records, as
+    uploads do: the pre-emptions aimed at outputs must find it. A checkpoint is written
+    over (truncated, renamed onto, or rewritten in place)."""
+    results, state, inplace = "/mnt/bucket/scores/worker-0.jsonl", "/w/state.json", "/w/db"
+
+    def opened(path: str, **how: object) -> list[Event]:
+        return [op(0, "open-write", path, **how), op(0, "close", path, size=10)]
+
+    history = (opened(results, trunc=False, new=True, append=True)
+               + opened(results, trunc=False, new=False, append=True)
+               + opened(state, trunc=True, new=True) + opened(state, trunc=True, new=False)
+               + opened(inplace, trunc=False, new=True) + opened(inplace, trunc=False, new=False))
+    roles = derive(history)
+    assert roles.paths("output") == (results,)
+    assert roles.paths("state") == (state, inplace)
