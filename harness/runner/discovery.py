@@ -43,7 +43,9 @@ log = logging.getLogger(__name__)
 #: target's imports, a cell does not.
 DISCOVERY_TIMEOUT = 60.0
 TOPOLOGY = "single-host-8"  # a workload without a catalog scenario
-_FORMAT = 7  # 3: a directory is never a file role; 4: the workload's setting, collectives; 5: state; 6: fits; 7: appends are outputs
+#: 3: a directory is never a file role; 4: the workload's setting, collectives; 5: state;
+#: 6: fits; 7: an appended file is an output
+_FORMAT = 7
 
 
 @dataclass(frozen=True)
