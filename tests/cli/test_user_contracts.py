@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from support import run_cli
+from support import REPO, run_cli
 
 LOADER = "tests/user_targets/shard_loader.py"
 WORKER = "tests/user_targets/ckpt_worker.py:main"
@@ -297,3 +297,33 @@ def test_data_that_cannot_be_a_worlds_dataset_is_refused_naming_it(tmp_path, arg
     done = run_cli_here("run", *mine, "--workload", "data-sharding", *values, cwd=tmp_path)
     assert done.returncode == 2, done.stdout
     assert "--data" in done.stderr and words in done.stderr, done.stderr
+
+
+def test_a_loader_naming_its_dropped_samples_by_strings_passes_where_its_twin_does(tmp_path):
+    """``dropped_ids`` as the shards' own string ids (the contract takes any ids): the same
+    cells as the same loader without them, every one a verdict, never the harness's crash."""
+    import numpy as np
+
+    data = tmp_path / "data"
+    data.mkdir()
+    rng = np.random.default_rng(3)
+    for i in range(4):
+        np.savez(data / f"shard_{i}.npz", x=rng.normal(size=(25 + i, 4)).astype("float32"))
+    twin = tmp_path / "twin.py"
+    twin.write_text(f"import sys\nsys.path.insert(0, {str(REPO / 'tests' / 'user_targets')!r})\n"
+                    "from npz_strided import Sharded\n\n\nclass Twin(Sharded):\n"
+                    "    def __init__(self, data_dir, rank, world_size, seed=0):\n"
+                    "        super().__init__(data_dir, rank, world_size, seed)\n"
+                    "        del self.dropped_ids\n")
+
+    def outcomes(target: str) -> dict[str, str]:
+        out = tmp_path / f"out-{target.rsplit(':', 1)[1]}"
+        done = run_cli("run", "-T", target, "-w", "data-sharding", "--data", str(data),
+                       "--format", "json", "--report-dir", str(out))
+        assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
+        cells = json.loads((out / "latest" / "matrix.json").read_text())["cells"]
+        return {c["scenario"]: c["outcome"] for c in cells}
+
+    named = outcomes(f"{REPO / 'tests' / 'user_targets' / 'npz_strided.py'}:Sharded")
+    assert named == outcomes(f"{twin}:Twin")
+    assert named["readonly-data-mount"] == named["baseline-sharding"] == "PASS", named
