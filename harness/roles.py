@@ -42,6 +42,9 @@ MEANING = {
 _LOOKS = ("open-read", "stat")
 #: a directory name's number (``tpu_3``, ``worker-12``): every worker's directory is one place
 _DIGITS = re.compile(r"\d+")
+#: An installed package's metadata (``importlib.metadata`` reading entry points): never the
+#: target's data, wherever it is installed (an editable install keeps it in the checkout)
+_PACKAGE_METADATA = re.compile(r"\.(dist|egg)-info(/|$)")
 
 
 @dataclass(frozen=True)
@@ -162,7 +165,7 @@ def derive(history: Iterable[Event]) -> Roles:
         if e.kind != "file" or e.rank is None:
             continue
         path = e.detail.get("path")
-        if not isinstance(path, str):
+        if not isinstance(path, str) or _PACKAGE_METADATA.search(path):
             continue
         order.append(path)
         ok = e.detail.get("ok", True)

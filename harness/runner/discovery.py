@@ -44,8 +44,8 @@ log = logging.getLogger(__name__)
 DISCOVERY_TIMEOUT = 60.0
 TOPOLOGY = "single-host-8"  # a workload without a catalog scenario
 #: 3: a directory is never a file role; 4: the workload's setting, collectives; 5: state;
-#: 6: fits; 7: an appended file is an output
-_FORMAT = 7
+#: 6: fits; 7: an appended file is an output; 8: no package metadata
+_FORMAT = 8
 
 
 @dataclass(frozen=True)

@@ -176,3 +176,12 @@ def test_a_file_only_appended_to_is_an_output_and_one_written_over_is_state():
     roles = derive(history)
     assert roles.paths("output") == (results,)
     assert roles.paths("state") == (state, inplace)
+
+
+def test_an_installed_packages_metadata_is_no_role():
+    """``importlib.metadata`` reads entry points in a rank, from the checkout in an editable
+    install: never the target's input, which a fault would then aim at."""
+    history = [op(0, "open-read", "/repo/harness.egg-info/entry_points.txt"),
+               op(1, "open-read", "/venv/lib/site-packages/torch-2.9.0.dist-info/METADATA"),
+               op(0, "open-read", "/data/train.npy"), op(1, "open-read", "/data/train.npy")]
+    assert derive(history).paths("input") == ("/data/train.npy",)
