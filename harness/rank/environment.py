@@ -50,6 +50,7 @@ def enter_environment(spec: WorldSpec, env: dict[str, str]) -> None:
                 environ[key] = value
     else:
         set_environment({**spec.base_env, **own})
+    own_hostname(own.get("HOSTNAME"))
     import posix
     posix.chdir(spec.cwd)  # the real one: a launcher forking us may have a view installed
     if spec.shim_root not in sys.path[:1]:
@@ -62,6 +63,31 @@ def enter_environment(spec: WorldSpec, env: dict[str, str]) -> None:
     # imported after its package, so without the package there is nothing to drop.
     if "torch_xla" in sys.modules:
         forget_foreign_torch_xla(spec.shim_root)
+
+
+def own_hostname(name: str | None) -> None:
+    """Every host of a TPU slice has its own name (``t1v-n-...-w-3``), and code asks for it
+    (``socket.gethostname()`` to tell workers apart, in a log line). Under kernel isolation
+    the unit is on a host of that name already (``namespaces.enter``); otherwise Python's
+    ways of asking say it (``socket.gethostname``, ``os.uname``, ``platform``), though a
+    subprocess or C code still sees the machine's."""
+    import socket
+
+    if not name:
+        return
+    platform = sys.modules.get("platform")
+    if platform is not None:  # what the fork server's imports asked: the machine's name
+        platform._uname_cache = None  # type: ignore[attr-defined]
+    if socket.gethostname() == name:
+        return
+    machine_uname = os.uname
+
+    def uname() -> os.uname_result:
+        real = machine_uname()
+        return os.uname_result((real.sysname, name, real.release, real.version, real.machine))
+
+    socket.gethostname = lambda: name  # type: ignore[assignment]
+    os.uname = uname  # type: ignore[assignment]
 
 
 def set_environment(wanted: dict[str, str]) -> None:

@@ -257,7 +257,8 @@ def _lead(spec: WorldSpec) -> None:
             after_fork()
             if hosts is not None:
                 try:
-                    namespaces.enter(hosts, host_of(role, ident))
+                    host = host_of(role, ident)
+                    namespaces.enter(hosts, host, spec.topology.hostname(host))
                 except BaseException:  # noqa: BLE001 - never back into the leader's loop
                     say_failed(spec.outdir, unit_name(role, ident))
                     os._exit(UNIT_FAILED)

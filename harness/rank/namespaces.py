@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from harness.filesystem.mounts import is_under
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
+CLONE_NEWUTS = 0x04000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 32, 4096, 8192, 16384, 1 << 18
 MNT_DETACH = 2
@@ -478,15 +479,20 @@ def _init(binds: dict[int, tuple[Bind, ...]], keep: str, leader: object) -> None
         os._exit(0)
 
 
-def enter(held: dict[int, Held], host: int) -> None:
+def enter(held: dict[int, Held], host: int, hostname: str | None = None) -> None:
     """In a unit, right after its fork (one thread): join ``host``'s namespace, keep the
-    working directory it had (the kernel moves it to the namespace's root), and close
-    every host's descriptors: the target sees none of them."""
+    working directory it had (the kernel moves it to the namespace's root), close every
+    host's descriptors (the target sees none of them) and, given ``hostname``, be on a host
+    of that name (a UTS namespace of its own: ``hostname``, ``uname -n`` and C code say it,
+    as on a TPU VM; where the kernel refuses, ``environment`` says it to Python alone)."""
     cwd = os.getcwd()
     mnt, user, _ = held[host]
     if user >= 0:
         _check(_libc.setns(user, CLONE_NEWUSER), "setns(user)")
     _check(_libc.setns(mnt, CLONE_NEWNS), "setns(mnt)")
+    if hostname and _libc.unshare(CLONE_NEWUTS) == 0:
+        name = hostname.encode()
+        _libc.sethostname(name, len(name))
     close(held)
     for fd in _making:
         os.close(fd)

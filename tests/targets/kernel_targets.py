@@ -226,3 +226,14 @@ def writes_home() -> dict:
     with open(os.path.expanduser("~/kept.txt")) as f:
         kept = f.read().strip()
     return {"seen": sorted(os.listdir(cache)), "kept": kept}
+
+
+def hostnames(inputs=None):
+    """Every way code asks which host it is on."""
+    import platform
+    import socket
+    import subprocess
+
+    return {"socket": socket.gethostname(), "uname": os.uname().nodename,
+            "platform": platform.node(),
+            "subprocess": subprocess.run(["hostname"], capture_output=True, text=True).stdout.strip()}

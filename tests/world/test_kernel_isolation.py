@@ -434,3 +434,19 @@ def test_a_worlds_dev_holds_no_device_of_the_machines_but_the_harmless_ones(tmp_
                                                "/dev/kmsg"))
         assert rank.value["urandom"] == 8 and rank.value["sh"] == [*own, "3"]
     assert os.path.exists("/dev/null") and os.listdir("/dev") != own  # the machine's, as it was
+
+
+@pytest.mark.parametrize("isolation", ["kernel", "python"])
+def test_each_host_has_its_own_name_as_a_tpu_vm_does(isolation: str, tmp_path: Path) -> None:
+    """socket.gethostname(), os.uname(), platform.node() say the host's name (what HOSTNAME
+    and TPU_WORKER_HOSTNAMES say), not the machine's; under kernel isolation a subprocess's
+    `hostname` does too (under python isolation it is the machine's: a hole it keeps)."""
+    result = run_world(f"{TARGETS_DIR / 'kernel_targets.py'}:hostnames", topology="2x2",
+                       timeout=60, isolation=isolation, cwd=str(tmp_path))
+    assert result.outcome == PASS, result.detail()
+    machine = subprocess.run(["hostname"], capture_output=True, text=True).stdout.strip()
+    for rank in result.ranks:
+        name = f"t1v-n-harness-w-{rank.host}"
+        said = dict(rank.value)
+        assert said.pop("subprocess") == (name if isolation == "kernel" else machine)
+        assert said == {"socket": name, "uname": name, "platform": name}, rank.value
