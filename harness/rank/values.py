@@ -83,11 +83,15 @@ def _mib(size: int) -> str:
 
 
 def _expanding(where: str, arg: Any) -> None:
-    if isinstance(arg, (int, range, str, bytes, bytearray, memoryview)) and not (
-            isinstance(arg, (bytes, bytearray, str)) and where.endswith(("bytes", "bytearray"))):
-        if isinstance(arg, bool) or (isinstance(arg, int) and not where.endswith(
-                ("bytes", "bytearray", "_reconstructor"))):
-            return  # a deque's maxlen
+    """Refuse an argument ``where`` would build more from than it holds: a lazy range
+    (``list(range(n))``), a count (``bytes(n)``; a ``_reconstructor``'s state), or a string
+    a container takes item by item (``set(b"...")``); a deque's ``maxlen`` is a count too,
+    but of nothing built."""
+    sized = where.endswith(("bytes", "bytearray"))
+    counted = isinstance(arg, int) and not isinstance(arg, bool) and (
+        sized or where.endswith("_reconstructor"))
+    itemised = not sized and isinstance(arg, (str, bytes, bytearray, memoryview))
+    if isinstance(arg, range) or counted or itemised:
         raise ValueTooLarge(f"returned a value that grows as it is read: it builds {where} "
                             f"from {type(arg).__name__} {_short(arg)}, not from items it holds")
 

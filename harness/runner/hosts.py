@@ -33,8 +33,9 @@ def per_host_note(roles: Roles | None, mounts: Iterable[Mount], topology: Topolo
     """What a failing cell's reason adds (None: nothing to say). On a ``pod``, only what
     is true of every pod (``/tmp`` is each VM's own): what else its hosts share is the
     pod's, not this machine's."""
+    own = list(mounts)  # the scenario's (and --mount's)
     table = default_table(topology, home, cwd)
-    for mount in mounts:
+    for mount in own:
         table = table.with_mount(mount)
     ranks = [] if pod else list(ranks)
     for r in ranks:  # a machine path the hosts do not have: the rank's own words name it
@@ -59,13 +60,13 @@ def per_host_note(roles: Roles | None, mounts: Iterable[Mount], topology: Topolo
                   if r < topology.world_size and topology.host_of(r) not in wrote]
         if not wrote or not looked:
             continue
-        if mount.base == "fresh" and mount.path != "/" and not mount.path.startswith("/mnt"):
+        if mount in own:
+            why = f"this scenario mounts {mount.path} on each host"
+        elif mount.base == "fresh":  # /tmp, /dev/shm
             why = f"{mount.path} is each host's own on a pod"
-        elif mount.path == "/" or mount.base == "overlay":
+        else:  # the host's own disk, as any path no one mounts
             place = _suggested(use.path)
             why = f"if {place} is one filesystem on your pod: --mount {place}=shared"
-        else:
-            why = f"this scenario mounts {mount.path} on each host"
         return (f"'{use.path}' is per host on {topology.name}: {ranks_phrase(looked)} on "
                 f"{ranks_phrase(sorted({topology.host_of(r) for r in looked}), 'host')} "
                 f"{'never sees' if len(looked) == 1 else 'never see'} what "
