@@ -7,6 +7,7 @@ consistency model decides it, with or without faults.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -53,3 +54,35 @@ class NoHooks:
 
     def access(self, view: View, r: Resolved, mode: int, allowed: bool) -> bool:
         return allowed
+
+
+#: ``turn(op, path, dst)``: waits the world's turn for ``op`` on ``path`` (``dst``: a
+#: rename's), then tells the world it is done.
+Turn = Callable[[str, str, "str | None"], None]
+
+
+class Turning:
+    """Hooks whose every point where another unit could see the operation first waits
+    the world's turn (``harness.rank.clock.turn``): units at one instant of world time
+    act one at a time, in the seed's order, so that a write and a read of one file at
+    one instant are ordered the same way in every run. The rest is ``hooks``'s own."""
+
+    def __init__(self, hooks: Any, turn: Turn) -> None:
+        self._hooks = hooks
+        self._turn = turn
+
+    def before(self, view: View, op: str, r: Resolved, r2: Resolved | None = None) -> None:
+        self._turn(op, r.vpath, None if r2 is None else r2.vpath)
+        self._hooks.before(view, op, r, r2)
+
+    def write(self, view: View, r: Resolved, f: ViewFile, data: memoryview) -> memoryview:
+        self._turn("write", r.vpath, None)
+        return self._hooks.write(view, r, f, data)
+
+    def after_close(self, view: View, r: Resolved, writing: bool = True) -> bool:
+        if writing:  # what was written may become visible now
+            self._turn("close", r.vpath, None)
+        return self._hooks.after_close(view, r, writing)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._hooks, name)

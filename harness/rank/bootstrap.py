@@ -16,6 +16,7 @@ import importlib.util
 import os
 import pickle
 import sys
+import threading
 import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -139,6 +140,38 @@ def enter_world(faults: FaultPlan, seed: int, rank: int, host: int,
     return engine, made
 
 
+def _turns(channel: Channel, target: str) -> Callable[[str, str, str | None], None] | None:
+    """The view's turn before each operation another rank could see: the world's clock
+    decides who acts first at an instant (``RankClock.turn``), then the world hears what
+    was done and from which line of the target (its race finder, ``world/races.py``).
+    None before the rank has its clock."""
+    clock = rank_clock.current()
+    if clock is None:
+        return None
+    from harness.filesystem.recording import LineFinder
+
+    lines = LineFinder(target)
+    inside = threading.local()  # finding the line looks at code files: not the target's turn
+
+    def turn(op: str, path: str, dst: str | None) -> None:
+        if getattr(inside, "turning", False) or not clock.counts():
+            return  # a forked child's, or the harness's own thread: not the world's
+        inside.turning = True
+        try:
+            clock.turn()
+            touch = {"type": "touch", "op": op, "path": path}
+            line = lines.find(sys._getframe(1))
+            if line is not None:
+                touch["line"] = line
+            if dst is not None:
+                touch["dst"] = dst
+            channel.notify(touch)
+        finally:
+            inside.turning = False
+
+    return turn
+
+
 def _enter_world(ctx: RankContext, rank: int, life: int = 0, round_: int = 0) -> None:
     """The simulator's world: its sandboxed filesystem over the world's mounts (every
     operation told to the coordinator with ``record_files``)."""
@@ -155,7 +188,8 @@ def _enter_world(ctx: RankContext, rank: int, life: int = 0, round_: int = 0) ->
         return (RecordingView if spec.record_files else View)(
             spec.mounts, spec.sandbox, rank, ctx.host, spec.cwd, spec.home, hooks=engine,
             private=(spec.outdir,), notify=channel.notify, drawn=drawn,
-            world_ns=rank_clock.world_time_ns if rank_clock.current() else None, **told)
+            world_ns=rank_clock.world_time_ns if rank_clock.current() else None,
+            turn=_turns(channel, spec.target), **told)
 
     ctx.engine, ctx.view = enter_world(spec.faults, spec.seed, rank, ctx.host, channel.notify,
                                        life, round_, sandboxed if spec.mounts is not None else None,

@@ -165,6 +165,19 @@ class RankClock:
             self.block(Waiter(self.now))  # the world catches up; the others move meanwhile
         return t
 
+    def turn(self) -> None:
+        """This thread is about to do what another unit could see (a file operation its
+        view handles): it costs a tick, and it waits for the world to reach that time,
+        so that units at one instant act one at a time, in the seed's order
+        (``world/clock.py``). Off the clock (a forked child, a thread the clock does not
+        count, inside another wait) it is nothing."""
+        if not self.counts():
+            return
+        with self._lock:
+            self.now += TICK_NS
+            at = self.now
+        self.block(Waiter(at))
+
     def deadline_after(self, seconds: float) -> int:
         """The world time ``seconds`` from now (a wait's deadline)."""
         return self.read() + max(0, round(seconds * NS))
@@ -407,6 +420,13 @@ def world_monotonic() -> float:
 def world_monotonic_ns() -> int:
     clock = _clock
     return real_monotonic_ns() if clock is None else MONOTONIC_BASE_NS + clock.read()
+
+
+def turn() -> None:
+    """Before a file operation another unit could see: the world's turn (``RankClock.turn``)."""
+    clock = _clock
+    if clock is not None:
+        clock.turn()
 
 
 def world_sleep(secs: float) -> None:

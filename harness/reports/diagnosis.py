@@ -151,6 +151,9 @@ class Diagnosis:
     dropped: str = ""  # what a long run's bounded history left out
     #: what the history says of a file some ranks could not find (``unseen_writes``)
     hints: list[str] = field(default_factory=list)
+    #: races between ranks on a file, each one sentence (``world/races.py``): a cell says
+    #: them whatever its outcome, as a PASS may hold only at this seed's order
+    races: list[str] = field(default_factory=list)
 
     #: a bare world's text comes straight from its ranks: made printable here, as a cell's is
     __post_init__ = printable_fields
@@ -214,8 +217,21 @@ def _assemble(head: Diagnosis, ranks: list[RankRow], launchers: list[RankRow],
     endings = {_last_line(t.text) for t in head.tracebacks if t.noun == "rank"}
     head.tracebacks = [t for t in head.tracebacks
                        if t.noun == "rank" or _last_line(t.text) not in endings]
+    history = list(history)
     head.hints = unseen_writes(history, ranks)
+    head.races = races_of(history)
     return head
+
+
+def races_of(history: Iterable[Any]) -> list[str]:
+    """What the world's race finder named (``world/races.py``), in the order it found them."""
+    out = []
+    for e in history:
+        kind, detail = (e.get("kind"), e.get("detail") or {}) if isinstance(e, dict) else \
+            (e.kind, e.detail)
+        if kind == "race" and detail.get("message"):
+            out.append(str(detail["message"]))
+    return out
 
 
 def _last_line(text: str) -> str:
@@ -361,6 +377,7 @@ def render_text(d: Diagnosis) -> str:
     """The diagnosis as plain text: what ``harness replay``, a failing pytest and JUnit show."""
     lines = [d.headline, f"  {d.detail or '(no detail recorded)'}"]
     lines += [f"  {hint}" for hint in d.hints]
+    lines += [f"  {race}" for race in d.races]
     if d.finding:
         lines.append(f"  seed finding: {d.finding}")
     lines += [f"  role {role} = {what}" for role, what in d.roles.items()]

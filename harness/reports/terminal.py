@@ -30,7 +30,7 @@ from harness.reports._common import (
     took,
     workload_grids,
 )
-from harness.reports.diagnosis import diagnose, group_line
+from harness.reports.diagnosis import diagnose, group_line, races_of
 from harness.runner.cells import Cell, Matrix
 from harness.vocabulary import KNOWN, OK, UNEXERCISED, UNEXPECTED
 from harness.world.fates import one_line
@@ -116,9 +116,35 @@ def print_attention(cell: Cell, console: Console, verbose: bool = False,
         lines = ["    " + cut(detail, width - 4)]
     for line in lines:
         console.print(Text(line), soft_wrap=True)
+    print_races(d.races, console, verbose)
     replay = Text("    replay: ", style="dim")
     replay.append(d.replay or "(none)", style="cyan")
     console.print(replay, soft_wrap=True)
+
+
+def print_races(races: list[str], console: Console, verbose: bool = False) -> None:
+    """A cell's races (``world/races.py``): the first on one line, all when verbose."""
+    width = max(console.width, 40)
+    shown = races if verbose else races[:1]
+    for race in shown:
+        line = Text("    ")
+        line.append(cut(race, width - 4) if not verbose else race, style="yellow")
+        console.print(line, soft_wrap=verbose)
+    if len(races) > len(shown):
+        console.print(Text(f"    (and {plural(len(races) - 1, 'race')} more: -v, matrix.txt)",
+                           style="dim"))
+
+
+def print_raced(cells: list[Cell], console: Console, verbose: bool, seeded: bool) -> None:
+    """Cells that meet their expectation with a race in them: at another seed's order the
+    outcome may differ (``harness explore`` varies it)."""
+    for cell in cells:
+        d = diagnose(cell, seeded)
+        head = Text(f"{marker(d.verdict)} {d.outcome:<5} ", style=verdict_style(d.verdict))
+        head.append(d.title, style="bold")
+        head.append("  passes at this seed's order of ranks; with a race:", style="dim")
+        console.print(head, soft_wrap=True)
+        print_races(d.races, console, verbose)
 
 
 def summary_lines(matrix: Matrix) -> list[Text]:
@@ -167,7 +193,9 @@ def render_matrix(matrix: Matrix, console: Console, verbose: bool = False) -> No
         if i and verbose:
             console.print()
         print_attention(cell, console, verbose, matrix.several_seeds)
-    if cells:
+    raced = [c for c in matrix.cells if c not in cells and races_of(c.history)]
+    print_raced(raced, console, verbose, matrix.several_seeds)
+    if cells or raced:
         console.print()
     for i, table in enumerate(grids(matrix)):
         if i:

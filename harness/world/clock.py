@@ -19,6 +19,14 @@ waking (``idle``). The clock then moves in one of three ways:
   passes, however long the machine takes. A rank advances its own reading by a
   fixed tick per time call (``harness.rank.clock``), so a busy-wait ends.
 
+Units due at the same instant run **one at a time**, in an order drawn from the
+world's seed (after FoundationDB's simulator and neon's desim): the clock wakes
+one, and the next only once that one waits again. A rank waits on the clock
+before each file operation its view sees (``RankClock.turn``), so a write and a
+read of one file at one instant happen in the seed's order, the same on a quiet
+laptop and on a loaded CI runner; ranks a collective's reply wakes together run
+side by side only until their next such wait.
+
 Times are integer nanoseconds from the world's start (no float drift: the same
 seed gives the same times on every machine). Pure state: sockets and the wall
 clock are the caller's (``server.py``), as they are the coordinator's.
@@ -26,6 +34,7 @@ clock are the caller's (``server.py``), as they are the coordinator's.
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 #: A unit of the world: ("rank", r), or in exec mode ("host", h) for a host's launcher.
@@ -58,10 +67,11 @@ class Member:
 class WorldClock:
     """The world's time, who holds it, and who is due to wake."""
 
-    def __init__(self, deadline: int) -> None:
+    def __init__(self, deadline: int, seed: int = 0) -> None:
         self.now = 0
         self.deadline = deadline
         self.members: dict[Key, Member] = {}
+        self._order = random.Random(f"order:{seed}")  # who goes first among units due together
 
     # -- who is in the world ----------------------------------------------------------
     def join(self, key: Key) -> None:
@@ -124,16 +134,22 @@ class WorldClock:
         return max(self.now, min(times + [self.deadline]))
 
     def advance(self, to: int) -> list[Key]:
-        """Move to ``to`` (never back); returns the idle units now due, marked woken. At
-        the deadline the world ends: nothing due then runs."""
+        """Move to ``to`` (never back); returns the unit to wake now (at most one), marked
+        woken: the earliest due, and of those due at the same time one the seed draws.
+        The caller wakes the next only once no unit computes (the one woken waits again,
+        or waits outside the world). At the deadline the world ends: nothing due then runs."""
         self.now = max(self.now, min(to, self.deadline))
         if self.passed:
             return []
-        due = [k for k, m in self.members.items()
+        due = [(m.wake, k) for k, m in self.members.items()
                if m.idle and m.wake is not None and m.wake <= self.now]
-        for key in due:
-            self.woke(key)
-        return due
+        if not due:
+            return []
+        first = min(due)[0]
+        ties = sorted(k for wake, k in due if wake == first)
+        key = ties[0] if len(ties) == 1 else self._order.choice(ties)
+        self.woke(key)
+        return [key]
 
     @property
     def passed(self) -> bool:

@@ -167,6 +167,17 @@ class FsAccess:
 
 
 @dataclass(slots=True)
+class Touch:
+    """A rank did ``op`` on ``path`` (and ``dst``, a rename's), in its turn: what the
+    world's race finder (``world/races.py``) reads, in every world."""
+
+    op: str
+    path: str
+    dst: str | None = None
+    line: str | None = None  # ``file:line in function`` of the target's code that made it
+
+
+@dataclass(slots=True)
 class FileOp:
     """One file operation a rank made through the view (``record_files``)."""
 
@@ -209,7 +220,7 @@ class Done:
 
 
 Message = (Hello | Collective | Send | Recv | Idle | Forked | Result | Promote | Stacks | RankExit
-           | Spawning | Fault | Hold | Seal | FsAccess | FileOp | Started | Exited | Done)
+           | Spawning | Fault | Hold | Seal | FsAccess | Touch | FileOp | Started | Exited | Done)
 
 
 # -- field checks --------------------------------------------------------------------
@@ -298,6 +309,7 @@ _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
     "seal": (Seal, {"path": _S, "staging": _S, "upper": _S, "model_staging": _S0,
                     "faults": _ints}),
     "fs-access": (FsAccess, {"path": _S}),
+    "touch": (Touch, {"op": _S, "path": _S, "dst": _S0, "line": _S0}),
     "file-op": (FileOp, {"op": _S, "path": _S, "ok": _B, "errno": _I0, "dst": _S0,
                          "size": _I0, "count": _I0, "offset": _I0, "trunc": (bool, _N),
                          "append": (bool, _N), "new": (bool, _N), "dir": (bool, _N), "line": _S0}),

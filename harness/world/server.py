@@ -25,6 +25,7 @@ from harness.world.coordinator import Coordinator
 from harness.world.lifecycle import Lifecycle, Progress
 from harness.world.limits import Exceeded, Limits, Meter
 from harness.world.loop import Conn, EventLoop
+from harness.world.races import Races
 from harness.world.result import WorldResult
 from harness.world.sealing import Sealer, SealRefused
 
@@ -65,12 +66,13 @@ class WorldServer:
                  timeout: float, teardown: bool = False, limits: Limits | None = None) -> None:
         self.spec = spec
         self.timeout = timeout  # the world's, as progress reports show it
-        self.clock = WorldClock(ns(timeout))
+        self.clock = WorldClock(ns(timeout), spec.seed)
         for key in spec.units():
             self.clock.join(key)
         self.coordinator = Coordinator(spec.topology.world_size,
                                        now=lambda: seconds(self.clock.now))
         self.publisher = Publisher(spec.topology.world_size, spec.sandbox)
+        self.races = Races(spec.topology.world_size)
         self.forked: set[int] = set()  # ranks that started a process of their own
         self.sealer = Sealer(spec.faults, spec.topology, spec.sandbox)
         self.loop = EventLoop(spec.address, self._on_frame, self._on_refused)
@@ -366,17 +368,40 @@ class WorldServer:
     def _collective(self, sock: socket.socket, conn: Conn, msg: protocol.Collective) -> None:
         rank = self._rank_of(conn)
         if rank is not None:
-            self._reply(self.coordinator.collective(rank, msg))
+            replies = self.coordinator.collective(rank, msg)
+            if replies:  # the step completed: it orders its ranks' pasts before their futures
+                self.races.joined([r for r, _, _ in replies])
+            self._reply(replies)
 
     def _send(self, sock: socket.socket, conn: Conn, msg: protocol.Send) -> None:
         rank = self._rank_of(conn)
         if rank is not None:
-            self._reply(self.coordinator.send(rank, msg))
+            replies = self.coordinator.send(rank, msg)
+            for receiver, _, _ in replies[1:]:
+                self.races.delivered(rank, receiver)
+            self._reply(replies)
 
     def _recv(self, sock: socket.socket, conn: Conn, msg: protocol.Recv) -> None:
         rank = self._rank_of(conn)
         if rank is not None:
-            self._reply(self.coordinator.recv(rank, msg))
+            replies = self.coordinator.recv(rank, msg)
+            if replies:  # it was waiting in its mailbox
+                self.races.delivered(msg.peer, rank)
+            self._reply(replies)
+
+    def _touch(self, sock: socket.socket, conn: Conn, msg: protocol.Touch) -> None:
+        """A rank's file operation, in its turn: a race it completes goes in the history."""
+        rank = self._rank_of(conn)
+        if rank is None:
+            return
+        t = self.coordinator.now()
+        found = self.races.access(rank, msg.op, msg.path, msg.line, t)
+        if msg.dst is not None:
+            found += self.races.access(rank, msg.op, msg.dst, msg.line, t)
+        for race in found:
+            self.coordinator.record("race", rank=race.second.rank, op=race.second.op, detail={
+                "message": race.describe(), "path": race.first.path,
+                "ranks": list(race.ranks), "lines": [race.first.line, race.second.line]})
 
     def _result(self, sock: socket.socket, conn: Conn, msg: protocol.Result) -> None:
         rank = self._rank_of(conn)
@@ -521,7 +546,7 @@ class WorldServer:
                 p.Idle: _nothing, p.Forked: _nothing,
                 p.Result: self._result, p.Promote: self._promote, p.Stacks: self._stacks,
                 p.RankExit: self._rank_exit, p.Fault: self._fault, p.Hold: self._hold, p.Seal: self._seal,
-                p.FsAccess: self._fs_access, p.FileOp: self._file_op}
+                p.FsAccess: self._fs_access, p.Touch: self._touch, p.FileOp: self._file_op}
         return {"pending": {p.Hello: self._hello}, "rank": unit,
                 "host": {**unit, p.Spawning: self._spawning},
                 "leader": {p.Started: self._started, p.Exited: self._exited, p.Done: self._done}}

@@ -46,6 +46,37 @@ def test_the_clock_jumps_to_the_earliest_wake_up_only_when_every_unit_is_idle():
     assert clock.now == 2 * NS and ("rank", 1) in clock.busy(), "woken: it runs now"
 
 
+def _tie_order(seed: int, units: int = 5) -> list[int]:
+    """Who the clock wakes, in turn, of ``units`` ranks due at the same instant."""
+    clock = WorldClock(deadline=100 * NS, seed=seed)
+    for r in range(units):
+        clock.join(("rank", r))
+        clock.idle(("rank", r), 0, NS)
+    order = []
+    while len(order) < units:
+        woken = clock.advance(clock.next_wake())
+        assert len(woken) == 1, "one at a time"
+        order.append(woken[0][1])
+        assert clock.advance(clock.next_wake()) == [], "not while the woken one runs"
+        clock.idle(woken[0], 1, None)  # it waits again
+    return order
+
+
+def test_units_due_at_one_instant_are_woken_one_at_a_time_in_the_seeds_order():
+    assert _tie_order(7) == _tie_order(7), "the same seed, the same order"
+    assert sorted(_tie_order(7)) == list(range(5))
+    assert len({tuple(_tie_order(seed)) for seed in range(10)}) > 1, "the seed decides it"
+
+
+def test_an_earlier_wake_up_goes_first_whatever_the_seed():
+    for seed in range(5):
+        clock = WorldClock(deadline=100 * NS, seed=seed)
+        for r, wake in ((0, 3 * NS), (1, 2 * NS)):
+            clock.join(("rank", r))
+            clock.idle(("rank", r), 0, wake)
+        assert clock.advance(clock.next_wake()) == [("rank", 1)]
+
+
 def test_an_idle_word_that_a_reply_overtook_is_stale():
     clock = WorldClock(deadline=100 * NS)
     clock.join(("rank", 0))

@@ -1,0 +1,135 @@
+"""Races: two ranks' accesses to one file, at least one a write, that nothing orders.
+
+Inside a world, ranks at one instant act one at a time in the seed's order
+(``world/clock.py``), so a race between two ranks is decided the same way in
+every run of a seed; this module says where one was decided at all. The order
+the harness knows is happens-before through what the coordinator matches: a
+collective orders everything each of its ranks did before it before everything
+any of them does after it, and a message sent orders the sender's past before
+the receiver's future. A poller's clock waits order nothing by themselves: a
+reader that polls ``os.path.exists`` until rank 0's file appears races with
+rank 0's write, whether or not the way it was written makes that benign.
+
+Vector clocks, after FastTrack (Flanagan and Freund, PLDI 2009): each rank's
+accesses between two synchronisations share an epoch; an access of rank ``i``
+at epoch ``e`` happens before rank ``j``'s next access iff ``j``'s clock has
+``i`` past ``e``. Pure state: the server feeds it what ranks said, in the
+order the world decided.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: What changes a file (or its name) for a reader; everything else looks at it.
+WRITES = frozenset({"open-write", "write", "close", "rename", "remove", "mkdir", "rmdir",
+                    "chmod"})
+#: At most this many races are named per world; the rest are counted.
+NAMED = 20
+
+
+@dataclass(frozen=True)
+class Access:
+    """One rank's access to a path, as it happened."""
+
+    rank: int
+    epoch: int
+    op: str
+    path: str
+    line: str | None
+    t: float
+
+    @property
+    def writes(self) -> bool:
+        return self.op in WRITES
+
+    def describe(self) -> str:
+        where = f" at {self.line}" if self.line else ""
+        return f"rank {self.rank}'s {self.op}{where}"
+
+
+@dataclass(frozen=True)
+class Race:
+    """Two accesses to ``first.path`` that nothing the harness knows orders."""
+
+    first: Access
+    second: Access
+
+    @property
+    def ranks(self) -> tuple[int, int]:
+        return self.first.rank, self.second.rank
+
+    def describe(self) -> str:
+        return (f"race on {self.first.path} at t={self.second.t:g} s: "
+                f"{self.first.describe()}, then {self.second.describe()}, with nothing "
+                "ordering them (no collective or message between; a poll's wait orders nothing)")
+
+
+@dataclass
+class _PathState:
+    write: Access | None = None
+    reads: dict[int, Access] | None = None  # since the last write: each rank's latest
+
+
+class Races:
+    """Finds the races of one world from its accesses and synchronisations."""
+
+    def __init__(self, world_size: int) -> None:
+        self._clocks = [[1 if i == j else 0 for i in range(world_size)]
+                        for j in range(world_size)]
+        self._paths: dict[str, _PathState] = {}
+        self._seen: set[str] = set()  # the paths a race was named on
+        self.found: list[Race] = []
+        self.unnamed = 0  # races past ``NAMED``
+
+    def _ordered(self, before: Access, rank: int) -> bool:
+        """Does ``before`` happen before what ``rank`` does now?"""
+        return before.rank == rank or self._clocks[rank][before.rank] > before.epoch
+
+    def access(self, rank: int, op: str, path: str, line: str | None, t: float) -> list[Race]:
+        """Rank ``rank`` did ``op`` on ``path`` now; returns the races it completes."""
+        if not 0 <= rank < len(self._clocks):
+            return []
+        now = Access(rank, self._clocks[rank][rank], op, path, line, t)
+        state = self._paths.setdefault(path, _PathState())
+        earlier = [state.write] if state.write is not None else []
+        if now.writes:
+            earlier += list((state.reads or {}).values())
+        races = [Race(a, now) for a in earlier if not self._ordered(a, rank)]
+        if now.writes:
+            state.write, state.reads = now, None
+        else:
+            state.reads = {**(state.reads or {}), rank: now}
+        return [race for race in races if self._keep(race)]
+
+    def _keep(self, race: Race) -> bool:
+        """The first race on each file is named (seven pollers of one file: one race)."""
+        if race.first.path in self._seen:
+            return False
+        self._seen.add(race.first.path)
+        if len(self.found) >= NAMED:
+            self.unnamed += 1
+            return False
+        self.found.append(race)
+        return True
+
+    def joined(self, ranks: list[int]) -> None:
+        """A collective of ``ranks`` completed: each one's past is before all their futures."""
+        ranks = [r for r in ranks if 0 <= r < len(self._clocks)]
+        if not ranks:
+            return
+        for r in ranks:
+            self._clocks[r][r] += 1
+        merged = [max(self._clocks[r][i] for r in ranks) for i in range(len(self._clocks))]
+        for r in ranks:
+            self._clocks[r] = list(merged)
+
+    def delivered(self, sender: int, receiver: int) -> None:
+        """A message of ``sender``'s reached ``receiver``: the sender's past is before
+        the receiver's future (the sender's clock now: a later send at most hides a race)."""
+        n = len(self._clocks)
+        if not (0 <= sender < n and 0 <= receiver < n) or sender == receiver:
+            return
+        self._clocks[sender][sender] += 1
+        self._clocks[receiver] = [max(a, b) for a, b in
+                                  zip(self._clocks[receiver], self._clocks[sender])]
