@@ -324,13 +324,13 @@ def connect(address: str) -> Any:
 
 
 def run_with_progress(plans: list[Any], jobs: int | None, seed: int, known: frozenset,
-                      console: Console, run: Any = None) -> Any:
+                      console: Console, run: Any = None, check_determinism: bool = False) -> Any:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from harness.runner.run import run_matrix
 
     if run is None:
-        run = partial(run_matrix, jobs=jobs)
+        run = partial(run_matrix, jobs=jobs, check_determinism=check_determinism)
     if not console.is_terminal:
         return run(plans, seed=seed, known=known)
     with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),

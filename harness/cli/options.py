@@ -168,6 +168,12 @@ VERDICT = [
                       "fails the run."),
 ]
 
+#: Each cell twice: do the same seed's runs agree (``harness.runner.determinism``)?
+CHECK_DETERMINISM = click.option(
+    "--check-determinism", is_flag=True, default=False,
+    help="Run each cell twice with its seed: a cell whose runs differ (a rank's fate or "
+         "value, an event of its history) fails the run, naming the first difference.")
+
 #: Where a run's reports go and what counts as known.
 REPORTS = [
     click.option("--report-dir", default="reports", show_default=True,

@@ -8,12 +8,21 @@ import sys
 import click
 
 from harness.cli import common, stop
-from harness.cli.options import CLUSTER, REPORTS, SELECTION, VERDICT, WORLD, options
+from harness.cli.options import (
+    CHECK_DETERMINISM,
+    CLUSTER,
+    REPORTS,
+    SELECTION,
+    VERDICT,
+    WORLD,
+    options,
+)
 from harness.vocabulary import UNEXERCISED, UNEXPECTED, ExitCode, plural
 
 
 @click.command("run")
 @options(SELECTION, WORLD, VERDICT)
+@CHECK_DETERMINISM
 @click.option("--jobs", "-j", default=None, type=click.IntRange(min=1),
               help="Cells run in parallel. Default: the number of cores.")
 @options(REPORTS)
@@ -28,8 +37,8 @@ from harness.vocabulary import UNEXERCISED, UNEXPECTED, ExitCode, plural
 def run_command(ctx: click.Context, scenarios: tuple[str, ...], targets: tuple[str, ...],
                 workload: str, data: str | None, config_file: str | None, checker: str | None,
                 topology: str | None, mount_texts: tuple[str, ...], seed: int,
-                timeout: float | None, require_exercised: bool, jobs: int | None,
-                report_dir: str, formats: tuple[str, ...], baseline: str | None,
+                timeout: float | None, require_exercised: bool, check_determinism: bool,
+                jobs: int | None, report_dir: str, formats: tuple[str, ...], baseline: str | None,
                 verbose: bool, seed_spec: str | None, cluster: str | None) -> None:
     """Run scenarios x targets and write the matrix's reports.
 
@@ -50,6 +59,9 @@ def run_command(ctx: click.Context, scenarios: tuple[str, ...], targets: tuple[s
         seeds = common.seed_list(seed_spec)
     if cluster is not None and jobs is not None:
         raise click.UsageError("--jobs is the cluster's threads with --cluster: leave it out")
+    if cluster is not None and check_determinism:
+        raise click.UsageError("--check-determinism runs each cell twice on this machine: "
+                               "leave out --cluster")
     known = common.known_from(baseline)
     target_list = common.targets_from(targets, workload, checker, data, config_file)
     if cluster is None:  # the targets' imports next
@@ -72,7 +84,8 @@ def run_command(ctx: click.Context, scenarios: tuple[str, ...], targets: tuple[s
     console = Console(stderr=True)
     try:
         if cluster is None:
-            matrix = common.run_with_progress(plans, jobs, seeds[0], known, console)
+            matrix = common.run_with_progress(plans, jobs, seeds[0], known, console,
+                                              check_determinism=check_determinism)
         else:
             with common.connect(cluster) as engine:
                 click.echo(f"harness: {plural(len(plans), 'cell')} on {cluster} ({engine.threads} "
@@ -92,13 +105,14 @@ def run_command(ctx: click.Context, scenarios: tuple[str, ...], targets: tuple[s
 
 @click.command("replay")
 @options(SELECTION, WORLD, VERDICT)
+@CHECK_DETERMINISM
 @click.argument("report", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("--cell", default=None, help="With REPORT: the cell to replay, as scenario[target].")
 def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workload: str,
                    data: str | None, config_file: str | None, checker: str | None,
                    topology: str | None, mount_texts: tuple[str, ...], seed: int,
-                   timeout: float | None, require_exercised: bool, report: str | None,
-                   cell: str | None) -> None:
+                   timeout: float | None, require_exercised: bool, check_determinism: bool,
+                   report: str | None, cell: str | None) -> None:
     """Rerun exactly one cell, from its replay command or from a saved report.
 
     \b
@@ -119,7 +133,8 @@ def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workloa
         if not cell:
             raise click.UsageError("with a report, name the cell: --cell 'scenario[target]'")
         replay = common.replay_from(report, cell)
-        return replay_command.main(replay.argv()[2:], standalone_mode=False)
+        again = ["--check-determinism"] if check_determinism else []
+        return replay_command.main(replay.argv()[2:] + again, standalone_mode=False)
     chosen = common.scenarios_from(scenarios, data, config_file, mount_texts) if scenarios else []
     if len(chosen) != 1 or len(targets) != 1:  # a glob may name several
         raise click.UsageError("replay runs one cell: give one --scenario and one --target")
@@ -127,7 +142,12 @@ def replay_command(scenarios: tuple[str, ...], targets: tuple[str, ...], workloa
                        seed, topology, timeout)
     if not plans:
         raise click.UsageError("this target does not belong to the scenario's workload")
-    result = run_cell(plans[0])
+    if check_determinism:
+        from harness.runner.determinism import twice
+
+        result = twice(run_cell)(plans[0])
+    else:
+        result = run_cell(plans[0])
     click.echo(describe(result))
     failing = (UNEXPECTED, UNEXERCISED) if require_exercised else (UNEXPECTED,)
     sys.exit(ExitCode.FAILED if result.verdict in failing else ExitCode.OK)

@@ -35,16 +35,17 @@ def slug(text: str) -> str:
 
 def name_of(search: Search, finding: Finding) -> str:
     """A stable name: the target, what the failure needed, how it ended."""
-    needs = "-".join(slug(n) for n in sorted(finding.needs)) or "no-fault"
+    needs = "-".join(slug(n) for n in sorted(finding.needs)) or \
+        ("order-of-ranks" if finding.plan.order else "no-fault")
     target = slug(search.target.name.rpartition("/")[2].replace(".py:", "-"))
     name = f"{target}-{needs}-{slug(finding.outcome)}"[:120].strip("-")
     return name if name[:1].isalnum() else f"found-{name}"
 
 
-def replay_of(search: Search, path: Path) -> str:
-    """``harness run`` of the scenario file written for a finding."""
+def replay_of(search: Search, path: Path, seed: int) -> str:
+    """``harness run`` of the scenario file written for a finding, with its plan's seed."""
     target = search.target
-    return str(Replay(str(path), target.name, seed=search.seed, command=RUN,
+    return str(Replay(str(path), target.name, seed=seed, command=RUN,
                       workload=None if target.builtin else target.workload,
                       timeout=search.timeout))
 
@@ -56,15 +57,18 @@ def write(search: Search, finding: Finding, out_dir: Path) -> Written:
     plan = finding.plan
     shrunk = f", shrunk from {finding.first_faults} faults to {len(plan.faults)}" \
         if finding.first_faults != len(plan.faults) else ""
+    seed = plan.seed(search.seed)
+    order = (f" Run it with --seed {seed}: the seed draws the order of the ranks at each "
+             "instant." if plan.order else "")
     description = (f"Found by harness explore (seed {search.seed}) for {search.target.name} "
-                   f"after {finding.worlds} worlds{shrunk}: {plan.describe()}.")
+                   f"after {finding.worlds} worlds{shrunk}: {plan.describe()}.{order}")
     scenario = search.load(plan, name, out_dir, description,
                            finding=f"harness explore: {one_line(finding.cell.detail)[:400]}")
-    again = run_cell(CellPlan(scenario, search.target, search.seed, scenario.topology,
+    again = run_cell(CellPlan(scenario, search.target, seed, scenario.topology,
                               search.timeout or scenario.timeout, timeout_overridden=search.timeout
                               is not None), discovery=search.discovery)
-    return Written(finding, out_dir / f"{name}.yaml", replay_of(search, out_dir / f"{name}.yaml"),
-                   again)
+    return Written(finding, out_dir / f"{name}.yaml",
+                   replay_of(search, out_dir / f"{name}.yaml", seed), again)
 
 
 def to_dict(exploration: Exploration, written: list[Written]) -> dict[str, Any]:

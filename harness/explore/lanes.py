@@ -89,7 +89,8 @@ def _search(lane: dict[str, Any], chosen: Any, base: Any, database: _Recording) 
                      topologies=lane["topologies"], timeout=lane["timeout"])
     return {"lane": lane["lane"], "worlds": result.worlds, "stopped": result.stopped,
             "findings": [{"topology": f.plan.topology, "faults": [dict(x) for x in f.plan.faults],
-                          "shared_handoff": f.plan.shared_handoff, "needs": sorted(f.needs),
+                          "shared_handoff": f.plan.shared_handoff, "order": f.plan.order,
+                          "needs": sorted(f.needs),
                           "outcome": f.outcome, "worlds": f.worlds,
                           "first_faults": f.first_faults} for f in result.findings],
             "database": {k.hex(): sorted(v.hex() for v in values)
@@ -148,7 +149,8 @@ def merge(search: Search, results: Iterable[dict[str, Any]],
             needs, outcome = frozenset(found["needs"]), found["outcome"]
             if any(f.explains(needs, outcome) for f in kept):
                 continue
-            plan = Plan(found["topology"], tuple(found["faults"]), found["shared_handoff"])
+            plan = Plan(found["topology"], tuple(found["faults"]), found["shared_handoff"],
+                        found.get("order", 0))
             cell = search.failure(plan)
             if cell is None:
                 log.warning("lane %d found %s ending %s, which passed when run here: dropped",

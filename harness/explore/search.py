@@ -182,7 +182,7 @@ class Search:
         key = plan.key()
         if key not in self._memory:
             scenario = self.load(plan, f"plan-{key}", self._work)
-            cell_plan = CellPlan(scenario, self.target, self.seed, scenario.topology,
+            cell_plan = CellPlan(scenario, self.target, plan.seed(self.seed), scenario.topology,
                                  self.timeout or scenario.timeout,
                                  timeout_overridden=self.timeout is not None)
             cell = run_cell(cell_plan, discovery=self.discovery)

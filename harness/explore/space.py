@@ -46,6 +46,10 @@ CONSISTENCIES = ("local", "close-to-open", "delayed", "object")
 #: Topologies a config handoff is drawn on, the smallest first: one host of two ranks,
 #: then two hosts (each its own /tmp), then the catalog's own shapes.
 DEFAULT_TOPOLOGIES = ("1x2", "2x1", "1x4", "single-host-8", "v4-64")
+#: Orders of the ranks at one instant a plan is drawn with (0, the search's own seed, first):
+#: a plan's worlds run with the seed ``seed + order`` (``Plan.seed``), whose draw decides
+#: which rank acts first whenever several are due at once (``world/clock.py``).
+ORDERS = 16
 #: How late a ``delayed`` mount shows a write to other hosts (as visibility-delay's 1.5 s).
 DELAY_MS = 1500
 
@@ -58,11 +62,17 @@ class Plan:
     faults: tuple[Mapping[str, Any], ...] = ()
     #: a shared mount over the handoff directory with this consistency (None: none)
     shared_handoff: str | None = None
+    #: which of the seeds after the search's own its worlds run with (0: that seed)
+    order: int = 0
+
+    def seed(self, base: int) -> int:
+        """The seed the plan's worlds run with, whose order of ranks at each instant it is."""
+        return (base + self.order) % 2**32
 
     def key(self) -> str:
         """A stable identity: the same plan always has the same key."""
-        blob = json.dumps([self.topology, list(self.faults), self.shared_handoff],
-                          sort_keys=True, default=str)
+        blob = json.dumps([self.topology, list(self.faults), self.shared_handoff]
+                          + ([self.order] if self.order else []), sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     @property
@@ -104,6 +114,8 @@ class Plan:
         if self.shared_handoff:
             parts.append(f"shared handoff-dir ({self.shared_handoff})")
         parts += [_fault_phrase(f) for f in self.faults] or ["no fault"]
+        if self.order:
+            parts.append(f"order {self.order} of the ranks at one instant")
         return "; ".join(parts)
 
 
@@ -233,7 +245,7 @@ def _plans(draw: st.DrawFn, space: Space) -> Plan:
     shared = None
     if space.roles.paths("handoff-dir") and not space.base.mounts:
         shared = draw(st.none() | st.sampled_from(CONSISTENCIES))
-    return Plan(topology, tuple(faults), shared)
+    return Plan(topology, tuple(faults), shared, draw(st.integers(0, ORDERS - 1)))
 
 
 def _ends_rank(kind: type[FaultKind]) -> bool:

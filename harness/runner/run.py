@@ -22,6 +22,7 @@ from harness.faults.plan import FaultPlan, PlanError, check_fits, make_plan
 from harness.history import Event
 from harness.rank.validator import Validator
 from harness.runner.cells import Cell, FaultRow, Matrix, RankRow
+from harness.runner.determinism import twice
 from harness.runner.discovery import Discovery, discover
 from harness.runner.hosts import per_host_note
 from harness.runner.replay import Replay
@@ -367,9 +368,11 @@ def _roles_shown(scenario: Scenario, discovery: Discovery | None) -> dict[str, s
 def run_matrix(plans: list[CellPlan], jobs: int | None = None, seed: int = 0,
                known: frozenset[tuple[str, str]] = frozenset(),
                on_cell: Callable[[Cell], None] | None = None, use_cache: bool = True,
-               cell_runner: Callable[..., Cell] | None = None) -> Matrix:
+               cell_runner: Callable[..., Cell] | None = None,
+               check_determinism: bool = False) -> Matrix:
     """Run every planned cell, ``jobs`` at a time; cells come back in plan order.
-    ``cell_runner`` runs one (``run_cell``; a pod run passes its own)."""
+    ``cell_runner`` runs one (``run_cell``; a pod run passes its own); with
+    ``check_determinism`` each runs twice (``harness.runner.determinism``)."""
     jobs = max(1, jobs or os.cpu_count() or 1)
     start = time.monotonic()
     created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -386,6 +389,8 @@ def run_matrix(plans: list[CellPlan], jobs: int | None = None, seed: int = 0,
             pool.fork_server(tuple(dict.fromkeys(m for p in plans for m in p.target.modules(
                 getattr(found.get(learning_key(p)), "imported", ())))))
         one = cell_runner or run_cell  # looked up now: a test may replace run_cell
+        if check_determinism:
+            one = twice(one)
         futures = {workers.submit(one, plan, known, found.get(learning_key(plan))): i
                    for i, plan in enumerate(plans)}
         for future in as_completed(futures):
