@@ -175,6 +175,27 @@ class History:
         return list(self)[index]
 
 
+#: Kinds whose events at one instant can come from ranks that run side by side (a
+#: collective's reply wakes its ranks together; their processes end together; faults
+#: strike as ranks start): their order there is the machine's, not the world's.
+SIDE_BY_SIDE = frozenset({"call", "exit", "fault"})
+
+
+def in_world_order(events: Iterable[Event]) -> list[Event]:
+    """``events`` with each run of side-by-side events at one instant listed by rank: what
+    the world decides (its clock, the seed's order of ranks at an instant, ``world/clock.py``)
+    keeps its order, what the machine decided does not show, so that the same seed gives the
+    same history on every machine."""
+    out: list[Event] = []
+    run: list[Event] = []
+    for event in events:
+        if run and (event.kind not in SIDE_BY_SIDE or event.t != run[0].t):
+            out += sorted(run, key=lambda e: -1 if e.rank is None else e.rank)
+            run = []
+        (run if event.kind in SIDE_BY_SIDE else out).append(event)
+    return out + sorted(run, key=lambda e: -1 if e.rank is None else e.rank)
+
+
 def dropped_line(history: Iterable[Event | dict[str, Any]]) -> str | None:
     """The message of a history's ``dropped`` event (a live one or one read back from a
     report), or None when nothing was dropped."""

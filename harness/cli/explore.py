@@ -53,7 +53,9 @@ DEFAULT_BUDGET_S = 300.0
 @click.option("--out", "out_dir", default="found", show_default=True,
               type=click.Path(file_okay=False), help="Where each failing plan is written.")
 @click.option("--kinds", default=None, metavar="KIND,KIND",
-              help="Draw only these fault kinds. Default: every kind the target can meet.")
+              help="Draw only these fault kinds; 'none': fault-free plans, which vary the "
+                   "topology and the order of the ranks at one instant (a race) only. "
+                   "Default: every kind the target can meet.")
 @click.option("--topology", "-t", "topologies", multiple=True, callback=check_topologies,
               help="Topologies to draw from, simplest first (repeatable).")
 @MOUNT_OPTION
@@ -111,7 +113,9 @@ def explore_command(target_spec: str, workload: str, base: str | None, budget: f
     if mount_texts:
         start = start.with_mounts(common.mount_list(mount_texts))
     kind_list = [k.strip() for k in kinds.split(",") if k.strip()] if kinds else None
-    if kind_list is not None:
+    if kind_list == ["none"]:
+        kind_list = []
+    elif kind_list is not None:
         from harness.faults.kinds import KINDS
         unknown = [k for k in kind_list if k not in KINDS]
         if unknown or not kind_list:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+from harness.history import in_world_order
 from harness.rank.process import failure_of, unit_name
 from harness.rank.values import UnreadableValue, ValueTooLarge, limit_problem
 from harness.vocabulary import CRASH, ERROR, FAIL, HANG, LEADER, PASS, UNIT_FAILED
@@ -46,7 +47,7 @@ def world_result(life: Lifecycle, coordinator: Coordinator, duration: float,
     return WorldResult(
         world_id=spec.world_id, topology=topology.name, profile=spec.profile,
         seed=spec.seed, outcome=world_outcome(ranks + hosts), ranks=ranks,
-        history=list(coordinator.history),
+        history=in_world_order(coordinator.history),
         dropped=coordinator.history.dropped if coordinator.history.dropped.count else None,
         mismatches=coordinator.mismatches + coordinator.findings(),
         hang_report=life.hang_report, duration_s=round(duration, 4),

@@ -51,3 +51,16 @@ def test_twice_keeps_an_agreeing_cell_and_fails_one_that_differs():
     assert cell.verdict == UNEXPECTED and not cell.met
     assert cell.detail.startswith("not deterministic: two runs of seed 3 differ at rank 1's value")
     assert dataclasses.replace(cell, verdict=OK, met=True, detail="") == _cell()
+
+
+def test_a_worlds_history_lists_side_by_side_events_at_one_instant_by_rank():
+    from harness.history import Event, in_world_order
+
+    events = [Event(0.0, "fault", rank=3), Event(0.0, "fault", rank=1),
+              Event(0.0, "race", rank=2), Event(0.0, "call", rank=2), Event(0.0, "call", rank=0),
+              Event(0.5, "call", rank=1), Event(0.0001, "file", rank=5), Event(0.5, "exit", rank=0)]
+    ordered = [(e.t, e.kind, e.rank) for e in in_world_order(events)]
+    assert ordered == [(0.0, "fault", 1), (0.0, "fault", 3), (0.0, "race", 2),
+                       (0.0, "call", 0), (0.0, "call", 2), (0.5, "call", 1),
+                       (0.0001, "file", 5), (0.5, "exit", 0)], \
+        "the world's own order (a race, a file event, another instant) is kept"
