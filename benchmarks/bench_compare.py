@@ -9,7 +9,12 @@ both see the same machine load:
 1. a warm 8-rank trivial world (every rank returns its ordinal; torch
    preloaded), start to result, median over ``K`` worlds after one cold world;
 2. the round trip of an empty ``xm.rendezvous`` in an 8-rank world, median per
-   call over 200 calls on every rank.
+   call over 200 calls on every rank;
+3. one iteration of a file loop (look a file up, open it, read it: three file
+   operations the view sees) in an 8-rank world: a world of 100 iterations per rank
+   less a world of none, over 100, medians of 3 worlds each;
+4. a 256-rank world (v6e-256) whose every rank writes its own file and reads it back
+   5 times, start to result.
 
 Each side runs in its own interpreter with its checkout first on ``sys.path``.
 It prints each figure side by side with the ratio (current / baseline: below 1
@@ -38,9 +43,9 @@ import harness
 targets = sys.argv[1]
 worlds = int(sys.argv[2])
 
-def world(name, args=()):
+def world(name, args=(), topology="8x1"):
     t0 = time.perf_counter()
-    result = harness.run_world(f"{targets}:{name}", topology="8x1", timeout=60, args=args)
+    result = harness.run_world(f"{targets}:{name}", topology=topology, timeout=60, args=args)
     elapsed = time.perf_counter() - t0
     if result.outcome != "PASS":
         print(result.describe() if hasattr(result, "describe") else result.outcome, file=sys.stderr)
@@ -51,12 +56,18 @@ world("ordinal")  # cold: starts the fork server
 warm = [world("ordinal")[0] for _ in range(worlds)]
 _, per_rank = world("rendezvous_loop", (200, 20))
 calls = sorted(t for times in per_rank for t in times)
+none = statistics.median(world("file_loop", (0,))[0] for _ in range(3))
+loop = statistics.median(world("file_loop", (100,))[0] for _ in range(3))
+big = world("file_loop", (5,), "v6e-256")[0]
 print(json.dumps({"warm_world_s": statistics.median(warm),
-                  "rendezvous_s": statistics.median(calls)}))
+                  "rendezvous_s": statistics.median(calls),
+                  "file_iter_s": max(0.0, loop - none) / 100, "world_256_s": big}))
 """
 
 MEASURES = (("warm 8-rank world, median", "warm_world_s"),
-            ("empty 8-rank rendezvous, median", "rendezvous_s"))
+            ("empty 8-rank rendezvous, median", "rendezvous_s"),
+            ("file loop iteration, 8 ranks", "file_iter_s"),
+            ("256-rank world with files", "world_256_s"))
 
 
 def measure(checkout: str, worlds: int) -> dict[str, float]:

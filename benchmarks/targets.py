@@ -21,6 +21,26 @@ def ordinal() -> int:
     return xr.global_ordinal()
 
 
+def file_loop(iters: int) -> int:
+    """``iters`` times: look this rank's own file up, open it, read it (about three file
+    operations the view sees, each a turn on the world's clock since issue 45), after
+    writing it once. Returns the bytes read."""
+    import os
+
+    import torch_xla.runtime as xr
+
+    path = f"/tmp/bench-files/rank-{xr.global_ordinal()}"
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write("x" * 100)
+    read = 0
+    for _ in range(iters):
+        if os.path.exists(path):
+            with open(path) as f:
+                read += len(f.read())
+    return read
+
+
 def rendezvous_loop(iters: int, warmup: int) -> list[float]:
     """Seconds per empty ``xm.rendezvous``, measured on this rank, ``iters`` calls."""
     import torch_xla.core.xla_model as xm

@@ -422,13 +422,6 @@ def world_monotonic_ns() -> int:
     return real_monotonic_ns() if clock is None else MONOTONIC_BASE_NS + clock.read()
 
 
-def turn() -> None:
-    """Before a file operation another unit could see: the world's turn (``RankClock.turn``)."""
-    clock = _clock
-    if clock is not None:
-        clock.turn()
-
-
 def world_sleep(secs: float) -> None:
     clock = _clock
     if clock is None or not isinstance(secs, (int, float)):

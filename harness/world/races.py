@@ -116,8 +116,8 @@ class Races:
     def joined(self, ranks: list[int]) -> None:
         """A collective of ``ranks`` completed: each one's past is before all their futures."""
         ranks = [r for r in ranks if 0 <= r < len(self._clocks)]
-        if not ranks:
-            return
+        if not ranks or not self._paths:
+            return  # nothing was accessed yet: nothing before it to order (a 256-rank loop)
         for r in ranks:
             self._clocks[r][r] += 1
         merged = [max(self._clocks[r][i] for r in ranks) for i in range(len(self._clocks))]

@@ -88,3 +88,9 @@ def test_check_determinism_refuses_a_cluster():
     done = run_cli("run", "--check-determinism", "--cluster", "local:1")
     assert done.returncode == 2
     assert "--check-determinism runs each cell twice on this machine" in done.stderr
+
+
+def test_a_rank_blocked_in_the_kernel_on_another_hands_the_turn_on(tmp_path: Path):
+    # rank 0 waits in accept() while the others still need their turns to find its port
+    cells = _cells(tmp_path, "-s", "baseline", "-T", "tests/user_targets/socket_handoff.py:sync")
+    assert cells[0]["outcome"] == "PASS", cells[0]["detail"]
