@@ -72,7 +72,9 @@ class Turning:
         self._turn = turn
 
     def before(self, view: View, op: str, r: Resolved, r2: Resolved | None = None) -> None:
-        self._turn(op, r.vpath, None if r2 is None else r2.vpath)
+        if r.mount.mode != "ro" or (r2 is not None and r2.mount.mode != "ro"):
+            # (a read-only mount's files change for nobody: there is no order to decide)
+            self._turn(op, r.vpath, None if r2 is None else r2.vpath)
         self._hooks.before(view, op, r, r2)
 
     def write(self, view: View, r: Resolved, f: ViewFile, data: memoryview) -> memoryview:
