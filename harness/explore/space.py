@@ -31,7 +31,7 @@ from harness.faults.kinds._base import Placed
 from harness.roles import ROLES, Roles, place_of
 from harness.scenarios import Scenario
 from harness.topology import get_topology
-from harness.vocabulary import Expect
+from harness.vocabulary import MAX_SEED, Expect
 from harness.workloads.registry import WORKLOADS
 
 #: The most faults one plan holds: most bugs need three or fewer (CrashMonkey/ACE).
@@ -67,7 +67,7 @@ class Plan:
 
     def seed(self, base: int) -> int:
         """The seed the plan's worlds run with, whose order of ranks at each instant it is."""
-        return (base + self.order) % 2**32
+        return (base + self.order) % (MAX_SEED + 1)
 
     def key(self) -> str:
         """A stable identity: the same plan always has the same key."""

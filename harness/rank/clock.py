@@ -85,6 +85,13 @@ class Waiter:
         self.deadline = deadline
 
 
+class TurnWaiter(Waiter):
+    """A thread's wait for its turn before an operation another unit could see
+    (``RankClock.turn``): of units due at one instant, the world wakes these one at a time."""
+
+    __slots__ = ()
+
+
 class FdWaiter(Waiter):
     """A wait on file descriptors that only this unit's own threads can make ready (a
     ``selectors`` wait of an ``asyncio`` loop on its self-pipe): its thread waits in the
@@ -176,7 +183,7 @@ class RankClock:
         with self._lock:
             self.now += TICK_NS
             at = self.now
-        self.block(Waiter(at))
+        self.block(TurnWaiter(at))
 
     def deadline_after(self, seconds: float) -> int:
         """The world time ``seconds`` from now (a wait's deadline)."""
@@ -377,7 +384,12 @@ class RankClock:
         timed = self._timed
         while timed and timed[0][2].state != BLOCKED:
             heapq.heappop(timed)
-        return {"seen": self.seen, "wake": timed[0][0] if timed else None}
+        if not timed:
+            return {"seen": self.seen, "wake": None}
+        word = {"seen": self.seen, "wake": timed[0][0]}
+        if isinstance(timed[0][2], TurnWaiter):
+            word["turn"] = True
+        return word
 
     def _woken(self) -> bool:
         """Is a thread waiting on its own descriptors about to run (one is ready)?"""

@@ -19,13 +19,15 @@ waking (``idle``). The clock then moves in one of three ways:
   passes, however long the machine takes. A rank advances its own reading by a
   fixed tick per time call (``harness.rank.clock``), so a busy-wait ends.
 
-Units due at the same instant run **one at a time**, in an order drawn from the
-world's seed (after FoundationDB's simulator and neon's desim): the clock wakes
-one, and the next only once that one waits again. A rank waits on the clock
-before each file operation its view sees (``RankClock.turn``), so a write and a
-read of one file at one instant happen in the seed's order, the same on a quiet
-laptop and on a loaded CI runner; ranks a collective's reply wakes together run
-side by side only until their next such wait.
+Units act **one at a time** at an instant, in an order drawn from the world's seed
+(after FoundationDB's simulator and neon's desim). A rank waits on the clock for its
+**turn** before each file operation its view sees (``RankClock.turn``): of the units
+whose turn is due at the same time, the clock wakes one the seed draws, and the next
+only once that one waits again. So a write and a read of one file at one instant
+happen in the seed's order, the same on a quiet laptop and on a loaded CI runner.
+Units due from any other wait (a sleep, a timeout) are woken together: what they do
+until their next turn no other unit can see, so they compute side by side, as do
+the ranks a collective's reply wakes.
 
 Times are integer nanoseconds from the world's start (no float drift: the same
 seed gives the same times on every machine). Pure state: sockets and the wall
@@ -60,6 +62,7 @@ class Member:
 
     idle: bool = False
     wake: int | None = None  # the earliest time it asked to be woken at, while idle
+    turn: bool = False  # that wake is a turn before a file operation (one unit at a time)
     sent: int = 0  # wakes the harness sent it: replies to its waits, and the time
     forked: bool = False  # it has started processes of its own (they may still live)
 
@@ -90,18 +93,19 @@ class WorldClock:
         """Any message but an idle one: the unit runs (it sent it)."""
         member = self.members.get(key)
         if member is not None:
-            member.idle, member.wake = False, None
+            member.idle, member.wake, member.turn = False, None, False
 
-    def idle(self, key: Key, seen: int, wake: int | None) -> None:
+    def idle(self, key: Key, seen: int, wake: int | None, turn: bool = False) -> None:
         """Every thread of the unit waits in a known wait; it had taken ``seen`` of the
-        wakes sent to it. One sent since (a reply still in flight) makes this stale."""
+        wakes sent to it. One sent since (a reply still in flight) makes this stale.
+        ``turn``: its earliest wake is a turn before a file operation."""
         member = self.members.get(key)
         if member is None:
             return
         if seen == member.sent:
-            member.idle, member.wake = True, wake
+            member.idle, member.wake, member.turn = True, wake, turn
         else:
-            member.idle, member.wake = False, None
+            member.idle, member.wake, member.turn = False, None, False
 
     def started_process(self, key: Key) -> None:
         """The unit started a process of its own: from now on, while one lives, the
@@ -115,7 +119,7 @@ class WorldClock:
         member = self.members.get(key)
         if member is not None:
             member.sent += 1
-            member.idle, member.wake = False, None
+            member.idle, member.wake, member.turn = False, None, False
 
     # -- moving ------------------------------------------------------------------------
     def busy(self) -> list[Key]:
@@ -134,10 +138,11 @@ class WorldClock:
         return max(self.now, min(times + [self.deadline]))
 
     def advance(self, to: int) -> list[Key]:
-        """Move to ``to`` (never back); returns the unit to wake now (at most one), marked
-        woken: the earliest due, and of those due at the same time one the seed draws.
-        The caller wakes the next only once no unit computes (the one woken waits again,
-        or waits outside the world). At the deadline the world ends: nothing due then runs."""
+        """Move to ``to`` (never back); returns the units to wake now, marked woken: of
+        those due earliest, every one that waits in a sleep or a timeout, and of those
+        whose turn is due, one the seed draws. The caller moves the clock again only once
+        no unit computes (the ones woken wait again, or wait outside the world). At the
+        deadline the world ends: nothing due then runs."""
         self.now = max(self.now, min(to, self.deadline))
         if self.passed:
             return []
@@ -146,10 +151,13 @@ class WorldClock:
         if not due:
             return []
         first = min(due)[0]
-        ties = sorted(k for wake, k in due if wake == first)
-        key = ties[0] if len(ties) == 1 else self._order.choice(ties)
-        self.woke(key)
-        return [key]
+        woken = sorted(k for wake, k in due if wake == first and not self.members[k].turn)
+        turns = sorted(k for wake, k in due if wake == first and self.members[k].turn)
+        if turns:
+            woken.append(turns[0] if len(turns) == 1 else self._order.choice(turns))
+        for key in woken:
+            self.woke(key)
+        return woken
 
     @property
     def passed(self) -> bool:

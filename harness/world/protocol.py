@@ -78,6 +78,7 @@ class Idle:
 
     seen: int
     wake: int | None = None
+    turn: bool = False  # the wake is a turn before a file operation (``RankClock.turn``)
 
 
 @dataclass(slots=True)
@@ -275,8 +276,8 @@ def _root(v: Any) -> bool:
 
 
 def _idle_word(v: Any) -> bool:
-    return _dict(v) and v.keys() <= {"seen", "wake"} and _int(v.get("seen")) and v["seen"] >= 0 \
-        and _opt(_int)(v.get("wake"))
+    return _dict(v) and v.keys() <= {"seen", "wake", "turn"} and _int(v.get("seen")) \
+        and v["seen"] >= 0 and _opt(_int)(v.get("wake")) and type(v.get("turn", False)) is bool
 
 
 # A check is a tuple of the exact types a value may have (the fast, common case)
@@ -293,7 +294,7 @@ _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
         "root": _I0, "pairs": _opt(_list(_pair))}),
     "send": (Send, {"box": _S, "peer": _I, "site": _S0, "idle": _opt(_idle_word)}),
     "recv": (Recv, {"box": _S, "peer": _I, "site": _S0, "idle": _opt(_idle_word)}),
-    "idle": (Idle, {"seen": _I, "wake": _I0}),
+    "idle": (Idle, {"seen": _I, "wake": _I0, "turn": _B}),
     "forked": (Forked, {}),
     "result": (Result, {"ok": _B, "value_repr": _S0, "pickle_error": _S0,
                         "exit_code": _I0, "error": _opt(_error),

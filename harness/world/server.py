@@ -314,7 +314,7 @@ class WorldServer:
         """What a unit's message says to the world clock: it runs (it sent it), or every
         thread of it waits (an idle word, alone or carried in a request)."""
         if isinstance(msg, protocol.Idle):
-            self.clock.idle(key, msg.seen, msg.wake)
+            self.clock.idle(key, msg.seen, msg.wake, msg.turn)
         elif isinstance(msg, protocol.Forked):
             self.clock.started_process(key)
             self.clock.heard(key)
@@ -324,7 +324,7 @@ class WorldServer:
             self.clock.heard(key)
             word = getattr(msg, "idle", None)
             if word is not None:
-                self.clock.idle(key, word["seen"], word.get("wake"))
+                self.clock.idle(key, word["seen"], word.get("wake"), word.get("turn", False))
 
     def _on_refused(self, sock: socket.socket, why: str) -> None:
         conn = self.loop.conns.get(sock)

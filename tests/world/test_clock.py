@@ -47,11 +47,11 @@ def test_the_clock_jumps_to_the_earliest_wake_up_only_when_every_unit_is_idle():
 
 
 def _tie_order(seed: int, units: int = 5) -> list[int]:
-    """Who the clock wakes, in turn, of ``units`` ranks due at the same instant."""
+    """Who the clock wakes, in turn, of ``units`` ranks whose turns are due at one instant."""
     clock = WorldClock(deadline=100 * NS, seed=seed)
     for r in range(units):
         clock.join(("rank", r))
-        clock.idle(("rank", r), 0, NS)
+        clock.idle(("rank", r), 0, NS, turn=True)
     order = []
     while len(order) < units:
         woken = clock.advance(clock.next_wake())
@@ -66,6 +66,16 @@ def test_units_due_at_one_instant_are_woken_one_at_a_time_in_the_seeds_order():
     assert _tie_order(7) == _tie_order(7), "the same seed, the same order"
     assert sorted(_tie_order(7)) == list(range(5))
     assert len({tuple(_tie_order(seed)) for seed in range(10)}) > 1, "the seed decides it"
+
+
+def test_sleepers_due_together_wake_together_beside_one_turn():
+    clock = WorldClock(deadline=100 * NS, seed=1)
+    for r in range(4):
+        clock.join(("rank", r))
+        clock.idle(("rank", r), 0, NS, turn=r >= 2)  # ranks 0-1 sleep, ranks 2-3 wait a turn
+    woken = clock.advance(clock.next_wake())
+    assert woken[:2] == [("rank", 0), ("rank", 1)] and len(woken) == 3
+    assert woken[2] in (("rank", 2), ("rank", 3))
 
 
 def test_an_earlier_wake_up_goes_first_whatever_the_seed():
