@@ -56,9 +56,10 @@ class NoHooks:
         return allowed
 
 
-#: ``turn(op, path, dst)``: waits the world's turn for ``op`` on ``path`` (``dst``: a
-#: rename's), then tells the world it is done.
-Turn = Callable[[str, str, "str | None"], None]
+#: ``turn(op, path, dst, where)``: waits the world's turn for ``op`` on ``path`` (``dst``:
+#: a rename's; ``where``: whose file it is, the mount's scope key: ``shared``,
+#: ``host-N``), then tells the world what it does.
+Turn = Callable[[str, str, "str | None", str], None]
 
 
 class Turning:
@@ -71,19 +72,24 @@ class Turning:
         self._hooks = hooks
         self._turn = turn
 
+    def _take(self, view: View, op: str, r: Resolved, r2: Resolved | None = None) -> None:
+        """The turn, where another rank could see the operation: never on a read-only
+        mount (its files change for nobody) or a rank's own one (nobody else sees it)."""
+        if any(x.mount.mode != "ro" and x.mount.scope != "rank" for x in (r, r2) if x):
+            self._turn(op, r.vpath, None if r2 is None else r2.vpath,
+                       r.mount.scope_key(view.rank, view.host))
+
     def before(self, view: View, op: str, r: Resolved, r2: Resolved | None = None) -> None:
-        if r.mount.mode != "ro" or (r2 is not None and r2.mount.mode != "ro"):
-            # (a read-only mount's files change for nobody: there is no order to decide)
-            self._turn(op, r.vpath, None if r2 is None else r2.vpath)
+        self._take(view, op, r, r2)
         self._hooks.before(view, op, r, r2)
 
     def write(self, view: View, r: Resolved, f: ViewFile, data: memoryview) -> memoryview:
-        self._turn("write", r.vpath, None)
+        self._take(view, "write", r)
         return self._hooks.write(view, r, f, data)
 
     def after_close(self, view: View, r: Resolved, writing: bool = True) -> bool:
         if writing:  # what was written may become visible now
-            self._turn("close", r.vpath, None)
+            self._take(view, "close", r)
         return self._hooks.after_close(view, r, writing)
 
     def __getattr__(self, name: str) -> Any:

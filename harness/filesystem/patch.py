@@ -10,11 +10,14 @@ listed in docs/explanation/isolation.md ("Holes") and pinned by tests.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import errno
 import io
 import os
 import sys
+import threading
 import types
+from collections.abc import Iterator
 from typing import Any
 
 from harness.filesystem.view import View
@@ -24,6 +27,20 @@ from harness.rebinding import rebind, replace, scan_modules, undo
 _installed: View | None = None
 _functions = False  # the view's stand-ins are in place (``install_functions``)
 _saved: list[tuple[Any, str, Any]] = []
+_aside = threading.local()  # ``on``: this thread's calls are the harness's own (``aside``)
+
+
+@contextlib.contextmanager
+def aside() -> Iterator[None]:
+    """The harness's own look at the machine's files in a rank (a code file's real path,
+    to name the target's line): this thread's calls reach the machine's functions, never
+    the view, its faults or its turns."""
+    was = getattr(_aside, "on", False)
+    _aside.on = True
+    try:
+        yield
+    finally:
+        _aside.on = was
 
 
 def _set(owner: Any, key: Any, value: Any) -> None:
@@ -96,7 +113,7 @@ def _to_view(method: str, machine: Any, **bound: Any) -> Any:
     ``machine`` itself while this process has no view."""
     def call(*args: Any, **kwargs: Any) -> Any:
         view = _installed
-        if view is None:
+        if view is None or getattr(_aside, "on", False):
             return machine(*args, **kwargs)
         return getattr(view, method)(*args, **bound, **kwargs)
 

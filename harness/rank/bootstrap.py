@@ -140,7 +140,7 @@ def enter_world(faults: FaultPlan, seed: int, rank: int, host: int,
     return engine, made
 
 
-def _turns(channel: Channel, target: str) -> Callable[[str, str, str | None], None] | None:
+def _turns(channel: Channel, target: str) -> Callable[[str, str, str | None, str], None] | None:
     """The view's turn before each operation another rank could see: the world's clock
     decides who acts first at an instant (``RankClock.turn``), then the world hears what
     was done and from which line of the target (its race finder, ``world/races.py``).
@@ -148,19 +148,21 @@ def _turns(channel: Channel, target: str) -> Callable[[str, str, str | None], No
     clock = rank_clock.current()
     if clock is None:
         return None
+    from harness.filesystem import patch
     from harness.filesystem.recording import LineFinder
 
     lines = LineFinder(target)
     inside = threading.local()  # finding the line looks at code files: not the target's turn
 
-    def turn(op: str, path: str, dst: str | None) -> None:
+    def turn(op: str, path: str, dst: str | None, where: str) -> None:
         if getattr(inside, "turning", False) or not clock.counts():
             return  # a forked child's, or the harness's own thread: not the world's
         inside.turning = True
         try:
             clock.turn()
-            touch = {"type": "touch", "op": op, "path": path}
-            line = lines.find(sys._getframe(1))
+            touch = {"type": "touch", "op": op, "path": path, "where": where}
+            with patch.aside():  # the code files' real paths are the machine's
+                line = lines.find(sys._getframe(1))
             if line is not None:
                 touch["line"] = line
             if dst is not None:

@@ -174,6 +174,7 @@ class Touch:
 
     op: str
     path: str
+    where: str = "shared"  # whose file: its mount's scope key (``shared``, ``host-N``)
     dst: str | None = None
     line: str | None = None  # ``file:line in function`` of the target's code that made it
 
@@ -310,7 +311,7 @@ _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
     "seal": (Seal, {"path": _S, "staging": _S, "upper": _S, "model_staging": _S0,
                     "faults": _ints}),
     "fs-access": (FsAccess, {"path": _S}),
-    "touch": (Touch, {"op": _S, "path": _S, "dst": _S0, "line": _S0}),
+    "touch": (Touch, {"op": _S, "path": _S, "where": _S, "dst": _S0, "line": _S0}),
     "file-op": (FileOp, {"op": _S, "path": _S, "ok": _B, "errno": _I0, "dst": _S0,
                          "size": _I0, "count": _I0, "offset": _I0, "trunc": (bool, _N),
                          "append": (bool, _N), "new": (bool, _N), "dir": (bool, _N), "line": _S0}),

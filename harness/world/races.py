@@ -38,6 +38,7 @@ class Access:
     path: str
     line: str | None
     t: float
+    where: str = "shared"  # whose file: ``shared``, or ``host-N`` (each host its own)
 
     @property
     def writes(self) -> bool:
@@ -60,7 +61,9 @@ class Race:
         return self.first.rank, self.second.rank
 
     def describe(self) -> str:
-        return (f"race on {self.first.path} at t={self.second.t:g} s: "
+        whose = f" (host {self.first.where[5:]}'s own)" if self.first.where.startswith("host-") \
+            else ""
+        return (f"race on {self.first.path}{whose} at t={self.second.t:g} s: "
                 f"{self.first.describe()}, then {self.second.describe()}, with nothing "
                 "ordering them (no collective or message between; a poll's wait orders nothing)")
 
@@ -77,8 +80,8 @@ class Races:
     def __init__(self, world_size: int) -> None:
         self._clocks = [[1 if i == j else 0 for i in range(world_size)]
                         for j in range(world_size)]
-        self._paths: dict[str, _PathState] = {}
-        self._seen: set[str] = set()  # the paths a race was named on
+        self._paths: dict[tuple[str, str], _PathState] = {}  # (whose, path) -> its accesses
+        self._seen: set[tuple[str, str]] = set()  # the files a race was named on
         self.found: list[Race] = []
         self.unnamed = 0  # races past ``NAMED``
 
@@ -86,12 +89,14 @@ class Races:
         """Does ``before`` happen before what ``rank`` does now?"""
         return before.rank == rank or self._clocks[rank][before.rank] > before.epoch
 
-    def access(self, rank: int, op: str, path: str, line: str | None, t: float) -> list[Race]:
-        """Rank ``rank`` did ``op`` on ``path`` now; returns the races it completes."""
+    def access(self, rank: int, op: str, path: str, line: str | None, t: float,
+               where: str = "shared") -> list[Race]:
+        """Rank ``rank`` did ``op`` on ``path`` now; returns the races it completes.
+        ``where``: whose file it is (one path on two hosts' own disks is two files)."""
         if not 0 <= rank < len(self._clocks):
             return []
-        now = Access(rank, self._clocks[rank][rank], op, path, line, t)
-        state = self._paths.setdefault(path, _PathState())
+        now = Access(rank, self._clocks[rank][rank], op, path, line, t, where)
+        state = self._paths.setdefault((where, path), _PathState())
         earlier = [state.write] if state.write is not None else []
         if now.writes:
             earlier += list((state.reads or {}).values())
@@ -104,9 +109,10 @@ class Races:
 
     def _keep(self, race: Race) -> bool:
         """The first race on each file is named (seven pollers of one file: one race)."""
-        if race.first.path in self._seen:
+        key = (race.first.where, race.first.path)
+        if key in self._seen:
             return False
-        self._seen.add(race.first.path)
+        self._seen.add(key)
         if len(self.found) >= NAMED:
             self.unnamed += 1
             return False

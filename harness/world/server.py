@@ -395,9 +395,9 @@ class WorldServer:
         if rank is None:
             return
         t = self.coordinator.now()
-        found = self.races.access(rank, msg.op, msg.path, msg.line, t)
+        found = self.races.access(rank, msg.op, msg.path, msg.line, t, msg.where)
         if msg.dst is not None:
-            found += self.races.access(rank, msg.op, msg.dst, msg.line, t)
+            found += self.races.access(rank, msg.op, msg.dst, msg.line, t, msg.where)
         for race in found:
             self.coordinator.record("race", rank=race.second.rank, op=race.second.op, detail={
                 "message": race.describe(), "path": race.first.path,

@@ -63,3 +63,12 @@ def test_an_unknown_rank_is_ignored():
     assert races.access(5, "write", "/tmp/x", None, 0.0) == []
     races.joined([7])
     races.delivered(0, 9)
+
+
+def test_one_path_on_two_hosts_own_disks_is_two_files():
+    races = Races(2)
+    races.access(0, "write", "/tmp/state.json", None, 0.0, "host-0")
+    assert races.access(1, "write", "/tmp/state.json", None, 0.0, "host-1") == []
+    found = races.access(1, "stat", "/tmp/state.json", None, 0.0, "host-0")
+    assert [r.ranks for r in found] == [(0, 1)]
+    assert found[0].describe().startswith("race on /tmp/state.json (host 0's own) at t=0 s")
