@@ -22,8 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 #: What changes a file (or its name) for a reader; everything else looks at it.
-WRITES = frozenset({"open-write", "write", "close", "rename", "remove", "mkdir", "rmdir",
-                    "chmod"})
+WRITES = frozenset({"open-write", "write", "close", "rename", "remove", "chmod"})
+#: What a directory goes through: ``os.makedirs(exist_ok=True)`` on every rank is the idiom,
+#: not a race, and a listing is not a file's content. Not counted.
+DIRECTORY_OPS = frozenset({"mkdir", "rmdir", "listdir"})
 #: At most this many races are named per world; the rest are counted.
 NAMED = 20
 
@@ -64,8 +66,7 @@ class Race:
         whose = f" (host {self.first.where[5:]}'s own)" if self.first.where.startswith("host-") \
             else ""
         return (f"race on {self.first.path}{whose} at t={self.second.t:g} s: "
-                f"{self.first.describe()}, then {self.second.describe()}, with nothing "
-                "ordering them (no collective or message between; a poll's wait orders nothing)")
+                f"{self.first.describe()}, then {self.second.describe()}, nothing ordering them")
 
 
 @dataclass
@@ -93,7 +94,7 @@ class Races:
                where: str = "shared") -> list[Race]:
         """Rank ``rank`` did ``op`` on ``path`` now; returns the races it completes.
         ``where``: whose file it is (one path on two hosts' own disks is two files)."""
-        if not 0 <= rank < len(self._clocks):
+        if not 0 <= rank < len(self._clocks) or op in DIRECTORY_OPS:
             return []
         now = Access(rank, self._clocks[rank][rank], op, path, line, t, where)
         state = self._paths.setdefault((where, path), _PathState())

@@ -400,8 +400,7 @@ class WorldServer:
             found += self.races.access(rank, msg.op, msg.dst, msg.line, t, msg.where)
         for race in found:
             self.coordinator.record("race", rank=race.second.rank, op=race.second.op, detail={
-                "message": race.describe(), "path": race.first.path,
-                "ranks": list(race.ranks), "lines": [race.first.line, race.second.line]})
+                "message": race.describe(), "path": race.first.path, "ranks": list(race.ranks)})
 
     def _result(self, sock: socket.socket, conn: Conn, msg: protocol.Result) -> None:
         rank = self._rank_of(conn)

@@ -58,6 +58,15 @@ def test_each_file_is_named_once_and_the_count_is_bounded():
     assert len(races.found) == NAMED and races.unnamed == 6
 
 
+def test_every_rank_making_one_directory_is_the_idiom_not_a_race():
+    races = Races(2)
+    for rank in (0, 1):
+        races.access(rank, "stat", "/tmp/run", None, 0.0)
+        races.access(rank, "mkdir", "/tmp/run", None, 0.0)
+    races.access(1, "listdir", "/tmp/run", None, 0.0)
+    assert races.found == []
+
+
 def test_an_unknown_rank_is_ignored():
     races = Races(2)
     assert races.access(5, "write", "/tmp/x", None, 0.0) == []
