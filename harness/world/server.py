@@ -208,6 +208,7 @@ class WorldServer:
         self.held_since = wall
         for key in woken:
             self._asleep.pop(key, None)
+            self._looked[key] = wall  # it runs now: no look in /proc before HELD_LOOK
             self._send_time(key)
         self._publish_due()
         return bool(woken) or clock.now != before
