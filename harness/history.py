@@ -33,6 +33,9 @@ class Event:
     step: int | None = None
     site: str | None = None
     detail: dict[str, Any] = field(default_factory=dict)
+    #: the world's decision its rank acts in (``world/clock.py``): ranks acting in one
+    #: decision ran side by side, so their events are listed by rank (``in_world_order``)
+    stamp: int = field(default=0, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The fields that say something (not None, not an empty detail), copied as
@@ -55,7 +58,7 @@ class Event:
         return f"{self.t * 1000:9.1f} ms  {who:>9}  {self.kind:<8} {what}{step}{site} {extra}".rstrip()
 
 
-_FIELDS = tuple(f.name for f in fields(Event))
+_FIELDS = tuple(f.name for f in fields(Event) if f.name != "stamp")
 _ATOMS = frozenset({str, int, float, bool, type(None)})
 
 
@@ -175,25 +178,20 @@ class History:
         return list(self)[index]
 
 
-#: Kinds whose events at one instant can come from ranks that run side by side (a
-#: collective's reply wakes its ranks together; their processes end together; faults
-#: strike as ranks start): their order there is the machine's, not the world's.
-SIDE_BY_SIDE = frozenset({"call", "exit", "fault"})
-
-
 def in_world_order(events: Iterable[Event]) -> list[Event]:
-    """``events`` with each run of side-by-side events at one instant listed by rank: what
-    the world decides (its clock, the seed's order of ranks at an instant, ``world/clock.py``)
-    keeps its order, what the machine decided does not show, so that the same seed gives the
-    same history on every machine."""
+    """``events`` with each run of ranks' events made in one decision of the world (its
+    clock's wake of a unit, a collective's completion: ``Event.stamp``) listed by rank,
+    each rank's in its own order. Ranks acting in one decision ran side by side, their
+    operations commuting (``world/clock.py``): the machine's order of them does not show,
+    so that the same seed gives the same history on every machine."""
     out: list[Event] = []
     run: list[Event] = []
     for event in events:
-        if run and (event.kind not in SIDE_BY_SIDE or event.t != run[0].t):
-            out += sorted(run, key=lambda e: -1 if e.rank is None else e.rank)
+        if run and (event.rank is None or event.stamp != run[0].stamp):
+            out += sorted(run, key=lambda e: e.rank)  # type: ignore[arg-type, return-value]
             run = []
-        (run if event.kind in SIDE_BY_SIDE else out).append(event)
-    return out + sorted(run, key=lambda e: -1 if e.rank is None else e.rank)
+        (out if event.rank is None else run).append(event)
+    return out + sorted(run, key=lambda e: e.rank)  # type: ignore[arg-type, return-value]
 
 
 def dropped_line(history: Iterable[Event | dict[str, Any]]) -> str | None:

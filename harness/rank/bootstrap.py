@@ -159,7 +159,10 @@ def _turns(channel: Channel, target: str) -> Callable[[str, str, str | None, str
             return  # a forked child's, or the harness's own thread: not the world's
         inside.turning = True
         try:
-            clock.turn()
+            doing = {"op": op, "path": path, "where": where}
+            if dst is not None:
+                doing["dst"] = dst
+            clock.turn(doing)
             touch = {"type": "touch", "op": op, "path": path, "where": where}
             with patch.aside():  # the code files' real paths are the machine's
                 line = lines.find(sys._getframe(1))

@@ -87,9 +87,14 @@ class Waiter:
 
 class TurnWaiter(Waiter):
     """A thread's wait for its turn before an operation another unit could see
-    (``RankClock.turn``): of units due at one instant, the world wakes these one at a time."""
+    (``RankClock.turn``), and what that operation is (``op``, ``path``, ``where``): the
+    world grants turns due at one instant together only where they commute."""
 
-    __slots__ = ()
+    __slots__ = ("doing",)
+
+    def __init__(self, deadline: int, doing: dict[str, Any]) -> None:
+        super().__init__(deadline)
+        self.doing = doing
 
 
 class FdWaiter(Waiter):
@@ -172,18 +177,18 @@ class RankClock:
             self.block(Waiter(self.now))  # the world catches up; the others move meanwhile
         return t
 
-    def turn(self) -> None:
-        """This thread is about to do what another unit could see (a file operation its
-        view handles): it costs a tick, and it waits for the world to reach that time,
-        so that units at one instant act one at a time, in the seed's order
-        (``world/clock.py``). Off the clock (a forked child, a thread the clock does not
-        count, inside another wait) it is nothing."""
+    def turn(self, doing: dict[str, Any]) -> None:
+        """This thread is about to do what another unit could see (``doing``: a file
+        operation its view handles, as ``{"op", "path", "where"}``): it costs a tick, and
+        it waits for the world to reach that time, so that units at one instant act in the
+        seed's order (``world/clock.py``). Off the clock (a forked child, a thread the clock
+        does not count, inside another wait) it is nothing."""
         if not self.counts():
             return
         with self._lock:
             self.now += TICK_NS
             at = self.now
-        self.block(TurnWaiter(at))
+        self.block(TurnWaiter(at, doing))
 
     def deadline_after(self, seconds: float) -> int:
         """The world time ``seconds`` from now (a wait's deadline)."""
@@ -386,9 +391,9 @@ class RankClock:
             heapq.heappop(timed)
         if not timed:
             return {"seen": self.seen, "wake": None}
-        word = {"seen": self.seen, "wake": timed[0][0]}
+        word: dict[str, Any] = {"seen": self.seen, "wake": timed[0][0]}
         if isinstance(timed[0][2], TurnWaiter):
-            word["turn"] = True
+            word["turn"] = timed[0][2].doing
         return word
 
     def _woken(self) -> bool:

@@ -21,10 +21,12 @@ waking (``idle``). The clock then moves in one of three ways:
 
 Units act **one at a time** at an instant, in an order drawn from the world's seed
 (after FoundationDB's simulator and neon's desim). A rank waits on the clock for its
-**turn** before each file operation its view sees (``RankClock.turn``): of the units
-whose turn is due at the same time, the clock wakes one the seed draws, and the next
-only once that one waits again. So a write and a read of one file at one instant
-happen in the seed's order, the same on a quiet laptop and on a loaded CI runner.
+**turn** before each file operation its view sees (``RankClock.turn``), saying
+which: of the units whose turn is due at the same time, the clock draws an order
+from the seed and wakes every one whose operation conflicts with none before it in
+that order (reads of one file, or writes of two, commute); the rest wait until those
+wait again. So a write and a read of one file at one instant happen in the seed's
+order, the same on a quiet laptop and on a loaded CI runner.
 Units due from any other wait (a sleep, a timeout) are woken together: what they do
 until their next turn no other unit can see, so they compute side by side, as do
 the ranks a collective's reply wakes.
@@ -62,9 +64,30 @@ class Member:
 
     idle: bool = False
     wake: int | None = None  # the earliest time it asked to be woken at, while idle
-    turn: bool = False  # that wake is a turn before a file operation (one unit at a time)
+    turn: dict[str, str] | None = None  # that wake is a turn before this file operation
     sent: int = 0  # wakes the harness sent it: replies to its waits, and the time
     forked: bool = False  # it has started processes of its own (they may still live)
+
+
+#: What a turn's operation only looks at; anything else changes what others see.
+_LOOKS = frozenset({"stat", "open-read", "read", "listdir", "fsync"})
+
+
+def _names(op: dict[str, str]) -> list[tuple[str, str]]:
+    return [(op["where"], p) for p in (op["path"], op.get("dst")) if p]
+
+
+def _related(a: str, b: str) -> bool:
+    """One path, or one a directory of the other (a listing and a create in it)."""
+    return a == b or b.startswith(a.rstrip("/") + "/") or a.startswith(b.rstrip("/") + "/")
+
+
+def conflict(a: dict[str, str], b: dict[str, str]) -> bool:
+    """Could two file operations' order change what either sees? Not if both only look,
+    or if they touch unrelated files (or one path on two hosts' own disks)."""
+    if a["op"] in _LOOKS and b["op"] in _LOOKS:
+        return False
+    return any(wa == wb and _related(pa, pb) for wa, pa in _names(a) for wb, pb in _names(b))
 
 
 class WorldClock:
@@ -93,19 +116,20 @@ class WorldClock:
         """Any message but an idle one: the unit runs (it sent it)."""
         member = self.members.get(key)
         if member is not None:
-            member.idle, member.wake, member.turn = False, None, False
+            member.idle, member.wake, member.turn = False, None, None
 
-    def idle(self, key: Key, seen: int, wake: int | None, turn: bool = False) -> None:
+    def idle(self, key: Key, seen: int, wake: int | None,
+             turn: dict[str, str] | None = None) -> None:
         """Every thread of the unit waits in a known wait; it had taken ``seen`` of the
         wakes sent to it. One sent since (a reply still in flight) makes this stale.
-        ``turn``: its earliest wake is a turn before a file operation."""
+        ``turn``: its earliest wake is a turn before this file operation."""
         member = self.members.get(key)
         if member is None:
             return
         if seen == member.sent:
             member.idle, member.wake, member.turn = True, wake, turn
         else:
-            member.idle, member.wake, member.turn = False, None, False
+            member.idle, member.wake, member.turn = False, None, None
 
     def started_process(self, key: Key) -> None:
         """The unit started a process of its own: from now on, while one lives, the
@@ -119,7 +143,7 @@ class WorldClock:
         member = self.members.get(key)
         if member is not None:
             member.sent += 1
-            member.idle, member.wake, member.turn = False, None, False
+            member.idle, member.wake, member.turn = False, None, None
 
     # -- moving ------------------------------------------------------------------------
     def busy(self) -> list[Key]:
@@ -140,9 +164,11 @@ class WorldClock:
     def advance(self, to: int) -> list[Key]:
         """Move to ``to`` (never back); returns the units to wake now, marked woken: of
         those due earliest, every one that waits in a sleep or a timeout, and of those
-        whose turn is due, one the seed draws. The caller moves the clock again only once
-        no unit computes (the ones woken wait again, or wait outside the world). At the
-        deadline the world ends: nothing due then runs."""
+        whose turn is due, in an order the seed draws, each whose operation conflicts with
+        none before it (``conflict``: they commute, so together they are as one after the
+        other). The caller moves the clock again only once no unit computes (the ones
+        woken wait again, or wait outside the world). At the deadline the world ends:
+        nothing due then runs."""
         self.now = max(self.now, min(to, self.deadline))
         if self.passed:
             return []
@@ -151,10 +177,17 @@ class WorldClock:
         if not due:
             return []
         first = min(due)[0]
-        woken = sorted(k for wake, k in due if wake == first and not self.members[k].turn)
-        turns = sorted(k for wake, k in due if wake == first and self.members[k].turn)
-        if turns:
-            woken.append(turns[0] if len(turns) == 1 else self._order.choice(turns))
+        woken = sorted(k for wake, k in due if wake == first and self.members[k].turn is None)
+        turns = sorted(k for wake, k in due if wake == first and self.members[k].turn is not None)
+        if len(turns) > 1:
+            self._order.shuffle(turns)
+        doing: list[dict[str, str]] = []  # the turns before, in the seed's order
+        for key in turns:
+            op = self.members[key].turn
+            assert op is not None
+            if not any(conflict(op, other) for other in doing):
+                woken.append(key)
+            doing.append(op)
         for key in woken:
             self.woke(key)
         return woken

@@ -72,6 +72,8 @@ class Coordinator:
         start = time.monotonic()
         self._now = now or (lambda: time.monotonic() - start)
         self.history = History()  # bounded: the head and tail of its repetitive events
+        #: the world's decision a rank acts in (``Event.stamp``); the caller's, as time is
+        self.stamp: Callable[[int | None], int] = lambda rank: 0
         self.mismatches: list[str] = []
         self.waiting: dict[int, Waiting] = {}
         self.exited: dict[int, str] = {}
@@ -87,7 +89,8 @@ class Coordinator:
         return self._now()
 
     def record(self, kind: str, **fields: Any) -> Event:
-        event = Event(t=round(self.now(), 6), kind=kind, **fields)
+        event = Event(t=round(self.now(), 6), kind=kind, stamp=self.stamp(fields.get("rank")),
+                      **fields)
         self.history.append(event)
         return event
 

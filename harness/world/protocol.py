@@ -78,7 +78,8 @@ class Idle:
 
     seen: int
     wake: int | None = None
-    turn: bool = False  # the wake is a turn before a file operation (``RankClock.turn``)
+    #: the wake is a turn before this file operation (``RankClock.turn``): op, path, where
+    turn: dict[str, str] | None = None
 
 
 @dataclass(slots=True)
@@ -276,9 +277,15 @@ def _root(v: Any) -> bool:
     return type(v) is list and len(v) == 2 and _int(v[0]) and _int(v[1])
 
 
+def _doing(v: Any) -> bool:
+    """A turn's operation: ``{"op", "path", "where"}`` and a rename's ``dst``, all strings."""
+    return _dict(v) and {"op", "path", "where"} <= v.keys() <= {"op", "path", "where", "dst"} \
+        and all(_str(x) for x in v.values())
+
+
 def _idle_word(v: Any) -> bool:
     return _dict(v) and v.keys() <= {"seen", "wake", "turn"} and _int(v.get("seen")) \
-        and v["seen"] >= 0 and _opt(_int)(v.get("wake")) and type(v.get("turn", False)) is bool
+        and v["seen"] >= 0 and _opt(_int)(v.get("wake")) and _opt(_doing)(v.get("turn"))
 
 
 # A check is a tuple of the exact types a value may have (the fast, common case)
@@ -295,7 +302,7 @@ _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
         "root": _I0, "pairs": _opt(_list(_pair))}),
     "send": (Send, {"box": _S, "peer": _I, "site": _S0, "idle": _opt(_idle_word)}),
     "recv": (Recv, {"box": _S, "peer": _I, "site": _S0, "idle": _opt(_idle_word)}),
-    "idle": (Idle, {"seen": _I, "wake": _I0, "turn": _B}),
+    "idle": (Idle, {"seen": _I, "wake": _I0, "turn": _opt(_doing)}),
     "forked": (Forked, {}),
     "result": (Result, {"ok": _B, "value_repr": _S0, "pickle_error": _S0,
                         "exit_code": _I0, "error": _opt(_error),

@@ -19,7 +19,10 @@ order the world decided.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
+
+from harness.history import Event
 
 #: What changes a file (or its name) for a reader; everything else looks at it.
 WRITES = frozenset({"open-write", "write", "close", "rename", "remove", "chmod"})
@@ -75,6 +78,12 @@ class _PathState:
     reads: dict[int, Access] | None = None  # since the last write: each rank's latest
 
 
+def _first_of(race: Race) -> tuple:
+    """Which of two races on one file comes first: by world time, then by rank."""
+    a, b = race.first, race.second
+    return (b.t, b.rank, a.t, a.rank, a.op, b.op)
+
+
 class Races:
     """Finds the races of one world from its accesses and synchronisations."""
 
@@ -82,9 +91,7 @@ class Races:
         self._clocks = [[1 if i == j else 0 for i in range(world_size)]
                         for j in range(world_size)]
         self._paths: dict[tuple[str, str], _PathState] = {}  # (whose, path) -> its accesses
-        self._seen: set[tuple[str, str]] = set()  # the files a race was named on
-        self.found: list[Race] = []
-        self.unnamed = 0  # races past ``NAMED``
+        self._first: dict[tuple[str, str], Race] = {}  # (whose, path) -> its first race
 
     def _ordered(self, before: Access, rank: int) -> bool:
         """Does ``before`` happen before what ``rank`` does now?"""
@@ -93,32 +100,38 @@ class Races:
     def access(self, rank: int, op: str, path: str, line: str | None, t: float,
                where: str = "shared") -> list[Race]:
         """Rank ``rank`` did ``op`` on ``path`` now; returns the races it completes.
-        ``where``: whose file it is (one path on two hosts' own disks is two files)."""
+        ``where``: whose file it is (one path on two hosts' own disks is two files). Ranks
+        whose turns were granted together tell theirs in the machine's order: what is kept
+        is decided by time, then rank (``found``), never by which came in first."""
         if not 0 <= rank < len(self._clocks) or op in DIRECTORY_OPS:
             return []
         now = Access(rank, self._clocks[rank][rank], op, path, line, t, where)
         state = self._paths.setdefault((where, path), _PathState())
         earlier = [state.write] if state.write is not None else []
-        if now.writes:
-            earlier += list((state.reads or {}).values())
+        if now.writes:  # by rank: reads granted together came in the machine's order
+            earlier += [a for _, a in sorted((state.reads or {}).items())]
         races = [Race(a, now) for a in earlier if not self._ordered(a, rank)]
         if now.writes:
             state.write, state.reads = now, None
         else:
             state.reads = {**(state.reads or {}), rank: now}
-        return [race for race in races if self._keep(race)]
+        for race in races:
+            key = (race.first.where, race.first.path)
+            kept = self._first.get(key)
+            if kept is None or _first_of(race) < _first_of(kept):
+                self._first[key] = race
+        return races
 
-    def _keep(self, race: Race) -> bool:
-        """The first race on each file is named (seven pollers of one file: one race)."""
-        key = (race.first.where, race.first.path)
-        if key in self._seen:
-            return False
-        self._seen.add(key)
-        if len(self.found) >= NAMED:
-            self.unnamed += 1
-            return False
-        self.found.append(race)
-        return True
+    @property
+    def found(self) -> list[Race]:
+        """The first race on each file (seven pollers of one file are one race), earliest
+        first, at most ``NAMED``."""
+        return sorted(self._first.values(), key=_first_of)[:NAMED]
+
+    @property
+    def unnamed(self) -> int:
+        """Files with a race past the ``NAMED`` first."""
+        return max(0, len(self._first) - NAMED)
 
     def joined(self, ranks: list[int]) -> None:
         """A collective of ``ranks`` completed: each one's past is before all their futures."""
@@ -140,3 +153,19 @@ class Races:
         self._clocks[sender][sender] += 1
         self._clocks[receiver] = [max(a, b) for a, b in
                                   zip(self._clocks[receiver], self._clocks[sender])]
+
+
+def with_races(history: list[Event], races: Races) -> list[Event]:
+    """``history`` with a ``race`` event for each race named, each at its time (after the
+    events of that time), and a warning for those past ``NAMED``."""
+    out = list(history)
+    for race in races.found:
+        event = Event(t=round(race.second.t, 6), kind="race", rank=race.second.rank,
+                      op=race.second.op, detail={"message": race.describe(),
+                                                 "path": race.first.path,
+                                                 "ranks": list(race.ranks)})
+        out.insert(bisect.bisect_right([e.t for e in out], event.t), event)
+    if races.unnamed:
+        out.append(Event(t=out[-1].t if out else 0.0, kind="warning", detail={
+            "message": f"{races.unnamed} more files had a race: the first {NAMED} are named"}))
+    return out

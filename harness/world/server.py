@@ -25,7 +25,7 @@ from harness.world.coordinator import Coordinator
 from harness.world.lifecycle import Lifecycle, Progress
 from harness.world.limits import Exceeded, Limits, Meter
 from harness.world.loop import Conn, EventLoop
-from harness.world.races import Races
+from harness.world.races import Races, with_races
 from harness.world.result import WorldResult
 from harness.world.sealing import Sealer, SealRefused
 
@@ -73,6 +73,12 @@ class WorldServer:
                                        now=lambda: seconds(self.clock.now))
         self.publisher = Publisher(spec.topology.world_size, spec.sandbox)
         self.races = Races(spec.topology.world_size)
+        #: the world's decisions so far (the clock's wakes, collectives' completions), and the
+        #: one each rank acts in: its events' ``stamp`` (``history.in_world_order``)
+        self._decisions = 0
+        self._acting: dict[int, int] = {}
+        self.coordinator.stamp = lambda rank: self._decisions if rank is None \
+            else self._acting.get(rank, 0)
         self.forked: set[int] = set()  # ranks that started a process of their own
         self.sealer = Sealer(spec.faults, spec.topology, spec.sandbox)
         self.loop = EventLoop(spec.address, self._on_frame, self._on_refused)
@@ -165,6 +171,7 @@ class WorldServer:
     def result(self, duration: float) -> WorldResult:
         result = world_result(self.life, self.coordinator, duration,
                               world_time=self.coordinator.now())
+        result.history = with_races(result.history, self.races)
         result.forked = sorted(self.forked) if self.spec.mounts is not None else []
         return result
 
@@ -206,12 +213,22 @@ class WorldServer:
                 and all(wake is None for wake in clock.waiting().values()):
             self.stuck_at = seconds(before)  # no unit had a wake-up: nothing could ever happen
         self.held_since = wall
+        self._decided(woken)
         for key in woken:
             self._asleep.pop(key, None)
             self._looked[key] = wall  # it runs now: no look in /proc before HELD_LOOK
             self._send_time(key)
         self._publish_due()
         return bool(woken) or clock.now != before
+
+    def _decided(self, woken: list[Key]) -> None:
+        """A decision of the world: the units it woke act in it from now on."""
+        if woken:
+            self._decisions += 1
+            for role, ident in woken:
+                rank = ident if role == "rank" else self.life.promoted.get(ident)
+                if rank is not None:
+                    self._acting[rank] = self._decisions
 
     def _say_held(self, busy: list[Key], spawned: set[Key]) -> None:
         """The history's word on what keeps the clock from jumping while it follows the
@@ -325,7 +342,7 @@ class WorldServer:
             self.clock.heard(key)
             word = getattr(msg, "idle", None)
             if word is not None:
-                self.clock.idle(key, word["seen"], word.get("wake"), word.get("turn", False))
+                self.clock.idle(key, word["seen"], word.get("wake"), word.get("turn"))
 
     def _on_refused(self, sock: socket.socket, why: str) -> None:
         conn = self.loop.conns.get(sock)
@@ -372,6 +389,7 @@ class WorldServer:
             replies = self.coordinator.collective(rank, msg)
             if replies:  # the step completed: it orders its ranks' pasts before their futures
                 self.races.joined([r for r, _, _ in replies])
+                self._decided([("rank", r) for r, _, _ in replies])
             self._reply(replies)
 
     def _send(self, sock: socket.socket, conn: Conn, msg: protocol.Send) -> None:
@@ -380,6 +398,7 @@ class WorldServer:
             replies = self.coordinator.send(rank, msg)
             for receiver, _, _ in replies[1:]:
                 self.races.delivered(rank, receiver)
+                self._acting[receiver] = self._acting.get(rank, 0)  # it acts beside the sender
             self._reply(replies)
 
     def _recv(self, sock: socket.socket, conn: Conn, msg: protocol.Recv) -> None:
@@ -391,17 +410,15 @@ class WorldServer:
             self._reply(replies)
 
     def _touch(self, sock: socket.socket, conn: Conn, msg: protocol.Touch) -> None:
-        """A rank's file operation, in its turn: a race it completes goes in the history."""
+        """A rank's file operation, in its turn: what the race finder reads (its races go
+        in the history at the world's end, ``result``)."""
         rank = self._rank_of(conn)
         if rank is None:
             return
         t = self.coordinator.now()
-        found = self.races.access(rank, msg.op, msg.path, msg.line, t, msg.where)
+        self.races.access(rank, msg.op, msg.path, msg.line, t, msg.where)
         if msg.dst is not None:
-            found += self.races.access(rank, msg.op, msg.dst, msg.line, t, msg.where)
-        for race in found:
-            self.coordinator.record("race", rank=race.second.rank, op=race.second.op, detail={
-                "message": race.describe(), "path": race.first.path, "ranks": list(race.ranks)})
+            self.races.access(rank, msg.op, msg.dst, msg.line, t, msg.where)
 
     def _result(self, sock: socket.socket, conn: Conn, msg: protocol.Result) -> None:
         rank = self._rank_of(conn)

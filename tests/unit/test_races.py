@@ -47,15 +47,31 @@ def test_a_message_orders_the_senders_past_before_the_receivers_future_only():
     assert [r.ranks for r in races.access(2, "open-read", "/tmp/x", None, 0.0)] == [(0, 2)]
 
 
-def test_each_file_is_named_once_and_the_count_is_bounded():
+def test_each_file_is_named_once_by_time_then_rank_and_the_count_is_bounded():
     races = Races(8)
     races.access(0, "write", "/tmp/x", None, 0.0)
-    named = [r for rank in range(1, 8) for r in races.access(rank, "stat", "/tmp/x", None, 0.0)]
-    assert len(named) == 1, "seven pollers of one file are one race"
+    for rank in (5, 3, 7):  # granted together: told in the machine's order
+        races.access(rank, "stat", "/tmp/x", None, 0.1)
+    races.access(1, "stat", "/tmp/x", None, 0.2)
+    assert [r.ranks for r in races.found] == [(0, 3)], "the earliest, then the lowest rank"
     for i in range(NAMED + 5):
-        races.access(0, "write", f"/tmp/f{i}", None, 0.0)
-        races.access(1, "stat", f"/tmp/f{i}", None, 0.0)
+        races.access(0, "write", f"/tmp/f{i}", None, 1.0)
+        races.access(1, "stat", f"/tmp/f{i}", None, 1.0)
     assert len(races.found) == NAMED and races.unnamed == 6
+
+
+def test_a_worlds_races_go_in_its_history_at_their_time():
+    from harness.history import Event
+    from harness.world.races import with_races
+
+    races = Races(2)
+    races.access(0, "write", "/tmp/x", "a.py:1 in f", 0.5)
+    races.access(1, "stat", "/tmp/x", "b.py:2 in g", 0.5)
+    history = [Event(0.0, "call", rank=0), Event(0.5, "call", rank=1), Event(0.7, "exit", rank=0)]
+    out = with_races(history, races)
+    assert [(e.kind, e.t) for e in out] == [("call", 0.0), ("call", 0.5), ("race", 0.5),
+                                            ("exit", 0.7)]
+    assert out[2].detail["ranks"] == [0, 1] and "b.py:2 in g" in out[2].detail["message"]
 
 
 def test_every_rank_making_one_directory_is_the_idiom_not_a_race():

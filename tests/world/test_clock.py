@@ -46,12 +46,37 @@ def test_the_clock_jumps_to_the_earliest_wake_up_only_when_every_unit_is_idle():
     assert clock.now == 2 * NS and ("rank", 1) in clock.busy(), "woken: it runs now"
 
 
+WRITE_X = {"op": "write", "path": "/tmp/x", "where": "shared"}
+
+
+def _granted(*doing: dict, seed: int = 0) -> int:
+    """How many of the turns ``doing``, due at one instant, the clock grants together."""
+    clock = WorldClock(deadline=100 * NS, seed=seed)
+    for r, op in enumerate(doing):
+        clock.join(("rank", r))
+        clock.idle(("rank", r), 0, NS, turn=op)
+    return len(clock.advance(clock.next_wake()))
+
+
+def test_turns_that_commute_are_granted_together_and_the_rest_one_at_a_time():
+    read = {"op": "open-read", "path": "/tmp/x", "where": "shared"}
+    assert _granted(read, dict(read, op="stat"), dict(read, op="read")) == 3, "looks commute"
+    assert _granted(WRITE_X, dict(WRITE_X, path="/tmp/y"), dict(WRITE_X, path="/tmp/xy")) == 3
+    assert _granted(WRITE_X, dict(WRITE_X, where="host-1")) == 2, "two hosts' own disks"
+    for seed in range(4):
+        assert _granted(WRITE_X, read, seed=seed) == 1, "a write and a read of one file"
+        assert _granted(dict(read, op="listdir", path="/tmp"), WRITE_X, seed=seed) == 1, \
+            "a listing and a create in it"
+        assert _granted(dict(WRITE_X, op="rename", path="/tmp/a", dst="/tmp/x"), read,
+                        seed=seed) == 1, "a rename onto the file read"
+
+
 def _tie_order(seed: int, units: int = 5) -> list[int]:
     """Who the clock wakes, in turn, of ``units`` ranks whose turns are due at one instant."""
     clock = WorldClock(deadline=100 * NS, seed=seed)
     for r in range(units):
         clock.join(("rank", r))
-        clock.idle(("rank", r), 0, NS, turn=True)
+        clock.idle(("rank", r), 0, NS, turn=WRITE_X)
     order = []
     while len(order) < units:
         woken = clock.advance(clock.next_wake())
@@ -72,7 +97,7 @@ def test_sleepers_due_together_wake_together_beside_one_turn():
     clock = WorldClock(deadline=100 * NS, seed=1)
     for r in range(4):
         clock.join(("rank", r))
-        clock.idle(("rank", r), 0, NS, turn=r >= 2)  # ranks 0-1 sleep, ranks 2-3 wait a turn
+        clock.idle(("rank", r), 0, NS, turn=WRITE_X if r >= 2 else None)  # 0-1 sleep, 2-3 turn
     woken = clock.advance(clock.next_wake())
     assert woken[:2] == [("rank", 0), ("rank", 1)] and len(woken) == 3
     assert woken[2] in (("rank", 2), ("rank", 3))
