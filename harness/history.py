@@ -179,19 +179,14 @@ class History:
 
 
 def in_world_order(events: Iterable[Event]) -> list[Event]:
-    """``events`` with each run of ranks' events made in one decision of the world (its
-    clock's wake of a unit, a collective's completion: ``Event.stamp``) listed by rank,
-    each rank's in its own order. Ranks acting in one decision ran side by side, their
-    operations commuting (``world/clock.py``): the machine's order of them does not show,
-    so that the same seed gives the same history on every machine."""
-    out: list[Event] = []
-    run: list[Event] = []
-    for event in events:
-        if run and (event.rank is None or event.stamp != run[0].stamp):
-            out += sorted(run, key=lambda e: e.rank)  # type: ignore[arg-type, return-value]
-            run = []
-        (out if event.rank is None else run).append(event)
-    return out + sorted(run, key=lambda e: e.rank)  # type: ignore[arg-type, return-value]
+    """``events`` in the world's own order: by world time, then by the decision of the
+    world their rank acted in (its clock's wakes and collectives' completions, in order:
+    ``Event.stamp``), then by rank, each rank's in its own order; the world's own events
+    (a completion, a hang) after the ranks' of their decision. Ranks acting in one
+    decision ran side by side, their operations commuting (``world/clock.py``): the
+    machine's order of them does not show, so that the same seed gives the same history
+    on every machine."""
+    return sorted(events, key=lambda e: (e.t, e.stamp, e.rank is None, e.rank or 0))
 
 
 def dropped_line(history: Iterable[Event | dict[str, Any]]) -> str | None:

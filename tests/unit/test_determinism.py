@@ -53,17 +53,19 @@ def test_twice_keeps_an_agreeing_cell_and_fails_one_that_differs():
     assert dataclasses.replace(cell, verdict=OK, met=True, detail="") == _cell()
 
 
-def test_a_worlds_history_lists_the_ranks_of_one_decision_by_rank():
+def test_a_worlds_history_is_in_time_then_decision_then_rank_order():
     from harness.history import Event, in_world_order
 
     events = [Event(0.0, "fault", rank=3, stamp=0), Event(0.0, "fault", rank=1, stamp=0),
               Event(0.0, "file", rank=2, op="write", stamp=1),
               Event(0.0, "file", rank=0, op="open-read", stamp=2),  # a decision after: kept
-              Event(0.0, "race", rank=2, stamp=3), Event(0.0, "file", rank=0, stamp=3),
-              Event(0.0, "race", rank=2, stamp=3), Event(0.0, "complete", stamp=3),
-              Event(0.5, "exit", rank=1, stamp=4), Event(0.5, "exit", rank=0, stamp=4)]
-    ordered = [(e.kind, e.rank, e.stamp) for e in in_world_order(events)]
-    assert ordered == [("fault", 1, 0), ("fault", 3, 0), ("file", 2, 1), ("file", 0, 2),
-                       ("file", 0, 3), ("race", 2, 3), ("race", 2, 3), ("complete", None, 3),
-                       ("exit", 0, 4), ("exit", 1, 4)]
+              Event(0.0, "complete", stamp=3), Event(0.0, "race", rank=2, stamp=3),
+              Event(0.0, "file", rank=0, stamp=3), Event(0.0, "race", rank=2, stamp=3),
+              Event(0.5, "exit", rank=1, stamp=4), Event(0.5, "exit", rank=0, stamp=4),
+              Event(0.25, "call", rank=5, stamp=3)]
+    ordered = [(e.t, e.kind, e.rank, e.stamp) for e in in_world_order(events)]
+    assert ordered == [(0.0, "fault", 1, 0), (0.0, "fault", 3, 0), (0.0, "file", 2, 1),
+                       (0.0, "file", 0, 2), (0.0, "file", 0, 3), (0.0, "race", 2, 3),
+                       (0.0, "race", 2, 3), (0.0, "complete", None, 3), (0.25, "call", 5, 3),
+                       (0.5, "exit", 0, 4), (0.5, "exit", 1, 4)]
     assert "stamp" not in events[0].to_dict(), "the report never shows it"
