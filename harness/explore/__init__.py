@@ -71,6 +71,7 @@ def check_plan(case: PlanCase, found: str | Path = "found") -> None:
                f"{case.plan.key()}".lower().replace("_", "-").replace(":", "-")
         scenario = case.search.load(case.plan, name, Path(found),
                                     f"Found by a property test: {case.plan.describe()}.")
-        replay = replay_of(case.search, Path(scenario.source or ""))
+        replay = replay_of(case.search, Path(scenario.source or ""),
+                           case.plan.seed(case.search.seed))
         shown = dataclasses.replace(cell, scenario=name, replay=replay)
         raise CellFailed(f"{describe(shown)}\nplan: {case.plan.describe()}")

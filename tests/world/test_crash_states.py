@@ -261,7 +261,8 @@ def test_a_strangers_replace_without_fsync_fails_on_a_host_crash_only():
 
 
 def test_seed_fix_sync_cannot_be_judged_and_says_what_it_shows():
-    report = explore_crash_states(target("seed-fix-sync"), "config-sync")
+    # seed 2: rank 0's probe of its sync directory gets through in that seed's order
+    report = explore_crash_states(target("seed-fix-sync"), "config-sync", seed=2)
     assert report.baseline_outcome != PASS and not report.confirmed
     assert report.vulnerabilities == [] and report.worlds == 1
     source = REPO / "harness/workloads/config_sync/seed_fix.py"
