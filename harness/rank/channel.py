@@ -82,7 +82,8 @@ class Channel:
                 kind = header.get("type")
                 clock = rank_clock.current()
                 if kind == "time" and clock is not None:
-                    clock.on_time(int(header["t"]))
+                    alone = header.get("alone")
+                    clock.on_time(int(header["t"]), alone if type(alone) is int else None)
                 elif kind == "stacks":
                     wire.send_frame(self.control, {"type": "stacks", "stacks": format_stacks(),
                                                    "importing": importing_now()})

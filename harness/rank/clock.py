@@ -161,6 +161,10 @@ class RankClock:
         self._counted: set[int] = {_get_ident()}
         self.detached: tuple[int, int] | None = None  # a forked child: (world ns, machine ns)
         self._fd_waiters: set[FdWaiter] = set()  # threads in a wait on their own descriptors
+        #: the world time before which no other unit can act (the harness said so when it
+        #: woke this one alone: every other waits for later, or for this one): its turns
+        #: until then are its own, with no word to the harness (None: none)
+        self.alone: int | None = None
 
     # -- reading -------------------------------------------------------------------------
     def read(self) -> int:
@@ -188,6 +192,8 @@ class RankClock:
         with self._lock:
             self.now += TICK_NS
             at = self.now
+            if self.alone is not None and at < self.alone:
+                return  # no other unit can act before then: the world would grant it at once
         self.block(TurnWaiter(at, doing))
 
     def deadline_after(self, seconds: float) -> int:
@@ -290,10 +296,12 @@ class RankClock:
             return False
 
     # -- what the harness says -------------------------------------------------------------
-    def on_time(self, t: int) -> None:
-        """The world's time is ``t``: wake every wait due by then (the control thread)."""
+    def on_time(self, t: int, alone: int | None = None) -> None:
+        """The world's time is ``t``: wake every wait due by then (the control thread).
+        ``alone``: no other unit can act before that time (``turn``)."""
         with self._lock:
             self.seen += 1
+            self.alone = alone
             self.synced = max(self.synced, t)
             self.now = max(self.now, t)
             timed = self._timed
@@ -314,6 +322,7 @@ class RankClock:
             send(None)
             return
         with self._lock:
+            self.alone = None  # what it asks may wake another unit (a send, a collective)
             self.running -= 1
             send(self._idle_word() if self.running == 0 and not self._woken() else None)
 
@@ -378,6 +387,7 @@ class RankClock:
     def detach(self) -> None:
         """In a process forked from this unit: off the world, on the machine's time from here."""
         self._lock = _allocate()
+        self.alone = None
         self.detached = (self.now, real_monotonic_ns())
         self._timed = []
         self._waiting = set()

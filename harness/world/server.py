@@ -214,12 +214,35 @@ class WorldServer:
             self.stuck_at = seconds(before)  # no unit had a wake-up: nothing could ever happen
         self.held_since = wall
         self._decided(woken)
+        alone = self._alone_until(woken[0], spawned) if len(woken) == 1 else None
         for key in woken:
             self._asleep.pop(key, None)
             self._looked[key] = wall  # it runs now: no look in /proc before HELD_LOOK
-            self._send_time(key)
+            self._send_time(key, alone)
         self._publish_due()
         return bool(woken) or clock.now != before
+
+    def _alone_until(self, key: Key, spawned: set[Key]) -> int | None:
+        """The world time before which no unit but ``key`` can act: every other waits for
+        a later time or for another unit, nothing of theirs runs outside the world, and no
+        held write is due before. ``key`` takes its turns until then without a word to the
+        harness (``RankClock.turn``): the world would grant each at once. None: no time."""
+        clock = self.clock
+        if spawned or self._real is not None:
+            return None
+        wakes = [clock.deadline]
+        for other, member in clock.members.items():
+            if other == key:
+                continue
+            if not member.idle:
+                return None
+            if member.wake is not None:
+                wakes.append(member.wake)
+        published = self._publish_next()
+        if published is not None:
+            wakes.append(published)
+        until = min(wakes)
+        return until if until > clock.now else None
 
     def _decided(self, woken: list[Key]) -> None:
         """A decision of the world: the units it woke act in it from now on."""
@@ -281,8 +304,9 @@ class WorldServer:
             return False
         return True
 
-    def _send_time(self, key: Key) -> None:
-        """Tell a unit the world's time: its waits now due wake (on its control socket)."""
+    def _send_time(self, key: Key, alone: int | None = None) -> None:
+        """Tell a unit the world's time: its waits now due wake (on its control socket);
+        ``alone``: no other unit can act before that time (``_alone_until``)."""
         role, ident = key
         control = self._control_of(key)
         if control is None:  # its control connection may still wait in the backlog
@@ -292,7 +316,10 @@ class WorldServer:
             log.warning("world %s: %s %d has no control connection to wake it on",
                         self.spec.world_id, role, ident)
             return
-        self.loop.send(control, {"type": "time", "t": self.clock.now})
+        frame: dict[str, object] = {"type": "time", "t": self.clock.now}
+        if alone is not None:
+            frame["alone"] = alone
+        self.loop.send(control, frame)
 
     def _control_of(self, key: Key) -> socket.socket | None:
         role, ident = key
