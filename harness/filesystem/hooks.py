@@ -56,6 +56,9 @@ class NoHooks:
         return allowed
 
 
+#: The operations that only look at a file (its turns commute with each other's).
+LOOKS = frozenset({"stat", "open-read", "read", "listdir", "fsync"})
+
 #: ``turn(op, path, dst, where)``: waits the world's turn for ``op`` on ``path`` (``dst``:
 #: a rename's; ``where``: whose file it is, the mount's scope key: ``shared``,
 #: ``host-N``), then tells the world what it does.

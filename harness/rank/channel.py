@@ -83,7 +83,8 @@ class Channel:
                 clock = rank_clock.current()
                 if kind == "time" and clock is not None:
                     alone = header.get("alone")
-                    clock.on_time(int(header["t"]), alone if type(alone) is int else None)
+                    clock.on_time(int(header["t"]), alone if type(alone) is int else None,
+                                  header.get("looks") is True)
                 elif kind == "stacks":
                     wire.send_frame(self.control, {"type": "stacks", "stacks": format_stacks(),
                                                    "importing": importing_now()})

@@ -47,6 +47,8 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from harness.filesystem.hooks import LOOKS
+
 NS = 1_000_000_000
 #: The world's ``time.time()`` at its start: 2030-01-01T00:00:00Z, after any file of
 #: the machine was written, the same on every machine (reproducible reports).
@@ -165,6 +167,7 @@ class RankClock:
         #: woke this one alone: every other waits for later, or for this one): its turns
         #: until then are its own, with no word to the harness (None: none)
         self.alone: int | None = None
+        self.alone_looks = False  # woken beside others: only its looks are its own
 
     # -- reading -------------------------------------------------------------------------
     def read(self) -> int:
@@ -192,7 +195,8 @@ class RankClock:
         with self._lock:
             self.now += TICK_NS
             at = self.now
-            if self.alone is not None and at < self.alone:
+            if self.alone is not None and at < self.alone and \
+                    (not self.alone_looks or doing["op"] in LOOKS):
                 return  # no other unit can act before then: the world would grant it at once
         self.block(TurnWaiter(at, doing))
 
@@ -296,12 +300,13 @@ class RankClock:
             return False
 
     # -- what the harness says -------------------------------------------------------------
-    def on_time(self, t: int, alone: int | None = None) -> None:
+    def on_time(self, t: int, alone: int | None = None, looks: bool = False) -> None:
         """The world's time is ``t``: wake every wait due by then (the control thread).
-        ``alone``: no other unit can act before that time (``turn``)."""
+        ``alone``: no other unit can act before that time (``turn``); ``looks``: only its
+        looks are its own until then (it was woken beside others)."""
         with self._lock:
             self.seen += 1
-            self.alone = alone
+            self.alone, self.alone_looks = alone, looks
             self.synced = max(self.synced, t)
             self.now = max(self.now, t)
             timed = self._timed

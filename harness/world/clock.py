@@ -41,6 +41,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from harness.filesystem.hooks import LOOKS
+
 #: A unit of the world: ("rank", r), or in exec mode ("host", h) for a host's launcher.
 Key = tuple[str, int]
 
@@ -69,8 +71,6 @@ class Member:
     forked: bool = False  # it has started processes of its own (they may still live)
 
 
-#: What a turn's operation only looks at; anything else changes what others see.
-_LOOKS = frozenset({"stat", "open-read", "read", "listdir", "fsync"})
 
 
 def _names(op: dict[str, str]) -> list[tuple[str, str]]:
@@ -85,7 +85,7 @@ def _related(a: str, b: str) -> bool:
 def conflict(a: dict[str, str], b: dict[str, str]) -> bool:
     """Could two file operations' order change what either sees? Not if both only look,
     or if they touch unrelated files (or one path on two hosts' own disks)."""
-    if a["op"] in _LOOKS and b["op"] in _LOOKS:
+    if a["op"] in LOOKS and b["op"] in LOOKS:
         return False
     return any(wa == wb and _related(pa, pb) for wa, pa in _names(a) for wb, pb in _names(b))
 
@@ -98,6 +98,7 @@ class WorldClock:
         self.deadline = deadline
         self.members: dict[Key, Member] = {}
         self._order = random.Random(f"order:{seed}")  # who goes first among units due together
+        self.granted: list[dict[str, str]] = []  # the turns the last ``advance`` granted
 
     # -- who is in the world ----------------------------------------------------------
     def join(self, key: Key) -> None:
@@ -182,11 +183,13 @@ class WorldClock:
         if len(turns) > 1:
             self._order.shuffle(turns)
         doing: list[dict[str, str]] = []  # the turns before, in the seed's order
+        self.granted = []
         for key in turns:
             op = self.members[key].turn
             assert op is not None
             if not any(conflict(op, other) for other in doing):
                 woken.append(key)
+                self.granted.append(op)
             doing.append(op)
         for key in woken:
             self.woke(key)

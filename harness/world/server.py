@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from harness.faults.kinds import KINDS
 from harness.filesystem.beneath import Outside
+from harness.filesystem.hooks import LOOKS
 from harness.filesystem.publisher import Publisher
 from harness.rank import wire
 from harness.rank.spec import WorldSpec
@@ -214,25 +215,31 @@ class WorldServer:
             self.stuck_at = seconds(before)  # no unit had a wake-up: nothing could ever happen
         self.held_since = wall
         self._decided(woken)
-        alone = self._alone_until(woken[0], spawned) if len(woken) == 1 else None
+        alone = self._alone_until(woken, spawned)
+        looks = len(woken) > 1  # side by side: only their looks are theirs alone
         for key in woken:
             self._asleep.pop(key, None)
             self._looked[key] = wall  # it runs now: no look in /proc before HELD_LOOK
-            self._send_time(key, alone)
+            self._send_time(key, alone, looks)
         self._publish_due()
         return bool(woken) or clock.now != before
 
-    def _alone_until(self, key: Key, spawned: set[Key]) -> int | None:
-        """The world time before which no unit but ``key`` can act: every other waits for
-        a later time or for another unit, nothing of theirs runs outside the world, and no
-        held write is due before. ``key`` takes its turns until then without a word to the
-        harness (``RankClock.turn``): the world would grant each at once. None: no time."""
+    def _alone_until(self, woken: list[Key], spawned: set[Key]) -> int | None:
+        """The world time before which no unit but ``woken`` can act: every other waits
+        for a later time or for another unit, nothing of theirs runs outside the world, and
+        no held write is due before. A unit woken alone takes its turns until then without
+        a word to the harness (``RankClock.turn``): the world would grant each at once.
+        Units woken together take so only their looks (a stat, a read), and only when none
+        was granted a change: their looks then all come before any change the next
+        decisions grant, in every run. None: no such time."""
         clock = self.clock
         if spawned or self._real is not None:
             return None
+        if len(woken) > 1 and any(op["op"] not in LOOKS for op in clock.granted):
+            return None
         wakes = [clock.deadline]
         for other, member in clock.members.items():
-            if other == key:
+            if other in woken:
                 continue
             if not member.idle:
                 return None
@@ -304,9 +311,10 @@ class WorldServer:
             return False
         return True
 
-    def _send_time(self, key: Key, alone: int | None = None) -> None:
+    def _send_time(self, key: Key, alone: int | None = None, looks: bool = False) -> None:
         """Tell a unit the world's time: its waits now due wake (on its control socket);
-        ``alone``: no other unit can act before that time (``_alone_until``)."""
+        ``alone``: no other unit can act before that time (``_alone_until``), its looks
+        alone if ``looks``."""
         role, ident = key
         control = self._control_of(key)
         if control is None:  # its control connection may still wait in the backlog
@@ -319,6 +327,8 @@ class WorldServer:
         frame: dict[str, object] = {"type": "time", "t": self.clock.now}
         if alone is not None:
             frame["alone"] = alone
+            if looks:
+                frame["looks"] = True
         self.loop.send(control, frame)
 
     def _control_of(self, key: Key) -> socket.socket | None:
