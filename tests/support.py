@@ -217,3 +217,17 @@ def rendezvous(tag: str, payload: bytes) -> Any:
     from harness.world.protocol import Collective
 
     return Collective(op="rendezvous", kind="gather_bytes", tag=tag, payload=payload)
+
+
+def seed_fix_reaches_its_fsync() -> int:
+    """A seed whose order lets seed-fix-sync's rank 0 through its sync directory's probe
+    (every rank writes and removes one ``.test_write``: at most seeds another rank's remove
+    beats rank 0's twice, and it raises before the config is written)."""
+    for seed in range(30):
+        from harness.explore.crash import explore_crash_states
+        from harness.workloads.registry import target
+
+        report = explore_crash_states(target("seed-fix-sync"), "config-sync", seed=seed)
+        if (report.baseline_raised_at or "").endswith("in load_synced_config"):
+            return seed
+    raise AssertionError("no seed of 30 lets rank 0 through its probe")

@@ -31,7 +31,7 @@ from harness.runner.run import CellPlan, run_cell
 from harness.scenarios import load_scenario
 from harness.workloads.registry import target
 
-from support import REPO, ctrl_c, start_cli, worlds_of
+from support import REPO, ctrl_c, seed_fix_reaches_its_fsync, start_cli, worlds_of
 
 CKPT, TMP = "/w/ckpt.json", "/w/ckpt.json.tmp"
 STRANGER = "tests/crash_stranger_worker.py"
@@ -261,8 +261,8 @@ def test_a_strangers_replace_without_fsync_fails_on_a_host_crash_only():
 
 
 def test_seed_fix_sync_cannot_be_judged_and_says_what_it_shows():
-    # seed 2: rank 0's probe of its sync directory gets through in that seed's order
-    report = explore_crash_states(target("seed-fix-sync"), "config-sync", seed=2)
+    report = explore_crash_states(target("seed-fix-sync"), "config-sync",
+                                  seed=seed_fix_reaches_its_fsync())
     assert report.baseline_outcome != PASS and not report.confirmed
     assert report.vulnerabilities == [] and report.worlds == 1
     source = REPO / "harness/workloads/config_sync/seed_fix.py"

@@ -26,7 +26,7 @@ from harness.scenarios import base_scenario, load_scenario
 from harness.topology import get_topology
 from harness.workloads.registry import target
 
-from support import TESTS, ctrl_c, start_cli, worlds_of
+from support import TESTS, ctrl_c, seed_fix_reaches_its_fsync, start_cli, worlds_of
 
 HERE = TESTS
 STRANGER = '''\
@@ -318,10 +318,8 @@ def test_crash_states_from_the_command_line_write_each_vulnerability_as_a_replay
 
 def test_crash_states_of_a_target_whose_fault_free_run_fails_list_its_operations_unconfirmed(
         tmp_path):
-    # seed 2: ranks at one instant act in its order, and rank 0's probe of its sync
-    # directory gets through to the config's write (at most seeds another rank beats it)
-    run = _cli("explore", "--target", "seed-fix-sync", "--crash-states", "--seed", "2",
-               cwd=tmp_path)
+    run = _cli("explore", "--target", "seed-fix-sync", "--crash-states", "--seed",
+               str(seed_fix_reaches_its_fsync()), cwd=tmp_path)
     assert run.returncode == 1, run.stderr
     assert "the fault-free run does not pass" in run.stdout
     assert "`temp_config.yaml` is written in place" in run.stdout
