@@ -67,9 +67,9 @@ Turn = Callable[[str, str, "str | None", str], None]
 
 class Turning:
     """Hooks whose every point where another unit could see the operation first waits
-    the world's turn (``harness.rank.clock.turn``): units at one instant of world time
-    act one at a time, in the seed's order, so that a write and a read of one file at
-    one instant are ordered the same way in every run. The rest is ``hooks``'s own."""
+    the world's turn (``RankClock.turn``): units at one instant of world time act in the
+    seed's order, so that a write and a read of one file at one instant are ordered the
+    same way in every run. The rest is ``hooks``'s own."""
 
     def __init__(self, hooks: Any, turn: Turn) -> None:
         self._hooks = hooks

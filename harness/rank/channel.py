@@ -89,7 +89,10 @@ class Channel:
                     wire.send_frame(self.control, {"type": "stacks", "stacks": format_stacks(),
                                                    "importing": importing_now()})
         except (OSError, EOFError, wire.FrameError):
-            return
+            pass
+        clock = rank_clock.current()
+        if clock is not None:  # no time will come again: its waits for one end now
+            clock.cut_off()
 
     def close(self, shutdown: bool = True) -> None:
         """Close; a forked child passes ``shutdown=False`` so its parent's link survives."""

@@ -388,6 +388,23 @@ class RankClock:
                 self.forked = True
                 self._send({"type": "forked"})
 
+    def cut_off(self) -> None:
+        """The harness dropped this unit (it refused what the unit said, or it is gone):
+        no time will come from it again. The unit runs on the machine's time from here, and
+        every wait that a time frame would have ended ends now, so that it runs to its end
+        (its fate is the refusal's) rather than wait forever for a turn."""
+        with self._lock:
+            if self.detached is not None:
+                return
+            self.detached = (self.now, real_monotonic_ns())
+            self.alone = None
+            for _, _, waiter in self._timed:
+                if waiter.state == BLOCKED:
+                    waiter.state = TIMED_OUT
+                    self.running += 1
+                    waiter.lock.release()
+            self._timed = []
+
     # -- a forked child ------------------------------------------------------------------
     def detach(self) -> None:
         """In a process forked from this unit: off the world, on the machine's time from here."""

@@ -19,8 +19,8 @@ waking (``idle``). The clock then moves in one of three ways:
   passes, however long the machine takes. A rank advances its own reading by a
   fixed tick per time call (``harness.rank.clock``), so a busy-wait ends.
 
-Units act **one at a time** at an instant, in an order drawn from the world's seed
-(after FoundationDB's simulator and neon's desim). A rank waits on the clock for its
+Units at one instant act in an order drawn from the world's seed (after
+FoundationDB's simulator and neon's desim). A rank waits on the clock for its
 **turn** before each file operation its view sees (``RankClock.turn``), saying
 which: of the units whose turn is due at the same time, the clock draws an order
 from the seed and wakes every one whose operation conflicts with none before it in
@@ -69,8 +69,6 @@ class Member:
     turn: dict[str, str] | None = None  # that wake is a turn before this file operation
     sent: int = 0  # wakes the harness sent it: replies to its waits, and the time
     forked: bool = False  # it has started processes of its own (they may still live)
-
-
 
 
 def _names(op: dict[str, str]) -> list[tuple[str, str]]:
