@@ -400,6 +400,16 @@ class WorldServer:
         if unit is not None and unit.refused is None:
             unit.refused = message
         self.loop.forget(sock)
+        if conn.role in ("rank", "host") and conn.channel == "call":
+            # its clock too: no time will come to it again, so its waits for one end and it
+            # runs to its end on the machine's time (``RankClock.cut_off``)
+            control = self._control_of(("rank", rank) if rank is not None else
+                                       (conn.role, conn.ident))
+            if control is not None and control is not sock:
+                for ident, known in list(self.loop.control.items()):
+                    if known is control:
+                        del self.loop.control[ident]
+                self.loop.forget(control)
 
     def _hello(self, sock: socket.socket, conn: Conn, msg: protocol.Hello) -> None:
         loop, life = self.loop, self.life
