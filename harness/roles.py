@@ -149,7 +149,7 @@ def _escape(name: str) -> str:
 def derive(history: Iterable[Event]) -> Roles:
     """The roles a fault-free history shows.
 
-    A path's writers are the ranks that closed a write of it, or renamed a
+    A path's writers are the ranks that closed a write of it, or renamed or linked a
     written file onto it; its readers are the other ranks that opened or stat'ed
     it (whether or not it was there yet: a poller's attempts count).
     """
@@ -182,6 +182,15 @@ def derive(history: Iterable[Event]) -> Roles:
                 replaced.add(dst)
                 staging.setdefault(dst, []).append(path)
                 writers.pop(path, None)  # a staging name is not a file of its own
+        elif e.op == "link" and ok and isinstance(e.detail.get("dst"), str):
+            dst = e.detail["dst"]  # a new name for a written (or a nameless O_TMPFILE) file
+            order.append(dst)
+            writers.setdefault(dst, set()).add(e.rank)
+            written_by.setdefault(dst, set()).add(e.rank)
+            rewrites[dst] = rewrites.get(dst, 0) + 1
+            if path in written_by:
+                staging.setdefault(dst, []).append(path)
+                writers.pop(path, None)
         elif e.op == "open-write" and ok and (e.detail.get("trunc") or (
                 e.detail.get("new") is False and not e.detail.get("append"))):
             replaced.add(path)  # written over (or into, r+), not added to

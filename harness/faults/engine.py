@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import fnmatch
 import os
+import time
 from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
     from harness.faults.plan import Fault, FaultPlan
 
 Notify = Callable[[dict[str, Any]], None]
+#: ``wait(doing, at_least_ms)``: this rank waits until every other unit has finished or
+#: waits on another one, and at least ``at_least_ms`` of world time (the world's clock).
+Wait = Callable[[dict[str, str], int], None]
 
 
 class FaultEngine(NoHooks):
@@ -33,12 +37,14 @@ class FaultEngine(NoHooks):
     rank's start reach them; a kind decides in its own module what it does."""
 
     def __init__(self, plan: FaultPlan, rank: int, host: int, notify: Notify,
-                 life: int = 0, sealer: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-                 ) -> None:
+                 life: int = 0, sealer: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                 wait: Wait | None = None) -> None:
         """``sealer``: asks the harness to seal a faulted write (the simulator's request to
-        its server, answered with what became of it); None: this rank seals its own."""
+        its server, answered with what became of it); None: this rank seals its own.
+        ``wait``: the world clock's wait for the others (None: no world, a plain sleep)."""
         self.plan = plan
         self.sealer = sealer
+        self._wait = wait
         self.rank, self.host, self.life = rank, host, life
         self.faults = plan.for_rank(rank, host, life)
         self.notify = notify
@@ -52,6 +58,8 @@ class FaultEngine(NoHooks):
                     self.owners[placed.path] = (placed, fault)
         self._holds = 0
         self._own: dict[str, str] = {}  # vpath -> the staging file of a held write
+        self._follows: set[str] = set()  # held writes whose hold follows a rename
+        self._lost: set[str] = set()  # lost writes (a rename of one is lost with it)
 
     # -- bookkeeping ------------------------------------------------------------
     def fires(self, fault: Fault, op: str, path: str | None = None, tag: str | None = None) -> bool:
@@ -91,7 +99,7 @@ class FaultEngine(NoHooks):
     def before(self, view: View, op: str, r: Resolved, r2: Resolved | None = None) -> None:
         self._check_permission(op, r, r2)
         for fault in self.faults:
-            fault.spec.before(self, fault, op, r)
+            fault.spec.before(self, fault, op, r, r2)
 
     def looked(self, view: View, op: str, r: Resolved) -> None:
         # Told after the look, never before: a held write published in between
@@ -102,9 +110,12 @@ class FaultEngine(NoHooks):
     def _watched(self, vpath: str) -> bool:
         return any(fnmatch.fnmatchcase(vpath, g) for g in self.watched)
 
-    def prepare_write(self, view: View, r: Resolved) -> Resolved:
-        """Decide now what becomes of this write when it is closed."""
+    def prepare_write(self, view: View, r: Resolved, whole: bool = False) -> Resolved:
+        """Decide now what becomes of this write when it is closed (``whole``: it shows up
+        in one step, so no fault of the moment between its open and its close applies)."""
+        self._lost.discard(r.vpath)  # written again: what a rename moves now is this write
         chosen = [f for f in self.faults if f.spec.close_order is not None
+                  and not (whole and f.spec.in_between)
                   and self.fires(f, "close", r.vpath)]
         if not chosen:
             return r
@@ -128,21 +139,54 @@ class FaultEngine(NoHooks):
         if not writing or not faults:
             return False
         if self.sealer is None:
-            return seal(self, faults, r)
+            withheld = seal(self, faults, r)
+            if withheld and r.vpath not in self._own:
+                self._lost.add(r.vpath)
+            return withheld
         reply = self.sealer({"type": "seal", "path": r.vpath, "staging": r.staging,
                              "upper": r.on_disk, "model_staging": r.model_staging,
                              "faults": [f.index for f in faults]})
         r.staging = reply["staging"]
         if reply["held"]:
             self._own[r.vpath] = r.staging
+            if reply.get("follows"):
+                self._follows.add(r.vpath)
+        elif reply["withheld"]:
+            self._lost.add(r.vpath)
         return bool(reply["withheld"])
+
+    def wait_for_others(self, doing: dict[str, str], at_least_ms: int) -> None:
+        """Hold this rank before ``doing`` until every other one has finished or waits on
+        another, and at least ``at_least_ms`` (``slow-write``)."""
+        if self._wait is not None:
+            self._wait(doing, at_least_ms)
+        else:  # no world clock to say when the others wait: its least, on the machine's
+            time.sleep(at_least_ms / 1000)
 
     def hold(self, r: Resolved, fault: Fault, until: str) -> None:
         """The coordinator publishes the staged write once ``until`` is met; until then
         the writer alone reads it back (``own_copy``)."""
         self._own[r.vpath] = r.staging
+        if fault.spec.follows_rename:
+            self._follows.add(r.vpath)
         self.notify({"type": "hold", "src": r.staging, "dst": r.on_disk, "path": r.vpath,
                      "until": until, "writer": self.rank, "fault": fault.kind})
+
+    def rename_withheld(self, view: View, rs: Resolved, rd: Resolved) -> bool:
+        """The writer renames a write its faults withheld: a lost one's rename is lost too
+        (the new name shows nothing new, and the call succeeds); a held one's hold follows
+        it (``follows_rename``), and the new name shows it when the hold ends."""
+        if rs.vpath in self._lost:
+            self._lost.discard(rs.vpath)
+            self._lost.add(rd.vpath)
+            return True
+        if rs.vpath not in self._follows or self.own_copy(rs.vpath) is None:
+            return False
+        self.notify({"type": "hold-moved", "path": rs.vpath, "to": rd.vpath, "dst": rd.on_disk})
+        self._follows.discard(rs.vpath)
+        self._follows.add(rd.vpath)
+        self._own[rd.vpath] = self._own.pop(rs.vpath)
+        return True
 
     def own_copy(self, vpath: str) -> str | None:
         staged = self._own.get(vpath)

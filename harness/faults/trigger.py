@@ -8,10 +8,11 @@ from dataclasses import dataclass
 
 #: Operations a trigger can name.
 OPS = ("open-read", "open-write", "read", "write", "fsync", "close", "stat", "listdir",
-       "mkdir", "remove", "rmdir", "rename", "chmod", "collective", "start")
+       "mkdir", "remove", "rmdir", "rename", "link", "symlink", "truncate", "utime", "chmod",
+       "collective", "start")
 #: The operations of a file (every one the view reports except close).
 FILE_OPS = ("open-read", "open-write", "read", "write", "fsync", "stat", "listdir", "mkdir",
-            "remove", "rmdir", "rename", "chmod")
+            "remove", "rmdir", "rename", "link", "symlink", "truncate", "utime", "chmod")
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,9 @@ from harness.filesystem.resolution import Resolution, Resolved
 if TYPE_CHECKING:
     from harness.filesystem.view import View
 
+#: Linux's unnamed-file flag (it includes ``O_DIRECTORY``); 0 where there is none.
+O_TMPFILE = getattr(os, "O_TMPFILE", 0)
+
 
 class Files(Resolution):
     """The view's half that opens, syncs and closes files (a mixin of ``View``)."""
@@ -75,12 +78,34 @@ class Files(Resolution):
             fd = machine.os_open(r.vpath, flags, mode)
             self._forget(fd)
             return fd
+        if O_TMPFILE and flags & O_TMPFILE == O_TMPFILE:
+            return self._open_unnamed(r, flags, mode)
         return self._open_fd(r, flags, mode)
+
+    def _open_unnamed(self, r: Resolved, flags: int, mode: int) -> int:
+        """``O_TMPFILE``: a file with no name in the directory ``r``, which no one else can
+        see until it is linked (``Names.link`` of its ``/proc/self/fd/N``). It is made in
+        the directory's own layer: the link is then a link on one filesystem."""
+        self._check_writable(r)
+        existing = self._read_location(r)
+        if existing is None:
+            raise oserror(errno.ENOENT, r.vpath)
+        if not machine.leads_to_dir(existing):
+            raise oserror(errno.ENOTDIR, r.vpath)
+        machine.makedirs(r.upper, exist_ok=True)
+        try:
+            fd = machine.os_open(r.upper, flags, mode)
+        except OSError as exc:
+            raise oserror(exc.errno or errno.EIO, r.vpath) from None
+        self._forget(fd)
+        self.unnamed[fd] = r.vpath
+        return fd
 
     def _forget(self, fd: int) -> None:
         """A number the view once gave out, closed behind its back and now reused."""
         self.fds.pop(fd, None)
         self.writing_fds.discard(fd)
+        self.unnamed.pop(fd, None)
 
     def _open_fd(self, r: Resolved, flags: int, mode: int) -> int:
         writing = _writes(flags)
@@ -145,6 +170,7 @@ class Files(Resolution):
         return new
 
     def close_fd(self, fd: int) -> None:
+        self.unnamed.pop(fd, None)
         r = self.fds.pop(fd, None)
         writing = fd in self.writing_fds
         self.writing_fds.discard(fd)

@@ -22,8 +22,9 @@ class NoHooks:
     def before(self, view: View, op: str, r: Resolved, r2: Resolved | None = None) -> None:
         """Before ``op`` on ``r`` (and ``r2`` for a rename): may raise, delay or kill."""
 
-    def prepare_write(self, view: View, r: Resolved) -> Resolved:
-        """At a writer's open: may set ``content_faults`` and a private staging file."""
+    def prepare_write(self, view: View, r: Resolved, whole: bool = False) -> Resolved:
+        """At a writer's open: may set ``content_faults`` and a private staging file.
+        ``whole``: the file shows up whole, in one step (a linked ``O_TMPFILE``)."""
         return r
 
     def after_open(self, view: View, r: Resolved, writing: bool) -> None:
@@ -43,6 +44,12 @@ class NoHooks:
 
     def after_change(self, view: View, r: Resolved) -> None:
         pass
+
+    def rename_withheld(self, view: View, rs: Resolved, rd: Resolved) -> bool:
+        """A rename of a write the hooks withheld: True when they take it (the view then
+        moves nothing): a held write's hold follows it to its new name, a lost write's
+        rename is lost with it."""
+        return False
 
     def own_copy(self, vpath: str) -> str | None:
         """The real file of this rank's own write that the hooks keep from the others

@@ -114,7 +114,7 @@ class Metadata(Resolution):
             path = self._machine_fd(path)
         r, done = self._enter(path, dir_fd, lambda p, **kw: machine.utime(
             p, times, follow_symlinks=follow_symlinks, **extra, **kw),
-            follow=follow_symlinks, writes=True)
+            follow=follow_symlinks, op="utime", writes=True)
         if r is None:
             return done
         self._existing(r)
@@ -127,7 +127,8 @@ class Metadata(Resolution):
     def truncate(self, path: Any, length: int) -> None:
         if isinstance(path, int):
             return machine.truncate(path, length)
-        r, done = self._enter(path, None, lambda p: machine.truncate(p, length), writes=True)
+        r, done = self._enter(path, None, lambda p: machine.truncate(p, length), op="truncate",
+                              writes=True)
         if r is None:
             return done
         self._existing(r)

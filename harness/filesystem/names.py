@@ -10,12 +10,16 @@ from __future__ import annotations
 import errno
 import os
 import posixpath
+import re
 import stat as stat_module
 from typing import Any
 
 from harness.filesystem import machine
 from harness.filesystem.machine import oserror
 from harness.filesystem.resolution import Resolution, Resolved, opaque
+
+#: The kernel's names for a descriptor of this process: an ``O_TMPFILE`` file's way to a name.
+_FD_LINK = re.compile(r"/(?:proc/(?:self|(\d+))|dev)/fd/(\d+)")
 
 
 class Names(Resolution):
@@ -37,6 +41,8 @@ class Names(Resolution):
         self.hooks.before(self, "rename", rs, rd)
         self._check_writable(rs)
         self._check_writable(rd)
+        if rs.vpath != rd.vpath and self.hooks.rename_withheld(self, rs, rd):
+            return None
         source = self._existing(rs, rd.vpath)
         if self._read_location(self.resolve(posixpath.dirname(rd.vpath))) is None:
             raise oserror(errno.ENOENT, rs.vpath, rd.vpath)
@@ -117,7 +123,7 @@ class Names(Resolution):
                 dir_fd: int | None = None) -> None:
         """The link keeps the target's text; the view, not the kernel, follows it."""
         rd, done = self._enter(dst, dir_fd, lambda p, **kw: machine.symlink(src, p, **kw),
-                               follow=False, writes=True)
+                               follow=False, op="symlink", writes=True)
         if rd is None:
             return done
         if self._read_location(rd) is not None:
@@ -127,6 +133,9 @@ class Names(Resolution):
 
     def link(self, src: Any, dst: Any, *, src_dir_fd: int | None = None,
              dst_dir_fd: int | None = None, follow_symlinks: bool = True) -> None:
+        unnamed = self._unnamed(src) if follow_symlinks else None
+        if unnamed is not None:
+            return self._name(unnamed, dst, dst_dir_fd)
         vsrc, vdst = self._at(src, src_dir_fd), self._at(dst, dst_dir_fd)
         if vsrc is None or vdst is None:
             return machine.link(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd,
@@ -135,6 +144,7 @@ class Names(Resolution):
         if rs.passthrough and rd.passthrough:
             self.machine_write(rd)
             return machine.link(rs.vpath, rd.vpath)
+        self.hooks.before(self, "link", rs, rd)
         self._check_writable(rd)
         source = self._existing(rs, rd.vpath)
         if self._read_location(rd) is not None:
@@ -148,6 +158,40 @@ class Names(Resolution):
         except OSError as exc:
             raise oserror(exc.errno or errno.EIO, rs.vpath, rd.vpath) from None
         return None
+
+    def _unnamed(self, src: Any) -> int | None:
+        """The ``O_TMPFILE`` fd that ``src`` (``/proc/self/fd/N``, ``/dev/fd/N``) names."""
+        if isinstance(src, int):
+            return None
+        m = _FD_LINK.fullmatch(os.fsdecode(os.fspath(src)))
+        if m is None or (m.group(1) and int(m.group(1)) != os.getpid()):
+            return None
+        fd = int(m.group(2))
+        return fd if fd in self.unnamed else None
+
+    def _name(self, fd: int, dst: Any, dst_dir_fd: int | None) -> None:
+        """The first name of an ``O_TMPFILE`` file: others see it from now on, whole, as a
+        closed write (the fault hooks and the mount's model have their say). Its bytes are
+        copied to the name (a link through ``/proc`` fails with EXDEV on some kernels,
+        never on a TPU VM's ext4): a write through the fd after the link does not reach the
+        name, as it would on one inode."""
+        vdst = self._at(dst, dst_dir_fd)
+        if vdst is None:
+            return machine.link(f"/proc/self/fd/{fd}", dst, dst_dir_fd=dst_dir_fd,
+                                follow_symlinks=True)
+        rd = self.resolve(vdst, follow=False)
+        if rd.passthrough:
+            self.machine_write(rd)
+            return machine.link(f"/proc/self/fd/{fd}", rd.vpath, follow_symlinks=True)
+        self.hooks.before(self, "link", rd, rd)
+        self._check_writable(rd)
+        if self._read_location(rd) is not None:
+            raise oserror(errno.EEXIST, f"/proc/self/fd/{fd}", rd.vpath)
+        r = self.hooks.prepare_write(self, rd, whole=True)  # a content fault strikes it
+        _copy_fd(fd, self._write_location(r, keep_content=False))
+        self.file_closed(r, True)  # its bytes show as a closed write's do
+        return None
+
 
     def mkfifo(self, path: Any, mode: int = 0o666, *, dir_fd: int | None = None) -> None:
         self.mknod(path, mode | stat_module.S_IFIFO, 0, dir_fd=dir_fd)
@@ -166,3 +210,20 @@ class Names(Resolution):
         except OSError as exc:
             raise oserror(exc.errno or errno.EPERM, r.vpath) from None
         return None
+
+
+def _copy_fd(fd: int, target: str) -> None:
+    """What the file open as ``fd`` holds, now, as a new file ``target``."""
+    src = machine.os_open(f"/proc/self/fd/{fd}", os.O_RDONLY)  # it may be open write-only
+    try:
+        out = machine.os_open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            offset = 0
+            while chunk := os.pread(src, 1 << 20, offset):
+                os.write(out, chunk)
+                offset += len(chunk)
+            os.fchmod(out, stat_module.S_IMODE(os.fstat(src).st_mode))
+        finally:
+            machine.close(out)
+    finally:
+        machine.close(src)

@@ -27,6 +27,8 @@ class Held:
     seen: set[int] = field(default_factory=set)
     #: why it could not be published ("" when it was): its paths were changed behind the view
     error: str = ""
+    #: nothing was left to publish: its writer had renamed or removed it (the hold hid nothing)
+    gone: bool = False
 
 
 class Publisher:
@@ -46,6 +48,16 @@ class Publisher:
         at = now + message.get("delay_ms", 0) / 1000 if message["until"] == "time" else None
         self.held.append(Held(message["src"], message["dst"], message["path"], rank,
                               message["until"], at, bool(message.get("copy"))))
+
+    def moved(self, rank: int, path: str, to: str, dst: str) -> bool:
+        """``rank`` renamed its held write of ``path`` to ``to`` (``dst`` on the disk): it is
+        published there, once the readers of ``to`` have looked. False: no such hold."""
+        self.beneath.relative(dst)
+        for h in self.held:
+            if h.writer == rank and h.path == path:
+                h.path, h.dst, h.seen = to, dst, set()
+                return True
+        return False
 
     def accessed(self, rank: int, path: str) -> None:
         for h in self.held:
@@ -84,6 +96,7 @@ class Publisher:
     def _publish(self, h: Held) -> None:
         beneath = self.beneath
         if not beneath.exists(h.src):
+            h.gone = True
             return
         if h.copy:
             beneath.copy(h.src, h.dst)

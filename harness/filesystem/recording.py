@@ -227,6 +227,17 @@ class RecordingView(View):
                                                       dst_dir_fd=dst_dir_fd),
             dst=vdst if vdst is not None else (None if vsrc is None else os.fsdecode(os.fspath(dst))))
 
+    def link(self, src: Any, dst: Any, *, src_dir_fd: int | None = None,
+             dst_dir_fd: int | None = None, follow_symlinks: bool = True) -> None:
+        vdst = self._handled(dst, dst_dir_fd, follow=False)
+        vsrc = os.fsdecode(os.fspath(src))  # a nameless file's /proc/self/fd/N as it is
+        return self._recorded(
+            "link", vsrc if vdst is not None else None,
+            lambda: super(RecordingView, self).link(src, dst, src_dir_fd=src_dir_fd,
+                                                    dst_dir_fd=dst_dir_fd,
+                                                    follow_symlinks=follow_symlinks),
+            dst=vdst)
+
 
 def _length(b: Any) -> int | None:
     try:

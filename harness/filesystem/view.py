@@ -68,3 +68,5 @@ class View(Files, Directories, Names, Metadata):
         self.world_ns = world_ns
         self.fds: dict[int, Resolved] = {}  # every fd the view opened, directories included
         self.writing_fds: set[int] = set()
+        #: ``O_TMPFILE`` files, nameless until linked: fd -> the directory's path
+        self.unnamed: dict[int, str] = {}

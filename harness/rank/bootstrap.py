@@ -17,6 +17,7 @@ import os
 import pickle
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -116,17 +117,19 @@ def _start_clock(channel: Channel, start_ns: int) -> None:
 def enter_world(faults: FaultPlan, seed: int, rank: int, host: int,
                 notify: Callable[[dict[str, Any]], None], life: int = 0, round_: int = 0,
                 view: Callable[[FaultEngine], View] | None = None,
-                sealer: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+                sealer: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                wait: Callable[[dict[str, str], int], None] | None = None
                 ) -> tuple[FaultEngine, View | None]:
     """What a rank's target meets, in the simulator and on a pod alike: the fault engine
     (its environment, timers and the generators' seed), the filesystem view ``view`` builds
     around the engine's hooks (the simulator's over its sandbox, a pod's over its own
     disks; None: no view), and the generators seeded as a launcher leaves them. ``sealer``:
     the harness seals this rank's faulted writes (the simulator's, ``harness.faults.seal``);
-    None: the rank does."""
+    None: the rank does. ``wait``: the world clock's wait for the other ranks (``slow-write``;
+    None: a plain sleep)."""
     from harness.faults.engine import FaultEngine
 
-    engine = FaultEngine(faults, rank, host, notify, life, sealer)
+    engine = FaultEngine(faults, rank, host, notify, life, sealer, wait)
     seed = engine.start(seed)
     made = None
     if view is not None:
@@ -198,7 +201,15 @@ def _enter_world(ctx: RankContext, rank: int, life: int = 0, round_: int = 0) ->
 
     ctx.engine, ctx.view = enter_world(spec.faults, spec.seed, rank, ctx.host, channel.notify,
                                        life, round_, sandboxed if spec.mounts is not None else None,
-                                       lambda header: channel.request(header)[0])
+                                       lambda header: channel.request(header)[0], _wait_for_others)
+
+
+def _wait_for_others(doing: dict[str, str], at_least_ms: int) -> None:
+    clock = rank_clock.current()
+    if clock is None:
+        time.sleep(at_least_ms / 1000)
+    else:
+        clock.wait_for_others(doing, at_least_ms * 1_000_000)
 
 
 # -- running a target ---------------------------------------------------------

@@ -200,6 +200,17 @@ class RankClock:
                 return  # no other unit can act before then: the world would grant it at once
         self.block(TurnWaiter(at, doing))
 
+    def wait_for_others(self, doing: dict[str, str], at_least_ns: int) -> None:
+        """Wait before ``doing`` until every other unit has finished or waits on another
+        (not on the clock), and at least ``at_least_ns``: a turn the world grants only then
+        (``WorldClock``'s ``UNTIL_OTHERS_WAIT``), never one of its own."""
+        if not self.counts():
+            return
+        with self._lock:
+            self.now += TICK_NS
+            at = self.now + max(0, at_least_ns)
+        self.block(TurnWaiter(at, {**doing, "until": "others-wait"}))
+
     def deadline_after(self, seconds: float) -> int:
         """The world time ``seconds`` from now (a wait's deadline)."""
         return self.read() + max(0, round(seconds * NS))

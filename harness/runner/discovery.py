@@ -45,7 +45,7 @@ DISCOVERY_TIMEOUT = 60.0
 TOPOLOGY = "single-host-8"  # a workload without a catalog scenario
 #: 3: a directory is never a file role; 4: the workload's setting, collectives; 5: state;
 #: 6: fits; 7: an appended file is an output; 8: no package metadata
-_FORMAT = 8
+_FORMAT = 9
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Any
 from harness import __version__, refs
 from harness.checkers.common import Baseline, Judgement
 from harness.faults.plan import FaultPlan, PlanError, check_fits, make_plan
-from harness.history import Event
+from harness.history import Event, ranks_phrase
 from harness.rank.validator import Validator
 from harness.runner.cells import Cell, FaultRow, Matrix, RankRow
 from harness.runner.determinism import twice
@@ -193,7 +193,8 @@ def discover_targets(plans: Iterable[CellPlan], use_cache: bool = True,
         workers.shutdown(wait=True, cancel_futures=True)
 
 
-def not_exercised(plan: FaultPlan, history: Iterable[Event], unresolved: list[str]) -> str | None:
+def not_exercised(plan: FaultPlan, history: Iterable[Event], unresolved: list[str],
+                  world_size: int) -> str | None:
     """Why a cell did not test what its scenario says (None: it did).
 
     A fault aimed at a role the target does not have cannot fire; so a cell is not
@@ -201,7 +202,8 @@ def not_exercised(plan: FaultPlan, history: Iterable[Event], unresolved: list[st
     file, no role it mounts at resolved). Faults meant as alternatives ("at its first
     handoff write, or at its first collective") need only one to happen; but a file a
     fault must place and cannot (another run of the target leaves nothing there) always
-    leaves the cell unexercised.
+    leaves the cell unexercised. A fault that fired but changed nothing any rank observed
+    (``FaultKind.without_effect``) counts as not fired, and the reason says why.
     """
     named = {i: f"{plan.faults[i].name}: {why}" for i, why in sorted(plan.unresolved.items())}
     # a role that resolved to nothing is an alternative that could not be taken; any other
@@ -209,10 +211,23 @@ def not_exercised(plan: FaultPlan, history: Iterable[Event], unresolved: list[st
     hard = [text for i, text in named.items() if plan.faults[i].trigger.paths]
     if hard:
         return "; ".join(hard)
-    fired = {e.detail.get("index") for e in history if e.kind == "fault"}
+    history = list(history)
+    fired, idle = set(), []
+    for e in history:
+        index = e.detail.get("index") if e.kind == "fault" else None
+        if not isinstance(index, int) or not 0 <= index < len(plan.faults):
+            continue
+        fault = plan.faults[index]
+        why = fault.spec.without_effect(e, history, world_size)
+        if why is None:
+            fired.add(index)
+        else:
+            idle.append(f"{fault.name} fired with no effect: {why}")
     placed = any(f.spec.leftovers(f, plan.roles) for f in plan.faults)
     if fired or placed:
         return None
+    if idle:
+        return "; ".join(dict.fromkeys(idle))
     soft = list(unresolved) + list(named.values())
     if not plan.faults:
         return "; ".join(soft) or None
@@ -269,8 +284,11 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
     met, quiet = meets(scenario.expect, judgement)
     is_known = scenario.name in target.known_failures or plan.key in known
     detail, outcome = judgement.detail + quiet, judgement.outcome
-    vacuous = not_exercised(faults, result.history, scenario.unresolved_mounts(home, roles)) \
-        if scenario.uses_roles or scenario.faults else None
+    vacuous = not_exercised(faults, result.history, scenario.unresolved_mounts(home, roles),
+                            topology.world_size) if scenario.uses_roles or scenario.faults else None
+    if vacuous is not None and result.forked:
+        vacuous += (f" ({ranks_phrase(result.forked)} started processes of their own: what "
+                    "those do to files the harness does not see, nor aim a fault at)")
     vacuous = vacuous or judgement.unexercised
     if vacuous is not None and met:
         outcome, verdict, met = NOT_EXERCISED, UNEXERCISED, False

@@ -131,8 +131,8 @@ def apply(argv: tuple[str, ...], scenario: Scenario, seed: int = 0, topology: st
     verdict = judge(result)
     ended = end_of_world(result) if verdict.outcome == ERROR else None
     met, quiet = (True, "") if verdict.outcome == PASS else meets(scenario.expect, ended)
-    why = not_exercised(faults, result.history, scenario.unresolved_mounts(home, roles)) \
-        if scenario.uses_roles or scenario.faults else None
+    why = not_exercised(faults, result.history, scenario.unresolved_mounts(home, roles),
+                        topo.world_size) if scenario.uses_roles or scenario.faults else None
     given = sorted({*scenario.inputs, *(k for i in scenario.host_inputs.values() for k in i)})
     if why is None and not scenario.faults and given:
         why = (f"it acts through its workload's inputs ({', '.join(given)}: the files the "

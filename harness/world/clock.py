@@ -50,6 +50,9 @@ NS = 1_000_000_000
 
 #: How the clock moves now (see the module's docstring).
 JUMP, REAL, HELD = "jump", "real", "held"
+#: A turn's ``until``: granted only once every other unit waits on another one (or is
+#: gone), not on the clock: a writer slower than any polling window (``slow-write``).
+UNTIL_OTHERS_WAIT = "others-wait"
 
 
 def seconds(ns: int) -> float:
@@ -69,6 +72,10 @@ class Member:
     turn: dict[str, str] | None = None  # that wake is a turn before this file operation
     sent: int = 0  # wakes the harness sent it: replies to its waits, and the time
     forked: bool = False  # it has started processes of its own (they may still live)
+
+
+def _until_others(member: Member) -> bool:
+    return member.turn is not None and member.turn.get("until") == UNTIL_OTHERS_WAIT
 
 
 def _names(op: dict[str, str]) -> list[tuple[str, str]]:
@@ -97,6 +104,7 @@ class WorldClock:
         self.members: dict[Key, Member] = {}
         self._order = random.Random(f"order:{seed}")  # who goes first among units due together
         self.granted: list[dict[str, str]] = []  # the turns the last ``advance`` granted
+        self.went_on: list[Key] = []  # the slow writers it let go on
 
     # -- who is in the world ----------------------------------------------------------
     def join(self, key: Key) -> None:
@@ -152,27 +160,44 @@ class WorldClock:
         """Units that have started processes of their own (which may hold the clock)."""
         return [k for k, m in self.members.items() if m.forked]
 
-    def next_wake(self, extra: int | None = None) -> int:
+    def _waits_on_others(self, key: Key, outside: frozenset[Key]) -> bool:
+        """Does the unit wait for another one (a collective, a message, a slow writer's
+        turn), not for the clock? ``outside``: units that wait outside the world (in the
+        kernel, on a process of their own), which only another unit can end."""
+        member = self.members[key]
+        return key in outside or member.idle and (
+            member.wake is None or _until_others(member))
+
+    def held_back(self, key: Key, outside: frozenset[Key] = frozenset()) -> bool:
+        """Is the unit a slow writer some other unit still runs or polls beside?"""
+        return _until_others(self.members[key]) and not all(
+            self._waits_on_others(k, outside) for k in self.members if k != key)
+
+    def next_wake(self, extra: int | None = None, outside: frozenset[Key] = frozenset()) -> int:
         """The earliest time anything is due: a unit's wake-up, ``extra`` (a held write's
-        publication), or the deadline."""
-        times = [m.wake for m in self.members.values() if m.idle and m.wake is not None]
+        publication), or the deadline. A slow writer held back is not due."""
+        times = [m.wake for k, m in self.members.items()
+                 if m.idle and m.wake is not None and not self.held_back(k, outside)]
         if extra is not None:
             times.append(extra)
         return max(self.now, min(times + [self.deadline]))
 
-    def advance(self, to: int) -> list[Key]:
+    def advance(self, to: int, outside: frozenset[Key] = frozenset()) -> list[Key]:
         """Move to ``to`` (never back); returns the units to wake now, marked woken: of
         those due earliest, every one that waits in a sleep or a timeout, and of those
         whose turn is due, in an order the seed draws, each whose operation conflicts with
         none before it (``conflict``: they commute, so together they are as one after the
-        other). The caller moves the clock again only once no unit computes (the ones
-        woken wait again, or wait outside the world). At the deadline the world ends:
-        nothing due then runs."""
+        other). A slow writer's turn is due only once every other unit waits on another
+        (``held_back``; ``outside``: units that wait outside the world). The caller moves the
+        clock again only once no unit computes (the ones woken wait again, or wait outside
+        the world). At the deadline the world ends: nothing due then runs."""
         self.now = max(self.now, min(to, self.deadline))
+        self.went_on = []
         if self.passed:
             return []
         due = [(m.wake, k) for k, m in self.members.items()
-               if m.idle and m.wake is not None and m.wake <= self.now]
+               if m.idle and m.wake is not None and m.wake <= self.now
+               and not self.held_back(k, outside)]
         if not due:
             return []
         first = min(due)[0]
@@ -189,6 +214,7 @@ class WorldClock:
                 woken.append(key)
                 self.granted.append(op)
             doing.append(op)
+        self.went_on = [k for k in woken if _until_others(self.members[k])]
         for key in woken:
             self.woke(key)
         return woken

@@ -78,7 +78,8 @@ class Idle:
 
     seen: int
     wake: int | None = None
-    #: the wake is a turn before this file operation (``RankClock.turn``): op, path, where
+    #: the wake is a turn before this file operation (``RankClock.turn``): op, path, where;
+    #: ``until: others-wait``: granted only once every other unit waits on another
     turn: dict[str, str] | None = None
 
 
@@ -152,6 +153,16 @@ class Hold:
 
 
 @dataclass(slots=True)
+class HoldMoved:
+    """Its writer renamed a held write (``path``) to ``to`` (on the disk: ``dst``): the hold
+    follows it, and the new name shows the write when the hold's condition holds."""
+
+    path: str
+    to: str
+    dst: str
+
+
+@dataclass(slots=True)
 class Seal:
     """A faulted write was closed: the harness applies its content faults (``faults``,
     indices of the plan) to the file staged at ``staging`` (``harness.faults.seal``)."""
@@ -184,12 +195,12 @@ class Touch:
 class FileOp:
     """One file operation a rank made through the view (``record_files``)."""
 
-    op: str  # open-read | open-write | write | fsync | close | rename | remove | stat | listdir
-    #          | mkdir | rmdir
+    op: str  # open-read | open-write | write | fsync | close | rename | link | remove | stat
+    #          | listdir | mkdir | rmdir
     path: str
     ok: bool
     errno: int | None = None  # when not ok
-    dst: str | None = None  # a rename's
+    dst: str | None = None  # a rename's, a link's
     size: int | None = None  # a writer's close: the bytes the file holds; a write's: its bytes
     count: int | None = None  # a stat or listdir repeated this many more times
     offset: int | None = None  # a write's: where in the file it starts
@@ -278,8 +289,10 @@ def _root(v: Any) -> bool:
 
 
 def _doing(v: Any) -> bool:
-    """A turn's operation: ``{"op", "path", "where"}`` and a rename's ``dst``, all strings."""
-    return _dict(v) and {"op", "path", "where"} <= v.keys() <= {"op", "path", "where", "dst"} \
+    """A turn's operation: ``{"op", "path", "where"}``, a rename's ``dst`` and a slow
+    writer's ``until`` (``slow-write``), all strings."""
+    return _dict(v) and {"op", "path", "where"} <= v.keys() <= {"op", "path", "where", "dst",
+                                                                "until"} \
         and all(_str(x) for x in v.values())
 
 
@@ -315,6 +328,7 @@ _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
     "fault": (Fault, {"fault": _S, "index": _I0, "op": _S0, "path": _S0, "detail": (dict,)}),
     "hold": (Hold, {"src": _S, "dst": _S, "path": _S, "until": _S, "writer": _I0,
                     "delay_ms": (int, float), "copy": _B, "fault": _S0}),
+    "hold-moved": (HoldMoved, {"path": _S, "to": _S, "dst": _S}),
     "seal": (Seal, {"path": _S, "staging": _S, "upper": _S, "model_staging": _S0,
                     "faults": _ints}),
     "fs-access": (FsAccess, {"path": _S}),

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from harness.history import Event
 
 #: What changes a file (or its name) for a reader; everything else looks at it.
-WRITES = frozenset({"open-write", "write", "close", "rename", "remove", "chmod"})
+WRITES = frozenset({"open-write", "write", "close", "rename", "remove", "chmod", "link", "symlink",
+                    "truncate", "utime"})
 #: What a directory goes through: ``os.makedirs(exist_ok=True)`` on every rank is the idiom,
 #: not a race, and a listing is not a file's content. Not counted.
 DIRECTORY_OPS = frozenset({"mkdir", "rmdir", "listdir"})

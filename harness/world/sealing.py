@@ -45,6 +45,7 @@ class _HarnessSide:
         self.plan, self.rank, self.beneath = plan, rank, beneath
         self._record, self._hold = record, hold
         self.held = False
+        self.follows = False  # the hold follows the write when its writer renames it
 
     def report(self, fault: Fault, op: str, path: str | None = None, **detail: Any) -> None:
         self._record(fault_event(fault, op, path, detail))
@@ -61,6 +62,7 @@ class _HarnessSide:
     def hold(self, r: Resolved, fault: Fault, until: str) -> None:
         self._hold({"src": r.staging, "dst": r.upper, "path": r.vpath, "until": until})
         self.held = True
+        self.follows = self.follows or fault.spec.follows_rename
 
 
 class Sealer:
@@ -88,7 +90,8 @@ class Sealer:
         side = _HarnessSide(self.plan, rank, self.beneath, record, hold)
         r = _StagedWrite(msg)
         withheld = seal(side, faults, r)  # type: ignore[arg-type]
-        return {"type": "sealed", "withheld": withheld, "staging": r.staging, "held": side.held}
+        return {"type": "sealed", "withheld": withheld, "staging": r.staging, "held": side.held,
+                "follows": side.follows}
 
     def _fault(self, index: int, rank: int, life: int) -> Fault:
         fault = self._by_index.get(index)

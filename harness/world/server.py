@@ -196,7 +196,8 @@ class WorldServer:
         if any(k not in spawned and not self._waits_outside(k, wall) for k in busy):
             self._real = None
             return False
-        due_at = clock.next_wake(self._publish_next())
+        outside = frozenset(busy) | frozenset(spawned)  # waits on what only another unit ends
+        due_at = clock.next_wake(self._publish_next(), outside)
         if busy or spawned:  # only processes of the units' own run: the machine's pace
             if self._real is None:
                 self._real = (wall, clock.now)
@@ -207,7 +208,7 @@ class WorldServer:
             self._real = None
             to = due_at
         before = clock.now
-        woken = clock.advance(to)
+        woken = clock.advance(to, outside)
         if not woken and clock.now == before:
             return False
         if clock.passed and self._real is None and self._publish_next() is None \
@@ -215,6 +216,11 @@ class WorldServer:
             self.stuck_at = seconds(before)  # no unit had a wake-up: nothing could ever happen
         self.held_since = wall
         self._decided(woken)
+        for role, ident in clock.went_on:
+            self.coordinator.record("clock", rank=ident if role == "rank" else None, detail={
+                "message": f"{role} {ident} goes on after its slow write at "
+                           f"{seconds(clock.now):.3f} s: every other rank has finished or "
+                           f"waits on another"})
         alone = self._alone_until(woken, spawned)
         looks = len(woken) > 1  # side by side: only their looks are theirs alone
         for key in woken:
@@ -340,11 +346,15 @@ class WorldServer:
 
     def _publish_due(self) -> None:
         for held in self.publisher.due(self.coordinator.now()):
-            self.coordinator.record("publish", rank=held.writer, detail={
-                "path": held.path,
-                "message": f"{held.path} could not be published: {held.error} (its files were "
-                           f"changed behind the harness's view)" if held.error else
-                           f"{held.path} became visible: {_WHY_VISIBLE[held.until]}"})
+            detail: dict[str, object] = {"path": held.path, "message": (
+                f"{held.path} could not be published: {held.error} (its files were changed "
+                f"behind the harness's view)" if held.error else
+                f"{held.path} had nothing to publish: its writer had renamed or removed it, "
+                f"and what it renamed showed at once" if held.gone else
+                f"{held.path} became visible: {_WHY_VISIBLE[held.until]}")}
+            if held.gone:
+                detail["gone"] = True
+            self.coordinator.record("publish", rank=held.writer, detail=detail)
 
     # -- messages -------------------------------------------------------------
     def _on_frame(self, sock: socket.socket, head: bytes | bytearray, payload: bytearray) -> None:
@@ -543,6 +553,17 @@ class WorldServer:
         except Outside as exc:
             self._refuse(sock, conn, f"a held write of {exc.filename!r}: {exc.strerror}")
 
+    def _hold_moved(self, sock: socket.socket, conn: Conn, msg: protocol.HoldMoved) -> None:
+        rank = self._rank_of(conn)
+        try:
+            if rank is not None and self.publisher.moved(rank, msg.path, msg.to, msg.dst):
+                return
+        except Outside as exc:
+            self._refuse(sock, conn, f"a held write renamed to {exc.filename!r}: {exc.strerror}")
+            return
+        self._refuse(sock, conn, f"a rename of {msg.path!r}, which the harness holds for no "
+                                 f"rank of this connection")
+
     def _fs_access(self, sock: socket.socket, conn: Conn, msg: protocol.FsAccess) -> None:
         rank = self._rank_of(conn)
         if rank is not None:
@@ -610,6 +631,7 @@ class WorldServer:
                 p.Idle: _nothing, p.Forked: _nothing,
                 p.Result: self._result, p.Promote: self._promote, p.Stacks: self._stacks,
                 p.RankExit: self._rank_exit, p.Fault: self._fault, p.Hold: self._hold, p.Seal: self._seal,
+                p.HoldMoved: self._hold_moved,
                 p.FsAccess: self._fs_access, p.Touch: self._touch, p.FileOp: self._file_op}
         return {"pending": {p.Hello: self._hello}, "rank": unit,
                 "host": {**unit, p.Spawning: self._spawning},

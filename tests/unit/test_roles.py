@@ -89,7 +89,7 @@ def test_a_role_the_target_does_not_have_matches_nothing_and_says_why():
     planned = plan([{"kind": "torn-write", "role": "handoff"}], Roles())
     assert not planned.faults[0].trigger.matches("close", "/tmp/anything")
     assert "resolved to nothing" in planned.unresolved[0]
-    reason = not_exercised(planned, [], [])
+    reason = not_exercised(planned, [], [], 8)
     assert reason is not None and "torn-write#0" in reason and "handoff" in reason
 
 
@@ -99,7 +99,7 @@ def test_a_stale_leftover_holds_what_another_run_of_the_target_wrote():
     assert [(lo.path, lo.content) for lo in planned.leftovers] == \
         [("/tmp/mycfg/config.yaml", b"lr: 0.001\n")]
     assert planned.unresolved == {}
-    assert not_exercised(planned, [], []) is None  # placed: the world starts with it
+    assert not_exercised(planned, [], [], 8) is None  # placed: the world starts with it
 
 
 def test_a_stale_leftover_of_a_target_whose_files_move_with_its_inputs_is_unresolved():
@@ -121,13 +121,13 @@ def test_a_directory_every_user_shares_is_never_placed_as_another_users():
 def test_a_fault_that_never_fired_leaves_the_cell_unexercised_until_one_fires():
     planned = plan([{"kind": "kill", "rank": 0, "op": "write", "role": "handoff"},
                     {"kind": "kill", "rank": 0, "op": "collective"}], derive(handoff_history()))
-    assert "no planned fault fired" in (not_exercised(planned, [], []) or "")
+    assert "no planned fault fired" in (not_exercised(planned, [], [], 8) or "")
     fired = [Event(0.1, "fault", 0, "kill", detail={"index": 1})]
-    assert not_exercised(planned, fired, []) is None  # alternatives: one of them is enough
+    assert not_exercised(planned, fired, [], 8) is None  # alternatives: one of them is enough
     no_file = plan([{"kind": "kill", "rank": 0, "op": "write", "role": "handoff"},
                     {"kind": "kill", "rank": 0, "op": "collective"}], Roles())
-    assert not_exercised(no_file, fired, []) is None  # a target that shares no file: killed anyway
-    assert "resolved to nothing" in (not_exercised(no_file, [], []) or "")
+    assert not_exercised(no_file, fired, [], 8) is None  # a target that shares no file: killed anyway
+    assert "resolved to nothing" in (not_exercised(no_file, [], [], 8) or "")
 
 
 def test_a_mount_aimed_at_a_role_is_mounted_where_the_target_keeps_it(tmp_path):

@@ -32,11 +32,14 @@ from harness.roles import MEANING, ROLES, Roles
 from harness.vocabulary import MAX_TIMEOUT_MS, Expect
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from harness.faults.engine import FaultEngine
     from harness.faults.plan import Fault
     from harness.faults.seal import Sealing
     from harness.filesystem.files import ViewFile
     from harness.filesystem.resolution import Resolved
+    from harness.history import Event
 
 MAX_MS = MAX_TIMEOUT_MS  # the longest scenario timeout
 MAX_BYTES = 2**40  # a terabyte: beyond any file a test writes
@@ -100,6 +103,13 @@ class FaultKind(BaseModel):
     watched_path: ClassVar[bool] = False
     #: A content fault: decided at a writer's open, applied at close in this order.
     close_order: ClassVar[int | None] = None
+    #: It shows what is seen between a write's open and its close (an empty file): a write
+    #: that shows up whole, in one step (a linked ``O_TMPFILE``), has no such moment.
+    in_between: ClassVar[bool] = False
+    #: A write it holds back stays held when its writer renames it: the new name shows it
+    #: when the hold ends (a late write is late under any name; an empty window is not:
+    #: a staging file's window is over when it is renamed).
+    follows_rename: ClassVar[bool] = False
     #: It needs the simulator's coordinator (a write held and published later, by what the
     #: other ranks do): a pod has none.
     needs_coordinator: ClassVar[bool] = False
@@ -265,13 +275,29 @@ class FaultKind(BaseModel):
         """Fires at the ``count``-th match when the trigger names no occurrence."""
         return True
 
+    def without_effect(self, fired: Event, history: Sequence[Event],
+                       world_size: int) -> str | None:
+        """Why this fault, fired as ``fired``, changed nothing any rank observed (None: it
+        did, or may have): such a fault does not count as fired (``not_exercised``). Here: a
+        write it held back that its writer renamed away before it was published (a staging
+        file's hold, or empty window, that no reader could see)."""
+        path = fired.detail.get("path")
+        for e in history:
+            if e.kind == "publish" and e.rank == fired.rank and e.t >= fired.t \
+                    and e.detail.get("path") == path and e.detail.get("gone"):
+                return (f"rank {fired.rank} renamed its write of {path} before the hold ended: "
+                        f"the name it gave it showed the whole file at once")
+        return None
+
     # -- hooks the fault engine calls ----------------------------------------------------
     def at_start(self, engine: FaultEngine, fault: Fault, seed: int) -> int:
         """As the rank starts: may set its environment or timers; returns its generators' seed."""
         return seed
 
-    def before(self, engine: FaultEngine, fault: Fault, op: str, r: Resolved) -> None:
-        """Before a file operation: may raise, delay or end the rank."""
+    def before(self, engine: FaultEngine, fault: Fault, op: str, r: Resolved,
+               r2: Resolved | None = None) -> None:
+        """Before a file operation (``r2``: a rename's or link's new name): may raise,
+        delay or end the rank."""
 
     def on_write(self, engine: FaultEngine, fault: Fault, r: Resolved, f: ViewFile,
                  data: memoryview) -> memoryview:

@@ -32,7 +32,8 @@ class Strike(FaultKind):
     def strike(self, engine: FaultEngine, fault: Fault, op: str, where: str | None) -> None:
         raise NotImplementedError
 
-    def before(self, engine: FaultEngine, fault: Fault, op: str, r: Resolved) -> None:
+    def before(self, engine: FaultEngine, fault: Fault, op: str, r: Resolved,
+               r2: Resolved | None = None) -> None:
         if op != "write" and engine.fires(fault, op, r.vpath):
             self.strike(engine, fault, op, r.vpath)
 

@@ -32,7 +32,8 @@ class Eio(FaultKind):
     def occurs(self, count: int) -> bool:
         return count <= self.count
 
-    def before(self, engine: FaultEngine, fault: Fault, op: str, r: Resolved) -> None:
+    def before(self, engine: FaultEngine, fault: Fault, op: str, r: Resolved,
+               r2: Resolved | None = None) -> None:
         if op in self.ops and engine.fires(fault, op, r.vpath):
             engine.report(fault, op, r.vpath, message=f"EIO on {op} of {r.vpath}")
             raise oserror(errno.EIO, r.vpath if op.startswith("open") else None)

@@ -22,6 +22,7 @@ class EmptyWindow(FaultKind):
     needs_coordinator = True
     watched_path = True
     close_order = 4
+    in_between = True
 
     def at_close(self, engine: Sealing, fault: Fault, r: Resolved, data: bytes) -> None:
         engine.report(fault, "close", r.vpath,

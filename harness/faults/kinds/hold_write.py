@@ -25,6 +25,7 @@ class HoldWrite(FaultKind):
     needs_coordinator = True
     watched_path = True
     close_order = 5
+    follows_rename = True
 
     def at_close(self, engine: Sealing, fault: Fault, r: Resolved, data: bytes) -> None:
         engine.report(fault, "close", r.vpath,

@@ -26,7 +26,8 @@ class Latency(FaultKind):
     ops = FILE_OPS
     needs_sandbox = True
 
-    def before(self, engine: FaultEngine, fault: Fault, op: str, r: Resolved) -> None:
+    def before(self, engine: FaultEngine, fault: Fault, op: str, r: Resolved,
+               r2: Resolved | None = None) -> None:
         if engine.fires(fault, op, r.vpath):
             self._wait(engine, fault, op, r.vpath)
 
