@@ -79,13 +79,17 @@ DEFAULT_BUDGET_S = 300.0
               help="Split the search into this many independent searches (each its own "
                    "draws, the worlds' seed kept), run one after another here or side by side "
                    "with --cluster. Default: 1, or the cluster's threads.")
+@click.option("--check-determinism", is_flag=True, default=False,
+              help="Run each plan's world twice with its seed: a plan whose two runs differ "
+                   "(a rank's fate or value, an event of its history) is a finding, shrunk "
+                   "as any other, its detail naming the first difference.")
 @CLUSTER
 def explore_command(target_spec: str, workload: str, base: str | None, budget: float | None,
                     examples: int | None, seed: int, out_dir: str, kinds: str | None,
                     topologies: tuple[str, ...], mount_texts: tuple[str, ...],
                     timeout: float | None, database: str | None,
                     no_database: bool, fmt: str, crash_states: bool, jobs: int,
-                    lanes: int | None, cluster: str | None) -> None:
+                    lanes: int | None, cluster: str | None, check_determinism: bool) -> None:
     """Search fault plans that break TARGET, shrink each to the smallest that still
     fails, and write it as a scenario file (``harness run --scenario`` replays it)."""
     from rich.console import Console
@@ -139,14 +143,15 @@ def explore_command(target_spec: str, workload: str, base: str | None, budget: f
 
     if cluster is not None or (lanes or 1) > 1:
         spec = Lanes(target_spec, workload, base, seed, lanes or 1, budget, examples, kind_list,
-                     list(topologies) or None, timeout, pack(db), mount_texts)
+                     list(topologies) or None, timeout, pack(db), mount_texts, check_determinism)
         result = _in_lanes(chosen, start, spec, cluster, db, on_finding, err,
                            lanes_given=lanes is not None)
     else:
         with _progress(err, chosen.name) as show:
             result = explore(chosen, start, seed=seed, budget_s=budget, max_worlds=examples,
                              database=db, topologies=list(topologies) or None, kinds=kind_list,
-                             timeout=timeout, on_progress=show, on_finding=on_finding)
+                             timeout=timeout, on_progress=show, on_finding=on_finding,
+                             check_determinism=check_determinism)
     if made and not written:
         out.rmdir()  # nothing found: leave nothing behind
     if fmt == "json":
@@ -170,7 +175,8 @@ def _in_lanes(chosen: Any, start: Any, spec: Any, cluster: str | None, db: Path 
 
     started = time.monotonic()
     search = Search.start(chosen, start, seed=spec.seed, kinds=spec.kinds,
-                          topologies=spec.topologies, timeout=spec.timeout)
+                          topologies=spec.topologies, timeout=spec.timeout,
+                          check_determinism=spec.check_determinism)
     results: list[dict[str, Any]] = []
     campaign = None
     interrupted = False

@@ -12,7 +12,7 @@ from typing import Any
 from harness.explore.search import Exploration, Finding, Search
 from harness.runner.cells import Cell
 from harness.runner.replay import RUN, Replay
-from harness.runner.run import CellPlan, run_cell
+from harness.runner.run import CellPlan
 from harness.world.fates import one_line
 
 SCHEMA = "harness.explore/1"
@@ -43,11 +43,13 @@ def name_of(search: Search, finding: Finding) -> str:
 
 
 def replay_of(search: Search, path: Path, seed: int) -> str:
-    """``harness run`` of the scenario file written for a finding, with its plan's seed."""
+    """``harness run`` of the scenario file written for a finding, with its plan's seed
+    (and ``--check-determinism`` when the search ran each world twice)."""
     target = search.target
-    return str(Replay(str(path), target.name, seed=seed, command=RUN,
-                      workload=None if target.builtin else target.workload,
-                      timeout=search.timeout))
+    command = str(Replay(str(path), target.name, seed=seed, command=RUN,
+                         workload=None if target.builtin else target.workload,
+                         timeout=search.timeout))
+    return command + " --check-determinism" if search.check_determinism else command
 
 
 def write(search: Search, finding: Finding, out_dir: Path) -> Written:
@@ -64,7 +66,7 @@ def write(search: Search, finding: Finding, out_dir: Path) -> Written:
                    f"after {finding.worlds} worlds{shrunk}: {plan.describe()}.{order}")
     scenario = search.load(plan, name, out_dir, description,
                            finding=f"harness explore: {one_line(finding.cell.detail)[:400]}")
-    again = run_cell(CellPlan(scenario, search.target, seed, scenario.topology,
+    again = search.run_cell(CellPlan(scenario, search.target, seed, scenario.topology,
                               search.timeout or scenario.timeout, timeout_overridden=search.timeout
                               is not None), discovery=search.discovery)
     return Written(finding, out_dir / f"{name}.yaml",

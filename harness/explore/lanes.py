@@ -86,7 +86,8 @@ def _search(lane: dict[str, Any], chosen: Any, base: Any, database: _Recording) 
     result = explore(chosen, base, seed=lane["seed"], draw_seed=lane["draw_seed"],
                      budget_s=lane["budget_s"],
                      max_worlds=lane["max_worlds"], database=database, kinds=lane["kinds"],
-                     topologies=lane["topologies"], timeout=lane["timeout"])
+                     topologies=lane["topologies"], timeout=lane["timeout"],
+                     check_determinism=bool(lane.get("check_determinism")))
     return {"lane": lane["lane"], "worlds": result.worlds, "stopped": result.stopped,
             "findings": [{"topology": f.plan.topology, "faults": [dict(x) for x in f.plan.faults],
                           "shared_handoff": f.plan.shared_handoff, "order": f.plan.order,
@@ -115,6 +116,8 @@ class Lanes:
     examples: dict[str, str] | None = None
     #: ``--mount``: what paths are on the user's pod, as it spells them
     mounts: tuple[str, ...] = ()
+    #: ``--check-determinism``: each plan's world runs twice
+    check_determinism: bool = False
 
     def items(self) -> list[dict[str, Any]]:
         share = None if self.max_worlds is None else -(-self.max_worlds // self.count)
@@ -123,7 +126,7 @@ class Lanes:
                  "workload": self.workload, "base": self.base, "budget_s": self.budget_s,
                  "max_worlds": share, "kinds": self.kinds, "topologies": self.topologies,
                  "timeout": self.timeout, "examples": self.examples or {},
-                 "mounts": list(self.mounts)}
+                 "mounts": list(self.mounts), "check_determinism": self.check_determinism}
                 for i in range(self.count)]
 
 

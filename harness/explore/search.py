@@ -41,6 +41,7 @@ from harness.explore.space import Plan, Space
 from harness.faults.kinds import KINDS
 from harness.faults.kinds._base import Placed
 from harness.runner.cells import Cell
+from harness.runner.determinism import twice
 from harness.runner.discovery import Discovery, cache_dir, discover
 from harness.runner.run import CellPlan, run_cell
 from harness.scenarios import Scenario, ScenarioError, load_scenario
@@ -150,8 +151,12 @@ class Search:
 
     def __init__(self, target: Target, space: Space, discovery: Discovery | None, seed: int,
                  progress: Progress, timeout: float | None = None,
-                 on_progress: Callable[[Progress], None] | None = None) -> None:
+                 on_progress: Callable[[Progress], None] | None = None,
+                 check_determinism: bool = False) -> None:
         self.target, self.space, self.discovery, self.seed = target, space, discovery, seed
+        #: each plan's world runs twice: two that differ make the plan a finding
+        self.check_determinism = check_determinism
+        self.run_cell = twice(run_cell) if check_determinism else run_cell
         self.progress, self.timeout, self.on_progress = progress, timeout, on_progress
         self.findings: list[Finding] = []
         self._memory: dict[str, Cell | None] = {}  # plan key -> its failing cell (None: passed)
@@ -165,7 +170,8 @@ class Search:
               progress: Progress | None = None, topologies: list[str] | None = None,
               kinds: list[str] | None = None, timeout: float | None = None,
               use_cache: bool = True,
-              on_progress: Callable[[Progress], None] | None = None) -> Search:
+              on_progress: Callable[[Progress], None] | None = None,
+              check_determinism: bool = False) -> Search:
         """A search for ``target`` around ``base``: its fault-free run learned (its roles
         are what the plans aim at; another run's files are what a stale leftover holds)."""
         workload = WORKLOADS[base.workload]
@@ -173,7 +179,8 @@ class Search:
                              learning=workload.learning_for(base.workload_inputs))
         space = Space.of(base, discovery.roles, topologies, kinds,
                          collectives=discovery.collectives > 0)
-        return cls(target, space, discovery, seed, progress or Progress(), timeout, on_progress)
+        return cls(target, space, discovery, seed, progress or Progress(), timeout, on_progress,
+                   check_determinism)
 
     # -- one world per plan -------------------------------------------------------------
     def failure(self, plan: Plan) -> Cell | None:
@@ -185,7 +192,7 @@ class Search:
             cell_plan = CellPlan(scenario, self.target, plan.seed(self.seed), scenario.topology,
                                  self.timeout or scenario.timeout,
                                  timeout_overridden=self.timeout is not None)
-            cell = run_cell(cell_plan, discovery=self.discovery)
+            cell = self.run_cell(cell_plan, discovery=self.discovery)
             self._memory[key] = cell if failed(cell) else None
             self.progress.worlds += 1
             if self.on_progress is not None:
@@ -285,17 +292,18 @@ def explore(target: Target, base: Scenario, *, seed: int = 0, budget_s: float | 
             timeout: float | None = None, use_cache: bool = True,
             on_progress: Callable[[Progress], None] | None = None,
             on_finding: Callable[[Search, Finding], None] | None = None,
-            draw_seed: int | None = None) -> Exploration:
+            draw_seed: int | None = None, check_determinism: bool = False) -> Exploration:
     """Search fault plans for ``target`` around ``base`` until the budget is spent.
 
     ``seed`` is every world's; the plans are drawn from ``draw_seed`` (default: ``seed``),
     so that lanes draw apart while their findings replay with the same ``--seed``.
     ``database``: Hypothesis's example database, or its directory (None: none kept).
+    ``check_determinism``: each plan's world runs twice, and two that differ are a finding.
     """
     progress = Progress(budget_s=budget_s, max_worlds=max_worlds)
     search = Search.start(target, base, seed=seed, progress=progress, topologies=topologies,
                           kinds=kinds, timeout=timeout, use_cache=use_cache,
-                          on_progress=on_progress)
+                          on_progress=on_progress, check_determinism=check_determinism)
     space = search.space
     result = Exploration(target, base.workload, seed, space, discovery=search.discovery)
     db = DirectoryBasedExampleDatabase(str(database)) if isinstance(database, Path) else database

@@ -108,7 +108,8 @@ class Lifecycle:
         self.clean = False  # the leader's "done" says nothing of the world runs any more
         self.hang_report: str | None = None
         self.deadline_passed = False
-        self.held_forever: dict[int, str] = {}  # rank -> the never-arrive fault's message
+        #: rank -> the message of the fault that holds it (never-arrive, slow-write)
+        self.held_forever: dict[int, str] = {}
         self.single: set[int] = set()  # exec mode: hosts whose launcher ran a world of one
 
     # -- starts and faults ------------------------------------------------------
@@ -176,8 +177,12 @@ class Lifecycle:
             return
         if kind.ends_life:
             self.ranks[rank].doomed_by = msg.fault
-        elif kind.holds_forever:
+        elif kind.holds_forever or kind.holds_for_others:  # (until it goes on: ``went_on``)
             self.held_forever[rank] = str(msg.detail.get("message", ""))
+
+    def went_on(self, rank: int) -> None:
+        """A rank the fault plan held until the others wait goes on: it is held no more."""
+        self.held_forever.pop(rank, None)
 
     def spawning(self, host: int, msg: Spawning) -> None:
         """An exec-mode launcher forked its ranks for an ``xmp.spawn`` (or runs it as a

@@ -217,6 +217,8 @@ class WorldServer:
         self.held_since = wall
         self._decided(woken)
         for role, ident in clock.went_on:
+            if role == "rank":
+                self.life.went_on(ident)
             self.coordinator.record("clock", rank=ident if role == "rank" else None, detail={
                 "message": f"{role} {ident} goes on after its slow write at "
                            f"{seconds(clock.now):.3f} s: every other rank has finished or "

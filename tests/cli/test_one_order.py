@@ -84,6 +84,21 @@ def test_check_determinism_passes_a_racy_target_and_names_a_nonce(tmp_path: Path
     assert "'nonce': '" in nonce[0]["detail"]
 
 
+def test_explore_with_check_determinism_names_a_nonce_and_its_replay_checks_again(
+        tmp_path: Path):
+    done = run_cli("explore", "-T", str(REPO / NONCE), "-t", "1x2", "--kinds", "none",
+                   "--examples", "2", "--check-determinism", "--out", str(tmp_path / "found"),
+                   "--no-database", "--format", "json", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    [finding] = json.loads(done.stdout)["findings"]
+    assert finding["replay"].endswith(" --check-determinism")
+    again = run_cli(*finding["replay"].split()[1:], "--format", "json", "--report-dir",
+                    str(tmp_path / "r"), cwd=tmp_path)
+    cell = json.loads((tmp_path / "r" / "latest" / "matrix.json").read_text())["cells"][0]
+    assert again.returncode == 1 and cell["detail"].startswith("not deterministic: "), \
+        cell["detail"]
+
+
 def test_check_determinism_refuses_a_cluster():
     done = run_cli("run", "--check-determinism", "--cluster", "local:1")
     assert done.returncode == 2

@@ -56,8 +56,8 @@ def forge_fault(inputs: dict | None = None) -> dict:
 
 def deputy(inputs: dict) -> dict:
     """Rank 0 asks the harness, in the protocol's own words, to move, seal or truncate a
-    file of the machine's (``inputs["victim"]``): a held write from it, a faulted write
-    staged at it. Each request is refused and drops the connection, so each is tried on
+    file of the machine's (``inputs["victim"]``): a held write from it (or renamed to it), a
+    faulted write staged at it. Each request is refused and drops the connection, so each is tried on
     its own world (``inputs["how"]``)."""
     import torch_xla.core.xla_model as xm
 
@@ -69,6 +69,9 @@ def deputy(inputs: dict) -> dict:
         if how == "hold":
             channel.notify({"type": "hold", "src": victim, "dst": victim + ".moved",
                             "path": "/x", "until": "time", "delay_ms": 0})
+        elif how == "moved":  # a held write "renamed" to the machine's file
+            channel.notify({"type": "hold-moved", "path": "/x", "to": "/y",
+                            "dst": victim + ".moved"})
         else:
             channel.request({"type": "seal", "path": "/tmp/x", "staging": victim,
                              "upper": victim, "faults": [0]})

@@ -112,6 +112,49 @@ def test_an_earlier_wake_up_goes_first_whatever_the_seed():
         assert clock.advance(clock.next_wake()) == [("rank", 1)]
 
 
+SLOW = {"op": "open-write", "path": "/tmp/cfg.json", "where": "host-0", "until": "others-wait"}
+
+
+def test_a_slow_writer_goes_on_only_once_every_other_unit_waits_on_another():
+    """``slow-write``: a poller (waking on the clock) keeps the writer back however long it
+    polls; a unit in a collective (no wake-up) or waiting outside the world does not."""
+    clock = WorldClock(deadline=1000 * NS)
+    for r in range(3):
+        clock.join(("rank", r))
+    clock.idle(("rank", 0), 0, 60 * NS, turn=SLOW)  # at least a minute
+    clock.idle(("rank", 1), 0, None)  # in a rendezvous
+    clock.idle(("rank", 2), 0, NS)  # polls every second
+    assert clock.held_back(("rank", 0))
+    for t in range(1, 120):  # the poller's minute and a minute more: the writer waits on
+        assert clock.next_wake() == t * NS
+        assert clock.advance(t * NS) == [("rank", 2)]
+        clock.idle(("rank", 2), clock.members[("rank", 2)].sent, (t + 1) * NS)
+    clock.leave(("rank", 2))  # the poller gave up and ended: the writer is due at once
+    assert not clock.held_back(("rank", 0)) and clock.next_wake() == clock.now == 119 * NS
+    assert clock.advance(119 * NS) == [("rank", 0)] and clock.went_on == [("rank", 0)]
+
+
+def test_a_slow_writer_waits_its_least_even_when_every_other_unit_already_waits():
+    clock = WorldClock(deadline=1000 * NS)
+    for r in range(2):
+        clock.join(("rank", r))
+    clock.idle(("rank", 0), 0, 60 * NS, turn=SLOW)
+    clock.idle(("rank", 1), 0, None)
+    assert clock.next_wake() == 60 * NS  # the jump to its least, no sooner
+    assert clock.advance(59 * NS) == [] and clock.advance(60 * NS) == [("rank", 0)]
+
+
+def test_a_unit_waiting_outside_the_world_lets_a_slow_writer_go_on():
+    clock = WorldClock(deadline=1000 * NS)
+    for r in range(2):
+        clock.join(("rank", r))
+    clock.idle(("rank", 0), 0, 60 * NS, turn=SLOW)  # rank 1 is busy: in the kernel, say
+    assert clock.held_back(("rank", 0))
+    outside = frozenset({("rank", 1)})
+    assert not clock.held_back(("rank", 0), outside)
+    assert clock.advance(60 * NS, outside) == [("rank", 0)]
+
+
 def test_an_idle_word_that_a_reply_overtook_is_stale():
     clock = WorldClock(deadline=100 * NS)
     clock.join(("rank", 0))

@@ -42,7 +42,7 @@ def test_a_fault_the_rank_reports_itself_is_refused_as_tampering() -> None:
     assert "changed the harness's fault engine" in result.detail()
 
 
-@pytest.mark.parametrize("how", ["hold", "seal"])
+@pytest.mark.parametrize("how", ["hold", "seal", "moved"])
 def test_the_harness_never_moves_or_writes_a_machine_file_a_rank_names(
         tmp_path: Path, how: str) -> None:
     victim = tmp_path / "victim.txt"
@@ -99,3 +99,16 @@ def test_a_held_write_outside_the_sandbox_is_refused(tmp_path: Path) -> None:
         publisher.hold(0, {"src": "/etc/hostname", "dst": str(tmp_path / "fs/x"), "path": "/x",
                            "until": "time"}, 0.0)
     assert publisher.held == []
+
+
+def test_a_held_write_renamed_out_of_the_sandbox_or_never_held_is_refused(tmp_path: Path) -> None:
+    publisher = Publisher(2, str(tmp_path / "fs"))
+    (tmp_path / "fs").mkdir()
+    publisher.hold(0, {"src": str(tmp_path / "fs/held"), "dst": str(tmp_path / "fs/a.tmp"),
+                       "path": "/a.tmp", "until": "read"}, 0.0)
+    with pytest.raises(Outside):
+        publisher.moved(0, "/a.tmp", "/a", "/etc/hostname")
+    assert not publisher.moved(1, "/a.tmp", "/a", str(tmp_path / "fs/a"))  # not rank 1's
+    assert publisher.moved(0, "/a.tmp", "/a", str(tmp_path / "fs/a"))
+    [held] = publisher.held
+    assert (held.path, held.dst) == ("/a", str(tmp_path / "fs/a"))

@@ -99,6 +99,8 @@ class FaultKind(BaseModel):
     restarts: ClassVar[bool] = False
     #: Its rank blocks forever when it fires.
     holds_forever: ClassVar[bool] = False
+    #: Its rank blocks until every other one waits on another (the world says when).
+    holds_for_others: ClassVar[bool] = False
     #: Readers of its path report their access (the coordinator times visibility by it).
     watched_path: ClassVar[bool] = False
     #: A content fault: decided at a writer's open, applied at close in this order.

@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 
 class HoldWrite(FaultKind):
     """The coordinator publishes the closed file only once every other rank has
-    looked for it (``until: read``) or has finished (``until: done``)."""
+    looked for it (``until: read``) or has finished (``until: done``); renamed by its
+    writer meanwhile, it shows under its new name when the hold ends."""
 
     kind: Literal["hold-write"] = "hold-write"
     until: Literal["read", "done"] = "read"

@@ -13,7 +13,8 @@ if TYPE_CHECKING:
 
 
 class LostWrite(FaultKind):
-    """Every call of the writer succeeds; nobody, the writer included, ever sees the bytes."""
+    """Every call of the writer succeeds; nobody, the writer included, ever sees the bytes
+    (a rename of the lost file is lost with it: its new name shows nothing new)."""
 
     kind: Literal["lost-write"] = "lost-write"
 

@@ -44,6 +44,7 @@ class SlowWrite(FaultKind):
     ops = _NAMING + _RENAMING
     needs_sandbox = True
     needs_coordinator = True
+    holds_for_others = True
 
     def off_pod(self) -> str | None:
         return ("it holds the writer until every other rank waits on another, which only the "
