@@ -257,14 +257,7 @@ def preload_for(target: str | None, argv: tuple[str, ...] | None, cwd: str) -> t
     # the fork server, where the shim is not on the path, it would be left without it for
     # every later world (a reference target itself is never preloaded either).
     modules |= {n for n in names if n.startswith("harness.") and not _reaches_torch_xla(n)}
-    if any(m == "torch" or m.startswith("torch.") for m in modules):
-        modules.add(TORCH_LATER)
     return tuple(sorted(modules))
-
-
-#: What torch imports later, on an optimizer's first step (800 modules, sympy among them:
-#: 1.3 s a rank, or 20 s when a world records every file operation): once, in the server.
-TORCH_LATER = "torch._dynamo"
 
 
 def _reaches_torch_xla(module: str, seen: set[str] | None = None) -> bool:
