@@ -13,10 +13,12 @@ from __future__ import annotations
 import errno
 import fnmatch
 import os
+import signal
 import time
 from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.faults.seal import fault_event, seal
 from harness.filesystem import machine
@@ -32,19 +34,30 @@ Notify = Callable[[dict[str, Any]], None]
 Wait = Callable[[dict[str, str], int], None]
 
 
+class Signals(Protocol):
+    """The rank's side of the signals the harness delivers (``harness.rank.signals``)."""
+
+    def awaiting(self, host: int) -> AbstractContextManager[None]:
+        """What runs inside (a notice to ``host``) is answered by a signal, or the word that
+        none comes: the block waits for it on exit."""
+
+
 class FaultEngine(NoHooks):
     """Calls each planned fault's hooks where the view, the collectives and the
     rank's start reach them; a kind decides in its own module what it does."""
 
     def __init__(self, plan: FaultPlan, rank: int, host: int, notify: Notify,
-                 life: int = 0, sealer: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
-                 wait: Wait | None = None) -> None:
-        """``sealer``: asks the harness to seal a faulted write (the simulator's request to
-        its server, answered with what became of it); None: this rank seals its own.
-        ``wait``: the world clock's wait for the others (None: no world, a plain sleep)."""
+                 life: int = 0, ask: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                 wait: Wait | None = None, signals: Signals | None = None) -> None:
+        """``ask``: a request to the harness, answered (the simulator's server seals a
+        faulted write); None (a pod): this rank seals its own.
+        ``wait``: the world clock's wait for the others (None: no world, a plain sleep).
+        ``signals``: the signals the harness delivers to this rank, on the world's clock
+        (``harness.rank.signals``; None: no harness, the rank signals itself)."""
         self.plan = plan
-        self.sealer = sealer
+        self.ask = ask
         self._wait = wait
+        self._signals = signals
         self.rank, self.host, self.life = rank, host, life
         self.faults = plan.for_rank(rank, host, life)
         self.notify = notify
@@ -75,6 +88,17 @@ class FaultEngine(NoHooks):
 
     def report(self, fault: Fault, op: str, path: str | None = None, **detail: Any) -> None:
         self.notify(fault_event(fault, op, path, detail))
+
+    def notice(self, fault: Fault, op: str, path: str | None, **detail: Any) -> None:
+        """Report ``fault``, a notice to this rank's host, and wait until the harness has
+        signalled this rank (it signals every process of the host at that world instant):
+        the rank's handler runs here, where the fault struck, in every run."""
+        if self._signals is None:
+            self.report(fault, op, path, **detail)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        with self._signals.awaiting(self.host):
+            self.report(fault, op, path, **detail)
 
     def start(self, seed: int) -> int:
         """The rank starts: each fault may set its environment or timers; returns
@@ -133,17 +157,17 @@ class FaultEngine(NoHooks):
 
     def after_close(self, view: View, r: Resolved, writing: bool = True) -> bool:
         """Rewrite or withhold a faulted write's bytes (``harness.faults.seal``): the
-        harness seals it where there is one (``sealer``), else this rank does; the mount's
+        harness seals it where there is one (``ask``), else this rank does; the mount's
         model publishes the rest."""
         faults = getattr(r, "content_faults", None)
         if not writing or not faults:
             return False
-        if self.sealer is None:
+        if self.ask is None:
             withheld = seal(self, faults, r)
             if withheld and r.vpath not in self._own:
                 self._lost.add(r.vpath)
             return withheld
-        reply = self.sealer({"type": "seal", "path": r.vpath, "staging": r.staging,
+        reply = self.ask({"type": "seal", "path": r.vpath, "staging": r.staging,
                              "upper": r.on_disk, "model_staging": r.model_staging,
                              "faults": [f.index for f in faults]})
         r.staging = reply["staging"]

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness import refs
 from harness.rank import clock as rank_clock
-from harness.rank import imported, runtime, values, warm
+from harness.rank import imported, runtime, signals, values, warm
 from harness.rank.blame import blame_target, call_target, harness_own
 from harness.rank.channel import Channel
 from harness.rank.environment import (
@@ -45,7 +45,7 @@ from harness.rank.spec import WorldSpec
 from harness.vocabulary import UNIT_FAILED
 
 if TYPE_CHECKING:
-    from harness.faults.engine import FaultEngine
+    from harness.faults.engine import FaultEngine, Signals
     from harness.faults.plan import FaultPlan
     from harness.filesystem.view import View
 
@@ -110,26 +110,32 @@ def become_host(spec: WorldSpec, host: int) -> RankContext:
 def _start_clock(channel: Channel, start_ns: int) -> None:
     """The world's clock, this unit's time from now on (before the fault plan's timers and
     the target's import): see ``harness.rank.clock``."""
-    rank_clock.install(rank_clock.RankClock(channel.notify, start_ns))
+    clock = rank_clock.RankClock(channel.notify, start_ns)
+    with channel.early_lock:
+        clock.seen = channel.early_wakes  # a notice that came before (``Channel``)
+        rank_clock.install(clock)
     channel.use_world_lock()
 
 
 def enter_world(faults: FaultPlan, seed: int, rank: int, host: int,
                 notify: Callable[[dict[str, Any]], None], life: int = 0, round_: int = 0,
                 view: Callable[[FaultEngine], View] | None = None,
-                sealer: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
-                wait: Callable[[dict[str, str], int], None] | None = None
+                ask: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                wait: Callable[[dict[str, str], int], None] | None = None,
+                signals: Signals | None = None
                 ) -> tuple[FaultEngine, View | None]:
     """What a rank's target meets, in the simulator and on a pod alike: the fault engine
     (its environment, timers and the generators' seed), the filesystem view ``view`` builds
     around the engine's hooks (the simulator's over its sandbox, a pod's over its own
-    disks; None: no view), and the generators seeded as a launcher leaves them. ``sealer``:
-    the harness seals this rank's faulted writes (the simulator's, ``harness.faults.seal``);
-    None: the rank does. ``wait``: the world clock's wait for the other ranks (``slow-write``;
-    None: a plain sleep)."""
+    disks; None: no view), and the generators seeded as a launcher leaves them. ``ask``:
+    a request to the harness (the simulator's: it seals this rank's faulted writes,
+    ``harness.faults.seal``); None: the rank seals its own. ``wait``: the world clock's
+    wait for the other ranks (``slow-write``; None: a plain sleep). ``signals``: those the
+    harness delivers to this rank, on the world's clock (a notice; None: the rank signals
+    itself)."""
     from harness.faults.engine import FaultEngine
 
-    engine = FaultEngine(faults, rank, host, notify, life, sealer, wait)
+    engine = FaultEngine(faults, rank, host, notify, life, ask, wait, signals)
     seed = engine.start(seed)
     made = None
     if view is not None:
@@ -201,7 +207,8 @@ def _enter_world(ctx: RankContext, rank: int, life: int = 0, round_: int = 0) ->
 
     ctx.engine, ctx.view = enter_world(spec.faults, spec.seed, rank, ctx.host, channel.notify,
                                        life, round_, sandboxed if spec.mounts is not None else None,
-                                       lambda header: channel.request(header)[0], _wait_for_others)
+                                       lambda header: channel.request(header)[0], _wait_for_others,
+                                       signals)
 
 
 def _wait_for_others(doing: dict[str, str], at_least_ms: int) -> None:

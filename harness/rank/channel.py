@@ -10,7 +10,7 @@ import threading
 import traceback
 
 from harness.rank import clock as rank_clock
-from harness.rank import wire
+from harness.rank import signals, wire
 
 _HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -36,6 +36,9 @@ class Channel:
         self.call = wire.connect(address)
         wire.send_frame(self.call, {"type": "hello", "role": role, "id": ident,
                                     "pid": os.getpid(), "channel": "call"})
+        #: signals the harness sent before this unit had its clock: wakes its clock has taken
+        self.early_wakes = 0
+        self.early_lock = _thread.allocate_lock()
         self.control = wire.connect(address)
         wire.send_frame(self.control, {"type": "hello", "role": role, "id": ident,
                                        "pid": os.getpid(), "channel": "control"})
@@ -44,21 +47,27 @@ class Channel:
         thread.start()
 
     def request(self, header: dict, payload: bytes | memoryview = b"") -> tuple[dict, bytearray]:
-        """Send a request and wait for its reply: a wait the world clock knows."""
+        """Send a request and wait for its reply: a wait the world clock knows. The
+        target's signal handlers wait for the reply, as they wait for a collective in C++
+        on a pod (Python runs a handler only when the call returns)."""
         clock = rank_clock.current()
-        with self._lock:
-            if clock is None:
-                with self._send_lock:
-                    wire.send_frame(self.call, header, payload)
-            else:
-                def send(idle: dict | None) -> None:
+        deferred = signals.deferring()
+        try:
+            with self._lock:
+                if clock is None:
                     with self._send_lock:
-                        wire.send_frame(self.call, header if idle is None else
-                                        {**header, "idle": idle}, payload)
-                clock.request(send)
-            reply, data = wire.recv_frame(self.call)
-        if clock is not None:
-            clock.replied(reply.get("t", 0))
+                        wire.send_frame(self.call, header, payload)
+                else:
+                    def send(idle: dict | None) -> None:
+                        with self._send_lock:
+                            wire.send_frame(self.call, header if idle is None else
+                                            {**header, "idle": idle}, payload)
+                    clock.request(send)
+                reply, data = wire.recv_frame(self.call)
+            if clock is not None:
+                clock.replied(reply.get("t", 0))
+        finally:
+            signals.undefer(deferred)  # a handler now due runs here, counted: the thread runs
         if "error" in reply:
             exc_type = {"TypeError": TypeError, "ValueError": ValueError,
                         "RuntimeError": RuntimeError}.get(reply["error"], CollectiveError)
@@ -85,6 +94,12 @@ class Channel:
                     alone = header.get("alone")
                     clock.on_time(int(header["t"]), alone if type(alone) is int else None,
                                   header.get("looks") is True)
+                elif kind == "signal" and type(header.get("signum")) is int:
+                    with self.early_lock:  # a clock installed meanwhile counts it (seen)
+                        if rank_clock.current() is None:
+                            self.early_wakes += 1
+                    t = header.get("t")
+                    signals.deliver(header["signum"], told=t if type(t) is int else 0)
                 elif kind == "stacks":
                     wire.send_frame(self.control, {"type": "stacks", "stacks": format_stacks(),
                                                    "importing": importing_now()})

@@ -38,6 +38,7 @@ import posix
 import queue
 import select
 import selectors
+import signal
 import socket
 import stat
 import sys
@@ -168,6 +169,10 @@ class RankClock:
         #: until then are its own, with no word to the harness (None: none)
         self.alone: int | None = None
         self.alone_looks = False  # woken beside others: only its looks are its own
+        #: signals delivered whose handler the count covers before it runs (a signal sent
+        #: again before its handler runs is one: the kernel keeps one of each pending)
+        self._coming: set[int] = set()
+        self._raised_out: set[int] = set()  # threads a handler's exception takes out of a wait
 
     # -- reading -------------------------------------------------------------------------
     def read(self) -> int:
@@ -266,7 +271,10 @@ class RankClock:
             with self._lock:
                 if waiter.state == BLOCKED:  # the handler raised: this thread runs again
                     waiter.state = GONE
-                    self.running += 1
+                    if me in self._raised_out:
+                        self._raised_out.discard(me)  # counted since its handler began
+                    else:
+                        self.running += 1
             raise
         finally:
             self._waiting.discard(me)
@@ -351,6 +359,60 @@ class RankClock:
             self.running += 1
             self.synced = max(self.synced, t)
             self.now = max(self.now, t)
+
+    # -- signals (``harness.rank.signals``) ---------------------------------------------------
+    def signal_coming(self, signum: int, disposition: str, told: int | None) -> None:
+        """A signal is being delivered to the main thread (``signals.disposition``: what it
+        does). A Python handler of the target's runs: the unit runs from now until it
+        returns (``handler_began``), so the world does not move while it does; it dies: the
+        unit stays woken until the harness hears of its exit. ``told``: the harness sent it
+        (a wake) at this world time; None: the unit's own fault did."""
+        if self.detached is not None:
+            return
+        with self._lock:
+            if told is not None:
+                self.seen += 1
+                self.synced = max(self.synced, told)
+                self.now = max(self.now, told)
+            if disposition == "runs":
+                if signum not in self._coming:
+                    self._coming.add(signum)
+                    self.running += 1
+            elif disposition == "nothing" and told is not None and self.running == 0:
+                self._tell_idle()  # nothing of it runs: idle again, with the wake taken
+
+    def handler_began(self, signum: int) -> tuple[bool, bool]:
+        """A handler of the target's starts in this thread: it runs, on the world's clock,
+        even if the thread was inside a wait. Returns what ``handler_ended`` undoes."""
+        if self.detached is not None:
+            return False, False
+        me = _get_ident()
+        with self._lock:
+            took = signum in self._coming
+            self._coming.discard(signum)
+            nested = me in self._waiting and me in self._counted
+            if nested:
+                self._waiting.discard(me)
+                if not took:
+                    self.running += 1
+            return nested, took or nested
+
+    def handler_ended(self, token: tuple[bool, bool], raised: bool = False) -> None:
+        """The handler returned (or ``raised``: its exception ends the wait it interrupted,
+        and the thread runs on, counted)."""
+        nested, counted = token
+        if self.detached is not None:
+            return
+        with self._lock:
+            if nested and raised:
+                self._raised_out.add(_get_ident())
+                return
+            if nested:
+                self._waiting.add(_get_ident())
+            if counted:
+                self.running -= 1
+                if self.running == 0:
+                    self._tell_idle()
 
     # -- threads ---------------------------------------------------------------------------
     def thread_started(self) -> None:
@@ -840,6 +902,9 @@ def _replacements() -> dict[int, Any]:
     out[id(threading.RLock)] = world_rlock
     out[id(queue.SimpleQueue)] = queue._PySimpleQueue  # type: ignore[attr-defined]
     out.update({k: v for k, v in _STARTS.items()})
+    from harness.rank import signals
+
+    out.update({id(real): world for real, world in signals.REPLACEMENTS.values()})
     return out
 
 
@@ -888,6 +953,10 @@ def install_functions() -> None:
     _set(threading.Thread, "join", _join)
     _set(threading.Thread, "_bootstrap_inner", _bootstrap_inner)
     _set(queue, "time", world_monotonic)
+    from harness.rank import signals
+
+    for name, (_, world) in signals.REPLACEMENTS.items():
+        _set(signal, name, world)
     _set(queue, "SimpleQueue", queue._PySimpleQueue)  # type: ignore[attr-defined]
     for cls, real in _SELECTS.items():
         _set(cls, "select", _world_select(real))

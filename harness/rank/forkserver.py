@@ -301,6 +301,18 @@ def _lead(spec: WorldSpec) -> None:
                 killing = finishing = True
             elif kind == "finish":
                 finishing = True
+            elif kind == "stop":  # a grace's hard stop: these units and what they started
+                for pid in header.get("pids", ()):
+                    if pid in live:
+                        for child in sweep.descendants(pid):
+                            _kill(child)
+                        _kill_group(pid)
+                for pgid in header.get("groups", ()):  # of units gone: what they left running
+                    if pgid not in live:  # (a live unit with that pid is another one)
+                        try:
+                            os.killpg(pgid, signal.SIGKILL)
+                        except (ProcessLookupError, PermissionError):
+                            pass
             elif kind == "restart" and not killing:
                 pid = start("rank", header["rank"], header["life"], header.get("t", 0))
                 live.add(pid)

@@ -220,6 +220,16 @@ def live_children(pid: int) -> list[int]:
     return out
 
 
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid`` (from /proc), children before theirs."""
+    todo, out = [pid], []
+    while todo:
+        children = live_children(todo.pop(0))
+        out += children
+        todo += children
+    return out
+
+
 def asleep(pid: int) -> int | None:
     """If every thread of ``pid`` sleeps in the kernel (a socket, a pipe, a lock), none
     running, runnable or in a disk wait: the CPU time it has used (clock ticks), to tell

@@ -283,7 +283,7 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
                                      "checker failed on what the ranks returned; the run went on)")
     met, quiet = meets(scenario.expect, judgement)
     is_known = scenario.name in target.known_failures or plan.key in known
-    detail, outcome = judgement.detail + quiet, judgement.outcome
+    detail, outcome = judgement.detail + quiet + _hard_stops(result.history), judgement.outcome
     vacuous = not_exercised(faults, result.history, scenario.unresolved_mounts(home, roles),
                             topology.world_size) if scenario.uses_roles or scenario.faults else None
     if vacuous is not None and result.forked:
@@ -318,6 +318,13 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
         world_time_s=result.world_time_s,
         isolation=result.isolation + (f" (kernel refused: {result.isolation_note})"
                                       if result.isolation_note else ""))
+
+
+def _hard_stops(history: Iterable[Event]) -> str:
+    """What a cell says of the ranks a notice's grace ran out on (SIGKILLed), whatever its
+    outcome: a PASS that needed the hard stop says so."""
+    stops = [str(e.detail.get("message", "")) for e in history if e.kind == "stop"]
+    return f" ({'; '.join(stops)})" if stops else ""
 
 
 def meets(expect: Expect, judgement: Judgement | None) -> tuple[bool, str]:

@@ -25,6 +25,7 @@ from harness.world import fates, watchdog
 from harness.world.clock import Key, WorldClock, ns, seconds
 from harness.world.coordinator import Coordinator
 from harness.world.loop import EventLoop
+from harness.world.notices import Notices
 from harness.world.protocol import Fault, Result, Spawning
 from harness.world.result import decode_status
 
@@ -111,6 +112,7 @@ class Lifecycle:
         #: rank -> the message of the fault that holds it (never-arrive, slow-write)
         self.held_forever: dict[int, str] = {}
         self.single: set[int] = set()  # exec mode: hosts whose launcher ran a world of one
+        self.notices = Notices()  # hosts pre-empted with notice, until they come back
 
     # -- starts and faults ------------------------------------------------------
     def started(self, pid: int | None, role: str, ident: int) -> None:
@@ -180,6 +182,51 @@ class Lifecycle:
         elif kind.holds_forever or kind.holds_for_others:  # (until it goes on: ``went_on``)
             self.held_forever[rank] = str(msg.detail.get("message", ""))
 
+    def notice(self, host: int, grace_s: float, struck: int) -> list[Key] | None:
+        """``host`` is pre-empted with notice (rank ``struck``'s fault): every live rank of
+        it restarts once the host is down. Returns the units to send SIGTERM now (``struck``
+        first, then its other ranks and, in exec mode, its launcher); None if the host had
+        its notice already."""
+        lives = {r: self.ranks[r].life for r in self.topology.ranks_of_host(host)
+                 if self.ranks[r].status is None}
+        notice = self.notices.give(host, lives, self.clock.now, grace_s)
+        if notice is None:
+            return None
+        for rank in lives:
+            self.ranks[rank].doomed_by = "preempt"
+        self.coordinator.record("notice", rank=struck, detail={
+            "message": f"host {host} gets a pre-emption notice: SIGTERM to "
+                       f"{ranks_phrase(sorted(lives))}; the hard stop comes after a "
+                       f"{grace_s:g} s grace, at {seconds(notice.end):.3f} s",
+            "host": host, "grace_s": grace_s, "ranks": sorted(lives)})
+        keys: list[Key] = [self.key_of(struck)] + [("rank", r) for r in sorted(lives)
+                                                   if r != struck]
+        if self.spec.exec_mode and self.hosts.get(host) and self.hosts[host].status is None:
+            keys.append(("host", host))
+        return [k for k in keys if k in self.clock]
+
+    def hard_stops(self, decided: Callable[[list[Key]], None]) -> None:
+        """The graces over at the world's time: what is left of each host is SIGKILLed (a
+        decision of the world: ``decided`` is told whom it stops, before the history is)."""
+        for notice in self.notices.ending(self.clock.now):
+            left = [r for r, life in notice.lives.items()
+                    if self.ranks[r].life == life and self.ranks[r].status is None]
+            pids = [self.ranks[r].pid for r in left if self.ranks[r].pid is not None]
+            if self.spec.exec_mode and self.hosts[notice.host].pid is not None \
+                    and self.hosts[notice.host].status is None:
+                pids.append(self.hosts[notice.host].pid)
+            if not pids:
+                continue
+            keys: list[Key] = [("rank", r) for r in left] + [("host", notice.host)]
+            for key in keys:
+                self.clock.woke(key)  # busy until its exit is told: the world waits for it
+            decided([k for k in keys if k in self.clock])
+            self.coordinator.record("stop", rank=left[0] if left else None, detail={
+                "message": f"{ranks_phrase(left)} of host {notice.host} still ran when its "
+                           f"{notice.grace_s:g} s grace ended: SIGKILLed (the hard stop)",
+                "host": notice.host, "ranks": left, "grace_s": notice.grace_s})
+            self._tell_leader({"type": "stop", "pids": pids})
+
     def went_on(self, rank: int) -> None:
         """A rank the fault plan held until the others wait goes on: it is held no more."""
         self.held_forever.pop(rank, None)
@@ -229,7 +276,16 @@ class Lifecycle:
             unit_ = self.ranks[rank]
             restarts = unit_.doomed_by is not None and KINDS[unit_.doomed_by].restarts
             if role == "rank" and restarts and unit_.life < self.max_restarts:
-                self._restart(rank)
+                back = self.notices.left(rank, unit_.life)
+                if back is None:
+                    self._restart(rank)
+                else:  # its host comes back once every process of it is gone
+                    self.clock.leave(("rank", rank))
+                    if back:  # the VM powers off: what its ranks started goes with it
+                        self._tell_leader({"type": "stop", "groups": [
+                            self.ranks[r].pid for r in back if self.ranks[r].pid is not None]})
+                    for other in back:
+                        self._restart(other)
                 return
             self.clock.leave(("rank", rank))
             how = self._how(self.ranks[rank], status)

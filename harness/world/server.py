@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import signal
 import socket
 import struct
 import threading
@@ -143,7 +144,7 @@ class WorldServer:
             if clock and self.clock.busy():  # look again soon: it may be a wait outside the world
                 wait = min(wait, HELD_LOOK)
             if clock and self._real is not None:  # following the machine's time: until the next due
-                due = self.clock.next_wake(self._publish_next())
+                due = self.clock.next_wake(self._next_due())
                 wait = min(wait, 0.05, max(0.0, seconds(due - self.clock.now)))
             self.loop.poll(min(wait, max(0.0, until - wall)), until)
             self._publish_due()
@@ -197,7 +198,7 @@ class WorldServer:
             self._real = None
             return False
         outside = frozenset(busy) | frozenset(spawned)  # waits on what only another unit ends
-        due_at = clock.next_wake(self._publish_next(), outside)
+        due_at = clock.next_wake(self._next_due(), outside)
         if busy or spawned:  # only processes of the units' own run: the machine's pace
             if self._real is None:
                 self._real = (wall, clock.now)
@@ -209,9 +210,10 @@ class WorldServer:
             to = due_at
         before = clock.now
         woken = clock.advance(to, outside)
+        self.life.hard_stops(self._decided)
         if not woken and clock.now == before:
             return False
-        if clock.passed and self._real is None and self._publish_next() is None \
+        if clock.passed and self._real is None and self._next_due() is None \
                 and all(wake is None for wake in clock.waiting().values()):
             self.stuck_at = seconds(before)  # no unit had a wake-up: nothing could ever happen
         self.held_since = wall
@@ -253,9 +255,9 @@ class WorldServer:
                 return None
             if member.wake is not None:
                 wakes.append(member.wake)
-        published = self._publish_next()
-        if published is not None:
-            wakes.append(published)
+        due = self._next_due()
+        if due is not None:
+            wakes.append(due)
         until = min(wakes)
         return until if until > clock.now else None
 
@@ -288,6 +290,12 @@ class WorldServer:
     def _publish_next(self) -> int | None:
         at = self.publisher.next_time()
         return None if at is None else ns(at)
+
+    def _next_due(self) -> int | None:
+        """The earliest time the harness itself acts: a held write published, a grace's
+        hard stop (``notices.py``)."""
+        times = [t for t in (self._publish_next(), self.life.notices.next_end()) if t is not None]
+        return min(times, default=None)
 
     def _has_processes(self, key: Key) -> bool:
         """Has the unit a live process of its own (not a unit of the world)?"""
@@ -522,6 +530,36 @@ class WorldServer:
                                 detail={"op": msg.op, "path": msg.path, "index": msg.index,
                                         **msg.detail})
         self.life.fault(rank, msg)
+        if rank is not None and "notice" in msg.detail:
+            self._notice(rank, msg)
+
+    def _notice(self, rank: int, msg: protocol.Fault) -> None:
+        """A rank's fault gives its host a notice (the plan's grace, never the rank's word):
+        every unit of the host gets SIGTERM now, the rank first; a host that had its notice
+        already gets nothing, and the rank is told so (signal 0): it waits for the word."""
+        faults = self.spec.faults.faults
+        if msg.index is None or not 0 <= msg.index < len(faults) \
+                or faults[msg.index].kind != msg.fault:
+            return
+        grace = faults[msg.index].spec.notice_grace()
+        if grace is None:
+            return
+        keys = self.life.notice(self.spec.topology.host_of(rank), grace, rank)
+        for key in keys if keys is not None else [self.life.key_of(rank)]:
+            self._signal(key, signal.SIGTERM if keys is not None else 0)
+
+    def _signal(self, key: Key, signum: int) -> None:
+        """Deliver ``signum`` to a unit at the world's time: its control thread does (a wake
+        of the unit, so the world does not move until its handler has run)."""
+        control = self._control_of(key)
+        if control is None:
+            self.loop.settle(0.5)
+            control = self._control_of(key)
+        if control is None:
+            return  # not connected yet: the hard stop will find it
+        self.clock.woke(key)
+        self._asleep.pop(key, None)
+        self.loop.send(control, {"type": "signal", "signum": int(signum), "t": self.clock.now})
 
     def _seal(self, sock: socket.socket, conn: Conn, msg: protocol.Seal) -> None:
         rank = self._rank_of(conn)
@@ -632,7 +670,8 @@ class WorldServer:
         unit = {p.Collective: self._collective, p.Send: self._send, p.Recv: self._recv,
                 p.Idle: _nothing, p.Forked: _nothing,
                 p.Result: self._result, p.Promote: self._promote, p.Stacks: self._stacks,
-                p.RankExit: self._rank_exit, p.Fault: self._fault, p.Hold: self._hold, p.Seal: self._seal,
+                p.RankExit: self._rank_exit, p.Fault: self._fault, p.Hold: self._hold,
+                p.Seal: self._seal,
                 p.HoldMoved: self._hold_moved,
                 p.FsAccess: self._fs_access, p.Touch: self._touch, p.FileOp: self._file_op}
         return {"pending": {p.Hello: self._hello}, "rank": unit,

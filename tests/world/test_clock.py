@@ -552,3 +552,35 @@ def test_a_log_records_times_are_the_worlds():
     assert first.startswith("2030-01-01 00:00:00,") and second.startswith("2030-01-01 00:00:02,")
     assert int(second.split()[2]) - int(first.split()[2]) == 2000, "relativeCreated, in ms"
     assert 0 <= int(first.split()[2]) < 1000, "counted from the world's start"
+
+
+# -- signals the harness delivers (a pre-emption's notice) ---------------------------------
+
+def test_a_handler_of_the_target_holds_the_world_from_its_delivery_to_its_return():
+    said = Said()
+    clock = RankClock(said)
+    clock.signal_coming(15, "runs", told=5 * NS)  # the control thread, before the kill
+    clock.signal_coming(15, "runs", told=5 * NS)  # sent again before it ran: one pending
+    assert clock.running == 2 and clock.seen == 2 and clock.now == 5 * NS
+    token = clock.handler_began(15)  # in the main thread, which was running
+    assert token == (False, True)
+    clock.handler_ended(token)
+    assert clock.running == 1 and said == [], "it ran in a running thread: never idle"
+
+
+def test_a_signal_that_nothing_handles_leaves_the_idle_unit_idle_and_one_that_kills_does_not():
+    for disposition, idle in (("nothing", True), ("dies", False)):
+        said, box = Said(), {}
+
+        def work(clock: RankClock, box: dict = box) -> bool:
+            box["waiter"] = Waiter(None)
+            return clock.block(box["waiter"])
+
+        thread = _unit(said, box, work)
+        _until(lambda said=said: said)
+        box["clock"].signal_coming(15, disposition, told=3 * NS)
+        told_again = [m for m in said[1:] if m["type"] == "idle"]
+        assert told_again == ([{"type": "idle", "seen": 1, "wake": None}] if idle else []), \
+            disposition  # the wake taken; a dying unit is busy until its exit is told
+        box["clock"].notify(box["waiter"])
+        thread.join(5)

@@ -292,6 +292,11 @@ class FaultKind(BaseModel):
         return None
 
     # -- hooks the fault engine calls ----------------------------------------------------
+    def notice_grace(self) -> float | None:
+        """When it fires, the world seconds between the notice it gives its rank's host
+        (SIGTERM to every process of it) and the hard stop; None: it gives none."""
+        return None
+
     def at_start(self, engine: FaultEngine, fault: Fault, seed: int) -> int:
         """As the rank starts: may set its environment or timers; returns its generators' seed."""
         return seed

@@ -29,6 +29,7 @@ class HostCrash(Preempt):
               Annotated[int, Field(ge=0, le=MAX_BYTES)]] = Field(default_factory=dict,
                                                                   max_length=1000)
     partial: bool = False  # the write in flight is lost with the rest of the cache
+    notice: Literal["none"] = "none"  # type: ignore[assignment] - a power loss gives none
 
     said = "lost its host"
     unsearchable = ("what a host crash loses (cut) comes from the operations before it: harness "
