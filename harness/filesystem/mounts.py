@@ -10,7 +10,10 @@ is virtual. The longest mount prefix that contains it decides:
   ``overlay`` (the machine's real directory underneath, copy-on-write: reads
   see installed code and data, writes land in the sandbox);
 - its **consistency**: ``local`` (coherent POSIX), ``close-to-open`` (NFS),
-  ``delayed`` (visible ``delay_ms`` after close) or ``object`` (gcsfuse).
+  ``delayed`` (visible ``delay_ms`` after close) or ``object`` (gcsfuse);
+- its **write bandwidth**, ``write_mb_s``: what a write costs in world time (a
+  checkpoint of 2 GB to gcsfuse at 50 MB/s takes 40 world seconds, and may outlast
+  a pre-emption's grace); 0, the default, costs nothing.
 
 Pure data: no I/O here.
 """
@@ -39,6 +42,8 @@ KERNEL_TREES = ("/proc", "/sys", "/dev")
 MAX_MOUNT_PATH = 160
 #: The longest ``delay_ms`` of a delayed mount: the longest world timeout.
 MAX_DELAY_MS = MAX_TIMEOUT_MS
+#: The fastest ``write_mb_s`` a mount may be given (a local NVMe's order of magnitude, x10).
+MAX_WRITE_MB_S = 100_000.0
 
 
 def is_under(path: str, tree: str) -> bool:
@@ -54,6 +59,7 @@ class Mount:
     base: str = "fresh"
     consistency: str = "local"
     delay_ms: int = 0
+    write_mb_s: float = 0.0  # world time a write costs: its bytes at this rate (0: none)
 
     def __post_init__(self) -> None:
         if not self.path.startswith("/") or "\0" in self.path:
@@ -61,6 +67,9 @@ class Mount:
         if not 0 <= self.delay_ms <= MAX_DELAY_MS:
             raise ValueError(f"mount {self.path}: delay_ms {self.delay_ms} is not in "
                              f"0..{MAX_DELAY_MS}")
+        if not 0 <= self.write_mb_s <= MAX_WRITE_MB_S:
+            raise ValueError(f"mount {self.path}: write_mb_s {self.write_mb_s} is not in "
+                             f"0..{MAX_WRITE_MB_S:g}")
         # "/tmp/" is "/tmp", and so is "//tmp" (which normpath alone keeps)
         object.__setattr__(self, "path", posixpath.normpath(self.path).replace("//", "/"))
         for name, value, allowed in (("scope", self.scope, SCOPES), ("mode", self.mode, MODES),

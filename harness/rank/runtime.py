@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -199,6 +200,16 @@ class HarnessRuntime:
         _, data = _channel().request({"type": "recv", "box": box_name(box), "peer": peer,
                                       "site": site})
         return data
+
+    def step(self) -> None:
+        """A training step's marker: it costs the world's ``step_seconds`` (the scenario's
+        cost model) and the world hears of it (the trainer's checker counts the steps)."""
+        ctx = current()
+        if ctx.single is not None or ctx.channel is None:
+            return
+        if ctx.spec.step_seconds:
+            time.sleep(ctx.spec.step_seconds)  # the world's sleep, in a rank
+        ctx.channel.notify({"type": "step"})
 
     def spawn(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
         from harness.rank.launcher import spawn_local_ranks

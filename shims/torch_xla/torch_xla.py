@@ -38,12 +38,21 @@ def device_count() -> int:
 
 def sync(wait: bool = False, reset_scope: bool = True) -> None:
     """A step marker: counted (``MarkStep``), then the step closures run, as in the real one.
-    CPU tensors are always materialised, so nothing waits."""
+    CPU tensors are always materialised, so nothing waits. The target's marker ends a
+    training step (its world time: ``link.step``)."""
+    _marker(step=True)
+
+
+def _marker(step: bool) -> None:
+    """A step marker; ``step=False``: one the shim's own APIs make inside a call (the real
+    ``xla_rendezvous`` marks steps), which is no training step of the target's."""
     from torch_xla.core import xla_model as xm
     from torch_xla.debug import metrics
 
     link.use()
     metrics._count("MarkStep")
+    if step:
+        link.step()
     xm._run_step_closures()
 
 

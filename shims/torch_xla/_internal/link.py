@@ -93,6 +93,17 @@ def host_index() -> int:
     return use().host_index()
 
 
+def step() -> None:
+    """A training step ends (``torch_xla.sync``, ``mark_step``, ``optimizer_step`` with a
+    barrier): where XLA runs the step's graph, so where a real step's time is spent. A
+    runtime that models it (the harness's: the world time a step costs, and the step
+    told to the world) has a ``step`` of its own; the protocol does not require one."""
+    runtime = _runtime.installed()
+    step_ = getattr(runtime, "step", None)
+    if step_ is not None:
+        step_()
+
+
 def call_site() -> str | None:
     """``file:line in function`` of the user's code that called into the shim."""
     return _sites.user_site(sys._getframe(1), (_SHIM_DIR,))

@@ -465,7 +465,7 @@ def collective_broadcast(tensors: list[Any], root_ordinal: int = 0,
 def broadcast_master_param(model: Any) -> None:
     params_and_buffers = list(model.parameters()) + list(model.buffers())
     collective_broadcast(params_and_buffers)
-    torch_xla.sync()
+    torch_xla.torch_xla._marker(step=False)
 
 
 def send(value: Any, channel_id: int) -> None:
@@ -482,7 +482,7 @@ def recv(output: Any, channel_id: int) -> Any:
 def _exchange(payload: bytes, tag: str | None, **meta: Any) -> list[bytes]:
     """Every rank's payload, in ordinal order: the real ``xla_rendezvous``, which all-gathers
     the sizes, then the padded payloads, between step markers (so step closures run)."""
-    torch_xla.sync()
+    torch_xla.torch_xla._marker(step=False)
     counted = link.world_size() > 1 or _always_allreduce()
     if link.world_size() == 1:
         gathered = [payload]
@@ -494,13 +494,13 @@ def _exchange(payload: bytes, tag: str | None, **meta: Any) -> list[bytes]:
         for size in header["sizes"]:
             gathered.append(bytes(data[offset:offset + size]))
             offset += size
-    torch_xla.sync()
+    torch_xla.torch_xla._marker(step=False)
     _metrics._count("xla::_to_cpu")  # max_size.item()
     if max(len(p) for p in gathered) < 1:
         return gathered
     if counted:
         _metrics._count("xla::all_reduce")  # the padded payloads
-    torch_xla.sync()
+    torch_xla.torch_xla._marker(step=False)
     # The padding's max_size.item() and size.item(), torch.split's int(max_size), sizes.cpu(),
     # and each payload's .cpu().
     _metrics._count("xla::_to_cpu", 4 + len(gathered))
