@@ -44,11 +44,13 @@ class View(Files, Directories, Names, Metadata):
     def __init__(self, table: MountTable, sandbox: str, rank: int, host: int, cwd: str,
                  home: str, hooks: Any = None, private: tuple[str, ...] = (),
                  notify: Notify = _nobody, world_ns: Callable[[], int] | None = None,
-                 drawn: tuple[str, ...] = (), turn: Turn | None = None) -> None:
+                 drawn: tuple[str, ...] = (), turn: Turn | None = None,
+                 code: tuple[str, ...] = ()) -> None:
         """``drawn``: the directories whose overlay the kernel draws in this rank's host
         namespace (kernel isolation): the view reads and writes them as they are there.
         ``turn``: waits the world's turn before an operation another rank could see
-        (``hooks.Turning``); None: the operations run as they come (a pod's view)."""
+        (``hooks.Turning``); None: the operations run as they come (a pod's view).
+        ``code``: the directories of the code every host has (looks at them take no turn)."""
         self.table = table
         self._drawn = drawn
         self.sandbox = sandbox
@@ -61,7 +63,7 @@ class View(Files, Directories, Names, Metadata):
         self._cwd = cwd
         self.hooks = hooks or NoHooks()
         if turn is not None:
-            self.hooks = Turning(self.hooks, turn)
+            self.hooks = Turning(self.hooks, turn, code)
         self.notify = notify  # to the coordinator: a delayed mount's write, published later
         #: the world's ``time.time_ns`` (None: the machine's): a file written through the view
         #: shows the world's time of its last write as its mtime (``machine.stamp``)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -127,6 +128,11 @@ def become_single() -> RankContext:
     return ctx
 
 
+#: ``on`` while this thread does the shim's own work (``HarnessRuntime.aside``): its file
+#: operations take no turn of the world's (``bootstrap._turns``)
+ASIDE = threading.local()
+
+
 def _channel() -> Channel:
     channel = current().channel
     assert channel is not None
@@ -210,6 +216,17 @@ class HarnessRuntime:
         if ctx.spec.step_seconds:
             time.sleep(ctx.spec.step_seconds)  # the world's sleep, in a rank
         ctx.channel.notify({"type": "step"})
+
+    def aside(self, fn: Callable[[], Any]) -> Any:
+        """The shim's own work (registering its ops when torch._dynamo is imported): it
+        takes no turn of the world's, so the world's time does not depend on whether the
+        rank's process had imported torch._dynamo before the world began."""
+        was = getattr(ASIDE, "on", False)
+        ASIDE.on = True
+        try:
+            return fn()
+        finally:
+            ASIDE.on = was
 
     def spawn(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
         from harness.rank.launcher import spawn_local_ranks

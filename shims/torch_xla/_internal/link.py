@@ -104,6 +104,13 @@ def step() -> None:
         step_()
 
 
+def aside(fn: Callable[[], Any]) -> Any:
+    """Run ``fn``, the shim's own work rather than the process's: a runtime that models
+    time (the harness's) charges it none. The protocol does not require one."""
+    own = getattr(_runtime.installed(), "aside", None)
+    return fn() if own is None else own(fn)
+
+
 def call_site() -> str | None:
     """``file:line in function`` of the user's code that called into the shim."""
     return _sites.user_site(sys._getframe(1), (_SHIM_DIR,))
