@@ -91,11 +91,11 @@ class Turning:
         self._turn = turn
         roots = [posixpath.normpath(p) for p in code if p and p.startswith("/")]
         self._code = tuple(posixpath.join(p, "") for p in roots)
-        self._on_the_way = frozenset(
-            a for p in roots for a in _ancestors(p)) | frozenset(roots)
+        self._roots = frozenset(roots)
+        self._on_the_way = frozenset(a for p in roots for a in _ancestors(p))
 
     def _looks_at_code(self, op: str, path: str) -> bool:
-        return op in LOOKS and (path.startswith(self._code) or (
+        return op in LOOKS and (path.startswith(self._code) or path in self._roots or (
             op == "stat" and path in self._on_the_way))
 
     def _take(self, view: View, op: str, r: Resolved, r2: Resolved | None = None) -> None:
