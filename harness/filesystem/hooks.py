@@ -7,8 +7,7 @@ consistency model decides it, with or without faults.
 
 from __future__ import annotations
 
-import posixpath
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -64,9 +63,6 @@ class NoHooks:
         return allowed
 
 
-#: The operations that only look at a file (its turns commute with each other's).
-LOOKS = frozenset({"stat", "open-read", "read", "listdir", "fsync"})
-
 #: ``turn(op, path, dst, where)``: waits the world's turn for ``op`` on ``path`` (``dst``:
 #: a rename's; ``where``: whose file it is, the mount's scope key: ``shared``,
 #: ``host-N``), then tells the world what it does.
@@ -77,32 +73,17 @@ class Turning:
     """Hooks whose every point where another unit could see the operation first waits
     the world's turn (``RankClock.turn``): units at one instant of world time act in the
     seed's order, so that a write and a read of one file at one instant are ordered the
-    same way in every run. The rest is ``hooks``'s own.
+    same way in every run. The rest is ``hooks``'s own."""
 
-    ``code``: the directories of the code every host has (the interpreter's installed
-    packages, the harness and its shim). A look at them, or a ``stat`` of a directory on
-    the way to them, is no turn: no rank writes them, and how many such looks a rank makes
-    depends on what its process had imported before the world began (``inspect`` resolves
-    every loaded module's path; a warm fork server holds more modules for some runs than
-    for others), which must not move the world's time."""
-
-    def __init__(self, hooks: Any, turn: Turn, code: Iterable[str] = ()) -> None:
+    def __init__(self, hooks: Any, turn: Turn) -> None:
         self._hooks = hooks
         self._turn = turn
-        roots = [posixpath.normpath(p) for p in code if p and p.startswith("/")]
-        self._code = tuple(posixpath.join(p, "") for p in roots)
-        self._roots = frozenset(roots)
-        self._on_the_way = frozenset(a for p in roots for a in _ancestors(p))
-
-    def _looks_at_code(self, op: str, path: str) -> bool:
-        return op in LOOKS and (path.startswith(self._code) or path in self._roots or (
-            op == "stat" and path in self._on_the_way))
 
     def _take(self, view: View, op: str, r: Resolved, r2: Resolved | None = None) -> None:
         """The turn, where another rank could see the operation: never on a read-only
         mount (its files change for nobody), a rank's own one (nobody else sees it), or
-        a look at the code every host has."""
-        if r2 is None and self._looks_at_code(op, r.vpath):
+        a look at the code every host has (``mounts.Code``)."""
+        if r2 is None and view.code.looked_at(op, r.vpath):
             return
         if any(x.mount.mode != "ro" and x.mount.scope != "rank" for x in (r, r2) if x):
             self._turn(op, r.vpath, None if r2 is None else r2.vpath,
@@ -123,11 +104,3 @@ class Turning:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._hooks, name)
-
-
-def _ancestors(path: str) -> list[str]:
-    out = []
-    while path not in ("/", ""):
-        path = posixpath.dirname(path)
-        out.append(path)
-    return out

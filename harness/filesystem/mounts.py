@@ -148,6 +148,38 @@ def installed_code() -> tuple[str, ...]:
         if p))
 
 
+#: The operations that only look at a file (their turns commute with each other's).
+LOOKS = frozenset({"stat", "open-read", "read", "listdir", "fsync"})
+
+
+@dataclass(frozen=True)
+class Code:
+    """The directories of the code every host has (the interpreter's installed packages,
+    the harness and its shim). A look at them, or a ``stat`` of a directory on the way to
+    them, is not the world's: no rank writes them, and how many such looks a rank makes
+    depends on what its process had imported before the world began (``inspect`` resolves
+    every loaded module's path, and a warm fork server holds more modules in some runs than
+    in others). It takes no turn and is not recorded."""
+
+    roots: frozenset[str] = frozenset()
+    on_the_way: frozenset[str] = frozenset()
+    prefixes: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, directories: tuple[str, ...]) -> Code:
+        roots = frozenset(posixpath.normpath(p) for p in directories if p.startswith("/"))
+        ways = set()
+        for root in roots:
+            while root != "/":
+                root = posixpath.dirname(root)
+                ways.add(root)
+        return cls(roots, frozenset(ways), tuple(posixpath.join(p, "") for p in roots))
+
+    def looked_at(self, op: str, path: str) -> bool:
+        return op in LOOKS and (path.startswith(self.prefixes) or path in self.roots or (
+            op == "stat" and path in self.on_the_way))
+
+
 def default_table(topology: Topology, home: str, cwd: str,
                   installed: tuple[str, ...] | None = None) -> MountTable:
     """What a host of ``topology`` sees unless a scenario says otherwise.

@@ -24,7 +24,7 @@ from harness.filesystem.files import Files, ViewFile
 from harness.filesystem.hooks import NoHooks, Turn, Turning
 from harness.filesystem.machine import oserror
 from harness.filesystem.metadata import Metadata
-from harness.filesystem.mounts import MountTable
+from harness.filesystem.mounts import Code, MountTable
 from harness.filesystem.names import Names
 from harness.filesystem.resolution import Resolved
 
@@ -50,8 +50,10 @@ class View(Files, Directories, Names, Metadata):
         namespace (kernel isolation): the view reads and writes them as they are there.
         ``turn``: waits the world's turn before an operation another rank could see
         (``hooks.Turning``); None: the operations run as they come (a pod's view).
-        ``code``: the directories of the code every host has (looks at them take no turn)."""
+        ``code``: the directories of the code every host has (``mounts.Code``: looks at
+        them are not the world's)."""
         self.table = table
+        self.code = Code.of(code)
         self._drawn = drawn
         self.sandbox = sandbox
         # The harness's own files (the sandbox's backing store, rank output)
@@ -63,7 +65,7 @@ class View(Files, Directories, Names, Metadata):
         self._cwd = cwd
         self.hooks = hooks or NoHooks()
         if turn is not None:
-            self.hooks = Turning(self.hooks, turn, code)
+            self.hooks = Turning(self.hooks, turn)
         self.notify = notify  # to the coordinator: a delayed mount's write, published later
         #: the world's ``time.time_ns`` (None: the machine's): a file written through the view
         #: shows the world's time of its last write as its mtime (``machine.stamp``)

@@ -164,9 +164,8 @@ def _turns(channel: Channel, target: str) -> Callable[[str, str, str | None, str
     inside = threading.local()  # finding the line looks at code files: not the target's turn
 
     def turn(op: str, path: str, dst: str | None, where: str) -> None:
-        if getattr(inside, "turning", False) or getattr(runtime.ASIDE, "on", False) \
-                or not clock.counts():
-            return  # a forked child's, the harness's own thread or work: not the world's
+        if getattr(inside, "turning", False) or not clock.counts():
+            return  # a forked child's, or the harness's own thread: not the world's
         inside.turning = True
         try:
             doing = {"op": op, "path": path, "where": where}

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -128,11 +127,6 @@ def become_single() -> RankContext:
     return ctx
 
 
-#: ``on`` while this thread does the shim's own work (``HarnessRuntime.aside``): its file
-#: operations take no turn of the world's (``bootstrap._turns``)
-ASIDE = threading.local()
-
-
 def _channel() -> Channel:
     channel = current().channel
     assert channel is not None
@@ -220,13 +214,12 @@ class HarnessRuntime:
     def aside(self, fn: Callable[[], Any]) -> Any:
         """The shim's own work (registering its ops when torch._dynamo is imported): it
         takes no turn of the world's, so the world's time does not depend on whether the
-        rank's process had imported torch._dynamo before the world began."""
-        was = getattr(ASIDE, "on", False)
-        ASIDE.on = True
-        try:
+        rank's process had imported torch._dynamo before the world began. Its file
+        operations reach the machine's functions, never the view, its turns or its faults."""
+        from harness.filesystem import patch
+
+        with patch.aside():
             return fn()
-        finally:
-            ASIDE.on = was
 
     def spawn(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
         from harness.rank.launcher import spawn_local_ranks

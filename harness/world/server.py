@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from harness.faults.kinds import KINDS
 from harness.filesystem.beneath import Outside
-from harness.filesystem.hooks import LOOKS
+from harness.filesystem.mounts import LOOKS
 from harness.filesystem.publisher import Publisher
 from harness.rank import wire
 from harness.rank.spec import WorldSpec

@@ -1,4 +1,5 @@
-"""Which file operations take a turn of the world's (``filesystem.hooks.Turning``)."""
+"""Which file operations take a turn of the world's (``filesystem.hooks.Turning``,
+``filesystem.mounts.Code``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness.filesystem.hooks import NoHooks, Turning
-from harness.filesystem.mounts import Mount
+from harness.filesystem.mounts import Code, Mount
 from harness.filesystem.resolution import Resolved
 
 DISK = Mount("/", scope="host", base="overlay")
@@ -16,8 +17,8 @@ CODE = ("/opt/venv/lib/python3.10/site-packages", "/opt/harness")
 
 def turns(op: str, path: str, mount: Mount = DISK, dst: str | None = None) -> list[tuple]:
     taken: list[tuple] = []
-    turning = Turning(NoHooks(), lambda *a: taken.append(a), CODE)
-    view = SimpleNamespace(rank=0, host=0)
+    turning = Turning(NoHooks(), lambda *a: taken.append(a))
+    view = SimpleNamespace(rank=0, host=0, code=Code.of(CODE))
 
     def at(p: str) -> Resolved:
         return Resolved(p, mount, "host-0", p, None, None, None)
