@@ -176,6 +176,10 @@ class HarnessRuntime:
     def ranks_per_host(self) -> int:
         return current().spec.topology.ranks_per_host
 
+    def devices_per_process(self) -> int:
+        """The chips one process addresses: its host's every chip in an SPMD topology."""
+        return current().spec.topology.devices_per_process
+
     def collective(self, op: str, kind: str, payload: Any, site: str | None,
                    meta: dict[str, Any]) -> tuple[dict, bytearray]:
         before_collective(op, meta.get("tag"))

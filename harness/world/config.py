@@ -98,6 +98,9 @@ class WorldConfig:
             set_(self, "checker", validator(self.checker))
         if self.profile not in PROFILES:
             raise ValueError(f"unknown profile {self.profile!r}: use one of {', '.join(PROFILES)}")
+        if self.topology.spmd and self.profile == "legacy":  # type: ignore[union-attr]
+            # an SPMD topology implies torch_xla 2.9: 2.0's XRT runtime had no SPMD to model
+            set_(self, "profile", "current")
         if self.isolation not in MODES:
             raise ValueError(f"unknown isolation {self.isolation!r}: use one of {', '.join(MODES)}")
         if not self.timeout > 0:

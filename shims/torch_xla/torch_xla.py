@@ -53,6 +53,11 @@ def _marker(step: bool) -> None:
     metrics._count("MarkStep")
     if step:
         link.step()
+        if xm._spmd() and link.world_size() > 1:
+            # An SPMD step's graph spans every host's chips: each process runs its part,
+            # and the step's collectives meet across hosts. A host that is gone leaves the
+            # others waiting in their next step, as a pod's do.
+            link.collective("sync", "gather_bytes", b"")
     xm._run_step_closures()
 
 

@@ -93,6 +93,19 @@ def host_index() -> int:
     return use().host_index()
 
 
+def devices_per_process() -> int:
+    """The chips this process addresses (its host's every chip where the world runs one
+    process per host for SPMD); a runtime without the notion has one per process."""
+    runtime = use()
+    count = getattr(runtime, "devices_per_process", None)
+    return 1 if count is None else count()
+
+
+def hosts() -> int:
+    runtime = use()
+    return runtime.world_size() // runtime.ranks_per_host()
+
+
 def step() -> None:
     """A training step ends (``torch_xla.sync``, ``mark_step``, ``optimizer_step`` with a
     barrier): where XLA runs the step's graph, so where a real step's time is spent. A
