@@ -197,7 +197,7 @@ def default_table(topology: Topology, home: str, cwd: str,
         *(Mount(p, scope="shared", base="passthrough") for p in KERNEL_TREES),
         Mount("/dev/shm", scope="host", base="fresh"),  # each host's own tmpfs, as /tmp
     ]
-    if topology.name == "v6e-256":
+    if topology.name in ("v6e-256", "v6e-256-spmd"):  # seed 004's pod, either way it runs
         mounts += [
             Mount("/mnt/data", scope="shared", mode="ro", base="fresh"),
             Mount("/mnt/checkpoints", scope="shared", base="fresh", consistency="object"),

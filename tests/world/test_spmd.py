@@ -25,6 +25,14 @@ def test_spmd_topologies_run_one_process_per_host_over_every_chip():
         assert topology.world_size * topology.devices_per_process == chips
 
 
+def test_v6e_256_spmd_is_seed_004s_pod_with_its_mounts():
+    from harness.filesystem.mounts import default_table
+
+    table = default_table(get_topology("v6e-256-spmd"), "/h", "/w")
+    assert table.get("/mnt/checkpoints").consistency == "object"
+    assert table.get("/mnt/data").mode == "ro"
+
+
 def test_use_spmd_makes_each_process_one_virtual_device_as_2_9_does():
     result = run_world(target("answers"), topology="v4-64-spmd", timeout=60)
     assert result.outcome == PASS, describe(result)
