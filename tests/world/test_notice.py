@@ -24,12 +24,14 @@ def at(seconds: float):
 
 
 def noticed(tmp_path: Path, function: str, topology: str = "1x2", grace: float | str = 30,
-            after_ms: int = 10_500, host: int = 0, seed: int = 0):
+            after_ms: int = 10_500, host: int | None = 0, seed: int = 0):
+    """``host`` None: every host."""
+    where = {} if host is None else {"host": host}
     return run_world(f"{TARGETS}:{function}", topology=topology, timeout=900, seed=seed,
                      args=(str(tmp_path),), mounts=[Mount(str(tmp_path), scope="shared",
                                                           base="passthrough")],
                      faults=[{"kind": "preempt", "notice": "sigterm", "grace": grace,
-                              "host": host, "after_ms": after_ms, "lives": [0]}])
+                              **where, "after_ms": after_ms, "lives": [0]}])
 
 
 def events(result, kind: str) -> list:
@@ -117,11 +119,16 @@ def test_one_host_is_noticed_and_the_others_run_on(tmp_path):
                                                {"handler_ran_at": [at(MONOTONIC + 5.0)]}]
 
 
-def test_the_same_seed_gives_the_same_notice_history(tmp_path):
+@pytest.mark.parametrize("function, topology", [("saves_at_step_boundary", "1x2"),
+                                                ("ignores_notice", "2x2")])
+def test_the_same_seed_gives_the_same_notice_history(tmp_path, function, topology):
+    """(2x2: both hosts noticed at one instant, each by both its ranks, and both hard
+    stops due at one instant: the world's order, never the order their messages came in.)"""
     def history(run: int) -> list:
         out = tmp_path / str(run)
         out.mkdir()
-        result = noticed(out, "saves_at_step_boundary", seed=5)
+        result = noticed(out, function, topology=topology, seed=5,
+                         host=None if topology == "2x2" else 0)
         return [(e.t, e.kind, e.rank, json.dumps(e.detail, sort_keys=True, default=str))
                 for e in result.history if e.kind not in ("file",)]
 
