@@ -11,7 +11,7 @@ import click
 from harness.cli import stop
 from harness.cli.common import styled
 from harness.cli.options import ISOLATION_OPTION, SEED_OPTION, TIMEOUT_HELP, Seconds, check_topology
-from harness.topology import PROFILES, TOPOLOGIES
+from harness.topology import PROFILES, TOPOLOGIES, get_topology
 from harness.vocabulary import DEFAULT_TIMEOUT, FORMATS, NOT_EXERCISED, PASS, ExitCode
 
 if TYPE_CHECKING:
@@ -95,6 +95,11 @@ def exec_command(ctx: click.Context, topology: str, timeout: float, profile: str
             raise click.BadParameter(f"{scenario_name!r} names {len(chosen)} scenarios: give one",
                                      param_hint="'--scenario'")
         scenario = chosen[0]
+    if profile == "legacy" and topology is not None and get_topology(topology).spmd and \
+            ctx.get_parameter_source("profile") is click.core.ParameterSource.COMMANDLINE:
+        raise click.BadParameter(f"topology {topology} runs SPMD, which torch_xla 2.0 (the "
+                                 "legacy profile) cannot: use --profile current",
+                                 param_hint="'--profile'")
     given = {name: value for name, value in (("topology", topology), ("timeout", timeout),
                                              ("profile", profile))
              if scenario is None or ctx.get_parameter_source(name)

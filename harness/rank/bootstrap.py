@@ -203,12 +203,21 @@ def _enter_world(ctx: RankContext, rank: int, life: int = 0, round_: int = 0) ->
             spec.mounts, spec.sandbox, rank, ctx.host, spec.cwd, spec.home, hooks=engine,
             private=(spec.outdir,), notify=channel.notify, drawn=drawn,
             world_ns=rank_clock.world_time_ns if rank_clock.current() else None,
-            turn=_turns(channel, spec.target), **told)
+            turn=_turns(channel, spec.target), code=_code_every_host_has(spec), **told)
 
     ctx.engine, ctx.view = enter_world(spec.faults, spec.seed, rank, ctx.host, channel.notify,
                                        life, round_, sandboxed if spec.mounts is not None else None,
                                        lambda header: channel.request(header)[0], _wait_for_others,
                                        signals)
+
+
+def _code_every_host_has(spec: WorldSpec) -> tuple[str, ...]:
+    """The interpreter's installed packages, the harness and its shim: looks at them
+    take no turn of the world's (``hooks.Turning``)."""
+    from harness.filesystem.mounts import installed_code
+
+    return (*installed_code(), os.path.dirname(os.path.abspath(refs.__file__)),
+            spec.shim_root)
 
 
 def _wait_for_others(doing: dict[str, str], at_least_ms: int) -> None:

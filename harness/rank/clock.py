@@ -48,7 +48,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from harness.filesystem.hooks import LOOKS
+from harness.filesystem.mounts import LOOKS
 
 NS = 1_000_000_000
 #: The world's ``time.time()`` at its start: 2030-01-01T00:00:00Z, after any file of

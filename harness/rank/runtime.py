@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -175,6 +176,10 @@ class HarnessRuntime:
     def ranks_per_host(self) -> int:
         return current().spec.topology.ranks_per_host
 
+    def devices_per_process(self) -> int:
+        """The chips one process addresses: its host's every chip in an SPMD topology."""
+        return current().spec.topology.devices_per_process
+
     def collective(self, op: str, kind: str, payload: Any, site: str | None,
                    meta: dict[str, Any]) -> tuple[dict, bytearray]:
         before_collective(op, meta.get("tag"))
@@ -199,6 +204,26 @@ class HarnessRuntime:
         _, data = _channel().request({"type": "recv", "box": box_name(box), "peer": peer,
                                       "site": site})
         return data
+
+    def step(self) -> None:
+        """A training step's marker: it costs the world's ``step_seconds`` (the scenario's
+        cost model) and the world hears of it (the trainer's checker counts the steps)."""
+        ctx = current()
+        if ctx.single is not None or ctx.channel is None:
+            return
+        if ctx.spec.step_seconds:
+            time.sleep(ctx.spec.step_seconds)  # the world's sleep, in a rank
+        ctx.channel.notify({"type": "step"})
+
+    def aside(self, fn: Callable[[], Any]) -> Any:
+        """The shim's own work (registering its ops when torch._dynamo is imported): it
+        takes no turn of the world's, so the world's time does not depend on whether the
+        rank's process had imported torch._dynamo before the world began. Its file
+        operations reach the machine's functions, never the view, its turns or its faults."""
+        from harness.filesystem import patch
+
+        with patch.aside():
+            return fn()
 
     def spawn(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
         from harness.rank.launcher import spawn_local_ranks

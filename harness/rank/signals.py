@@ -84,12 +84,13 @@ def awaiting(host: int) -> Iterator[None]:
     """What the block sends (a fault that gives this rank's ``host`` a notice) is answered
     with a signal, or with the word that none comes (signal 0): on its way out, the block
     waits for it, so the rank's handler runs where the fault struck, in every run. The
-    block is a turn of the world's clock: two ranks of a host struck at one instant give
-    the notice in the seed's order."""
+    block is a turn of the world's clock, one that no other notice's turn commutes with:
+    ranks struck at one instant, of one host or of several, give their notices in the
+    seed's order (the world's notices, their hard stops and the history follow it)."""
     global _awaited
     clock = rank_clock.current()
     if clock is not None:
-        clock.turn({"op": "notice", "path": f"/host-{host}", "where": "world"})
+        clock.turn({"op": "notice", "path": "/notices", "where": "world"})
     waiter = _awaited = rank_clock.Waiter(None)
     try:
         yield

@@ -139,6 +139,11 @@ class Fault:
 
 
 @dataclass(slots=True)
+class Step:
+    """A training step's marker (``torch_xla.sync``, ``mark_step``): the history counts them."""
+
+
+@dataclass(slots=True)
 class Hold:
     """A write the consistency model keeps invisible until ``until``."""
 
@@ -234,7 +239,7 @@ class Done:
 
 
 Message = (Hello | Collective | Send | Recv | Idle | Forked | Result | Promote | Stacks | RankExit
-           | Spawning | Fault | Hold | Seal | FsAccess | Touch | FileOp | Started | Exited | Done)
+           | Spawning | Fault | Step | Hold | Seal | FsAccess | Touch | FileOp | Started | Exited | Done)
 
 
 # -- field checks --------------------------------------------------------------------
@@ -326,6 +331,7 @@ _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
     "rank-exit": (RankExit, {"rank": _I, "status": _I}),
     "spawning": (Spawning, {"ranks": _ints, "single": _B}),
     "fault": (Fault, {"fault": _S, "index": _I0, "op": _S0, "path": _S0, "detail": (dict,)}),
+    "step": (Step, {}),
     "hold": (Hold, {"src": _S, "dst": _S, "path": _S, "until": _S, "writer": _I0,
                     "delay_ms": (int, float), "copy": _B, "fault": _S0}),
     "hold-moved": (HoldMoved, {"path": _S, "to": _S, "dst": _S}),

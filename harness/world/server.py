@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from harness.faults.kinds import KINDS
 from harness.filesystem.beneath import Outside
-from harness.filesystem.hooks import LOOKS
+from harness.filesystem.mounts import LOOKS
 from harness.filesystem.publisher import Publisher
 from harness.rank import wire
 from harness.rank.spec import WorldSpec
@@ -65,7 +65,8 @@ class WorldServer:
     """Serves one world from its start to its end (see ``run_world``)."""
 
     def __init__(self, spec: WorldSpec, watch: list[str], max_restarts: int,
-                 timeout: float, teardown: bool = False, limits: Limits | None = None) -> None:
+                 timeout: float, teardown: bool = False, limits: Limits | None = None,
+                 restart_job: bool = False) -> None:
         self.spec = spec
         self.timeout = timeout  # the world's, as progress reports show it
         self.clock = WorldClock(ns(timeout), spec.seed)
@@ -86,7 +87,7 @@ class WorldServer:
         self.loop = EventLoop(spec.address, self._on_frame, self._on_refused)
         self.life = Lifecycle(spec, self.loop, self.coordinator, self.publisher,
                               self._publish_due, watch, max_restarts, teardown, timeout,
-                              self.clock)
+                              self.clock, restart_job)
         self._file_ops: dict[int | None, int] = {}  # file events recorded per rank
         self._handlers = self._make_handlers()
         #: the clock follows the machine's since (wall, world ns): units with processes of
@@ -561,6 +562,11 @@ class WorldServer:
         self._asleep.pop(key, None)
         self.loop.send(control, {"type": "signal", "signum": int(signum), "t": self.clock.now})
 
+    def _step(self, sock: socket.socket, conn: Conn, msg: protocol.Step) -> None:
+        rank = self._rank_of(conn)
+        if rank is not None:
+            self.coordinator.record("step", rank=rank, detail={"life": self.life.ranks[rank].life})
+
     def _seal(self, sock: socket.socket, conn: Conn, msg: protocol.Seal) -> None:
         rank = self._rank_of(conn)
         if rank is None:
@@ -671,7 +677,7 @@ class WorldServer:
                 p.Idle: _nothing, p.Forked: _nothing,
                 p.Result: self._result, p.Promote: self._promote, p.Stacks: self._stacks,
                 p.RankExit: self._rank_exit, p.Fault: self._fault, p.Hold: self._hold,
-                p.Seal: self._seal,
+                p.Seal: self._seal, p.Step: self._step,
                 p.HoldMoved: self._hold_moved,
                 p.FsAccess: self._fs_access, p.Touch: self._touch, p.FileOp: self._file_op}
         return {"pending": {p.Hello: self._hello}, "rank": unit,
