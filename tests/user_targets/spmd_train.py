@@ -24,7 +24,7 @@ xs.mark_sharding(model[0].weight, mesh, ("model", None))
 optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
 loss_fn = nn.MSELoss()
 
-for step in range(5):
+for _step in range(5):
     data = torch.randn(64, 16).to(device)
     target = torch.randn(64, 1).to(device)
     xs.mark_sharding(data, mesh, ("data", None))
