@@ -61,3 +61,35 @@ def one_host_leaves_after(steps):
             return "left"
         torch_xla.sync()
     return "trained"
+
+
+def shards_as_the_docs_show():
+    """torch_xla's SPMD user guide: a 2D mesh over every device, a tensor sharded on it."""
+    import numpy as np
+    import torch
+    import torch_xla.distributed.spmd as xs
+
+    said = {}
+    t = torch.arange(32.0).reshape(8, 4)
+    mesh = xs.Mesh(np.array(range(xr.global_runtime_device_count())), (16, 2),
+                   ("data", "model"))
+    try:
+        xs.mark_sharding(t.to(torch_xla.device()), mesh, ("data", "model"))
+    except RuntimeError as exc:
+        said["before_use_spmd"] = str(exc)
+    xr.use_spmd()
+    xt = t.to(torch_xla.device())
+    same = xs.mark_sharding(xt, mesh, ("data", None))
+    said["returns_the_tensor"] = same is xt and bool((xt.cpu() == t).all())
+    said["logical_mesh"] = mesh.get_logical_mesh().shape
+    said["hybrid"] = xs.HybridMesh(ici_mesh_shape=(8, 4), axis_names=("x", "y")).mesh_shape
+    for name, bad in (("too_few_devices", lambda: xs.Mesh(list(range(8)), (8,))),
+                      ("spec_length", lambda: xs.mark_sharding(xt, mesh, ("data",))),
+                      ("axis_twice", lambda: xs.mark_sharding(xt, mesh, (0, 0))),
+                      ("multislice", lambda: xs.HybridMesh(ici_mesh_shape=(4, 4),
+                                                           dcn_mesh_shape=(2, 1)))):
+        try:
+            bad()
+        except (AssertionError, ValueError) as exc:
+            said[name] = f"{type(exc).__name__}: {exc}"
+    return said

@@ -9,7 +9,7 @@ from harness import HANG, PASS, run_world
 from harness.reports.diagnosis import describe
 from harness.topology import get_topology
 
-from support import TARGETS_DIR, run_cli_here
+from support import TARGETS_DIR, USER_TARGETS_DIR, run_cli_here
 
 TARGETS = TARGETS_DIR / "spmd_targets.py"
 
@@ -90,3 +90,32 @@ def test_exec_refuses_the_legacy_profile_on_an_spmd_topology(tmp_path):
     assert out.returncode == 2, out.stdout + out.stderr
     said = out.stdout + out.stderr
     assert "v4-64-spmd runs SPMD" in said and "--profile current" in said, said
+
+
+def test_a_mesh_and_sharding_annotations_are_checked_as_2_9_checks_them():
+    result = run_world(target("shards_as_the_docs_show"), topology="v4-64-spmd", timeout=60)
+    assert result.outcome == PASS, describe(result)
+    said = result.ranks[3].value
+    assert said == {
+        "before_use_spmd": "Please enable SPMD via `torch_xla.runtime.use_spmd()`",
+        "returns_the_tensor": True, "logical_mesh": (16, 2), "hybrid": (8, 4),
+        "too_few_devices": "AssertionError: Number of device IDs (8) must match the global "
+                           "number of devices (32)",
+        "spec_length": "AssertionError: Partition spec length (1) should be equal to the input "
+                       "rank (2).",
+        "axis_twice": "AssertionError: Each device mesh dimension should appear at most once "
+                      "in partition_spec.",
+        "multislice": "ValueError: Invalid dcn_mesh_shape for single slice mesh"}
+
+
+def test_a_strangers_spmd_script_runs_unmodified_one_process_per_host():
+    """tests/user_targets/spmd_train.py, written from torch_xla's SPMD guide, as
+    ``harness exec -t v4-64-spmd -- python spmd_train.py`` runs it."""
+    script = USER_TARGETS_DIR / "spmd_train.py"
+    result = run_world(argv=(str(script),), topology="v4-64-spmd", timeout=600,
+                       cwd=str(script.parent))
+    assert result.outcome == PASS, describe(result)
+    assert len(result.ranks) == 8
+    said = [r.stdout for r in result.ranks if "trained" in (r.stdout or "")]
+    assert len(said) == 1 and "on 32 devices over 8 hosts" in said[0], said
+    assert sum(e.kind == "call" and e.op == "sync" for e in result.history) == 5 * 8

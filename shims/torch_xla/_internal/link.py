@@ -101,11 +101,6 @@ def devices_per_process() -> int:
     return 1 if count is None else count()
 
 
-def hosts() -> int:
-    runtime = use()
-    return runtime.world_size() // runtime.ranks_per_host()
-
-
 def step() -> None:
     """A training step ends (``torch_xla.sync``, ``mark_step``, ``optimizer_step`` with a
     barrier): where XLA runs the step's graph, so where a real step's time is spent. A
