@@ -72,6 +72,9 @@ def enter(ctx: RankContext) -> None:
     global _context
     _context = ctx
     when_imported(SHIM_RUNTIME_MODULE, lambda shim: shim.install(HarnessRuntime()))
+    from harness.rank import distributed
+
+    when_imported("torch.distributed", distributed.install)
 
 
 def before_collective(op: str, tag: str | None) -> None:
@@ -204,6 +207,12 @@ class HarnessRuntime:
         _, data = _channel().request({"type": "recv", "box": box_name(box), "peer": peer,
                                       "site": site})
         return data
+
+    def store(self, name: str, timeout: Any) -> Any:
+        """The world's torch.distributed store at ``name`` (``xla://``'s)."""
+        from harness.rank.distributed import world_store
+
+        return world_store(name, timeout)
 
     def step(self) -> None:
         """A training step's marker: it costs the world's ``step_seconds`` (the scenario's

@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.history import Event, History, ranks_phrase
-from harness.world.protocol import Collective, Recv, Send
+from harness.world.groups import ProcessGroups
+from harness.world.protocol import Collective, Recv, Send, StoreOp
 from harness.world.reductions import ReductionError, reduce_buffers
+from harness.world.stores import StoreError, Stores
 
 Reply = tuple[int, dict, bytes | bytearray]
 
@@ -37,6 +39,8 @@ class Waiting:
     step: int | None
     site: str | None
     since: float
+    until: float | None = None  # the wait's limit (world s): a process group's or store's timeout
+    limit_ms: int | None = None  # the same, as the rank asked for it
 
     def describe(self) -> str:
         return f"{self.op} {self.tag!r}" if self.tag else self.op
@@ -82,6 +86,10 @@ class Coordinator:
         self._round = [0] * world_size  # exec mode: which xmp.spawn of its launcher a rank runs
         self._mailboxes: dict[str, deque[bytes | bytearray]] = {}
         self._receivers: dict[str, int] = {}
+        self.groups = ProcessGroups()  # torch.distributed's process groups (``groups.py``)
+        self.stores = Stores()  # torch.distributed's stores (``stores.py``)
+        #: replies no request of their rank's made now: a peer's exit, a wait timed out
+        self.outbox: list[Reply] = []
 
     # -- bookkeeping -----------------------------------------------------
     def now(self) -> float:
@@ -96,6 +104,8 @@ class Coordinator:
 
     # -- collectives -----------------------------------------------------
     def collective(self, rank: int, call: Collective) -> list[Reply]:
+        if call.group is not None:
+            return self._group_collective(rank, call)
         step_no, round_ = self._next_step[rank], self._round[rank]
         self._next_step[rank] += 1
         op, tag, site = call.op, call.tag, call.site
@@ -200,6 +210,100 @@ class Coordinator:
             return replies
         raise CallError(f"unknown collective kind {kind!r}")
 
+    # -- torch.distributed's process groups and stores ----------------------
+    def _group_collective(self, rank: int, call: Collective) -> list[Reply]:
+        """A call on a process group: its own sequence, gloo's answers to a peer's exit."""
+        if not call.groups or len(call.groups) != 1 or rank not in call.groups[0] \
+                or any(not 0 <= m < self.world_size for m in call.groups[0]):
+            return [(rank, {"error": "ValueError", "message": (
+                f"{call.op} on process group {call.group!r}: its members {call.groups} are "
+                f"not one list of this world's ranks that holds rank {rank}")}, b"")]
+        arrival = self.groups.arrive(rank, call)
+        detail: dict[str, Any] = {"group": call.group}
+        if call.tensors:
+            detail["tensors"] = [f"{d}{list(s)}" for d, s, *_ in call.tensors]
+        self.record("call", rank=rank, op=call.op, tag=call.tag, step=arrival.seq, site=call.site,
+                    detail=detail)
+        if arrival.closed is not None:
+            return [self._closed_reply(rank, call.group, arrival.seq, arrival.closed)]
+        if arrival.complete is None:
+            until = None if call.timeout_ms is None else self.now() + call.timeout_ms / 1000
+            self.waiting[rank] = Waiting(rank, call.op, call.tag, arrival.seq, call.site,
+                                         self.now(), until, call.timeout_ms)
+            return []
+        members = call.groups[0]
+        call0 = arrival.complete[members[0]]
+        try:
+            replies = self._compute(call0, members, arrival.complete)
+        except (ReductionError, ValueError) as exc:
+            replies = [(r, {"error": "TypeError", "message": str(exc)}, b"")
+                       for r in arrival.complete]
+        for r in arrival.complete:
+            self.waiting.pop(r, None)
+        self.record("complete", op=call0.op, tag=call0.tag, step=arrival.seq,
+                    detail={"group": call.group})
+        return replies
+
+    def _closed_reply(self, rank: int, group: str, seq: int, gone: int) -> Reply:
+        how = self.exited.get(gone, "exited")
+        self.record("warning", rank=rank, op="process group", step=seq, detail={
+            "message": f"rank {rank}'s call on process group {group!r} (step {seq}) fails: "
+                       f"rank {gone}, a member, {how} (gloo: connection closed by peer)"})
+        return (rank, {"closed": gone}, b"")
+
+    def gone(self, rank: int) -> None:
+        """``rank``'s process is gone (it exited, or died to come back): the process groups
+        it had joined close, and their members waiting in one are answered (``outbox``)."""
+        for waiter, group, seq in self.groups.gone(rank):
+            self.waiting.pop(waiter, None)
+            self.outbox.append(self._closed_reply(waiter, group, seq, rank))
+        self.stores.withdraw(rank)
+
+    def store(self, rank: int, op: StoreOp) -> list[Reply]:
+        """An operation on one of the world's stores; a read of a missing key waits."""
+        try:
+            answers = self.stores.apply(rank, op)
+        except StoreError as exc:
+            return [(rank, {"error": "ValueError", "message": str(exc)}, b"")]
+        if not any(a.rank == rank for a in answers):
+            until = None if op.timeout_ms is None else self.now() + op.timeout_ms / 1000
+            self.waiting[rank] = Waiting(rank, f"store {op.op}", ", ".join(op.keys), None,
+                                         op.site, self.now(), until, op.timeout_ms)
+        replies: list[Reply] = []
+        for a in answers:
+            if a.rank != rank:
+                self.waiting.pop(a.rank, None)
+            replies.append((a.rank, {} if a.value is None else {"value": a.value}, a.data))
+        return replies
+
+    def next_deadline(self) -> float | None:
+        """The earliest world time a wait with a limit times out."""
+        return min((w.until for w in self.waiting.values() if w.until is not None), default=None)
+
+    def expire(self) -> None:
+        """Answer every wait whose limit has passed (``outbox``): ``{"timed_out": ms,
+        "missing": members that never came}``, the members named before any withdraws."""
+        now = self.now()
+        due = [w for _, w in sorted(self.waiting.items()) if w.until is not None and w.until <= now]
+        missing = {}
+        for w in due:
+            where = self.groups.waiting_in(w.rank)
+            missing[w.rank] = self.groups.missing(*where) if where is not None else []
+        for w in due:
+            del self.waiting[w.rank]
+            self.groups.withdraw(w.rank)
+            self.stores.withdraw(w.rank)
+            names = missing[w.rank]
+            waits_for = f": {ranks_phrase(names)} never called it" if names else ""
+            self.record("warning", rank=w.rank, op=w.op, step=w.step, detail={
+                "message": f"rank {w.rank}'s {w.describe()} timed out after {w.limit_ms} ms"
+                           f"{waits_for}"})
+            self.outbox.append((w.rank, {"timed_out": w.limit_ms, "missing": names}, b""))
+
+    def take_outbox(self) -> list[Reply]:
+        replies, self.outbox = self.outbox, []
+        return replies
+
     # -- point to point --------------------------------------------------
     def send(self, rank: int, call: Send) -> list[Reply]:
         """Point to point: a message waits in its mailbox (``box``) until received."""
@@ -244,6 +348,8 @@ class Coordinator:
         others = [n for r, n in enumerate(self._next_step) if r != rank]
         open_steps = [n for r, n in self._steps if r == self._round[rank]]
         self._next_step[rank] = min(open_steps, default=max(others, default=0))
+        self.groups.forget(rank)
+        self.stores.withdraw(rank)
         self.waiting.pop(rank, None)
         self.exited.pop(rank, None)
 
@@ -257,6 +363,7 @@ class Coordinator:
         """
         self._round[rank] += 1
         self._next_step[rank] = 0
+        self.groups.forget(rank)
         self.waiting.pop(rank, None)
         self.exited.pop(rank, None)
 

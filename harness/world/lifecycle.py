@@ -284,6 +284,7 @@ class Lifecycle:
             if sock is not None:  # the process is gone: what it sent is all buffered
                 self.loop.read_last(sock, 0.5)
             self._snapshot_on_exit(rank)
+            self.coordinator.gone(rank)  # its process groups' connections close, come back or not
             unit_ = self.ranks[rank]
             doomed = unit_.doomed_by is not None and KINDS[unit_.doomed_by].restarts \
                 and unit_.life < self.max_restarts

@@ -50,6 +50,30 @@ class Collective:
     groups: list[list[int]] | None = None
     root: int | None = None
     pairs: list[list[int]] | None = None
+    #: a torch.distributed process group's (``world/groups.py``): its collectives are a
+    #: sequence of their own among ``groups[0]``, the members, apart from the XLA runtime's
+    group: str | None = None
+    #: the wait's limit in world milliseconds (a process group's timeout); None: none
+    timeout_ms: int | None = None
+    payload: bytes | bytearray = b""
+
+
+@dataclass(slots=True)
+class StoreOp:
+    """An operation on a torch.distributed store the world keeps (``world/stores.py``):
+    ``set``, ``get``, ``add``, ``compare_set``, ``wait``, ``check``, ``delete``,
+    ``num_keys``. ``get`` and ``wait`` block, on the world's clock, until their keys are
+    set or ``timeout_ms`` passes. A value travels as the payload (``compare_set``'s
+    expected value first, ``split`` bytes long)."""
+
+    store: str
+    op: str
+    keys: list[str] = field(default_factory=list)
+    amount: int = 0
+    split: int = 0
+    site: str | None = None
+    idle: dict[str, Any] | None = None
+    timeout_ms: int | None = None
     payload: bytes | bytearray = b""
 
 
@@ -238,7 +262,7 @@ class Done:
     clean: bool = False
 
 
-Message = (Hello | Collective | Send | Recv | Idle | Forked | Result | Promote | Stacks | RankExit
+Message = (Hello | Collective | StoreOp | Send | Recv | Idle | Forked | Result | Promote | Stacks | RankExit
            | Spawning | Fault | Step | Hold | Seal | FsAccess | Touch | FileOp | Started | Exited | Done)
 
 
@@ -317,7 +341,9 @@ _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
     "collective": (Collective, {
         "op": _S, "kind": _S, "tag": _S0, "site": _S0, "idle": _opt(_idle_word),
         "tensors": _list(_tensor), "reduce": _S0, "groups": _opt(_list(_ints)),
-        "root": _I0, "pairs": _opt(_list(_pair))}),
+        "root": _I0, "pairs": _opt(_list(_pair)), "group": _S0, "timeout_ms": _I0}),
+    "store": (StoreOp, {"store": _S, "op": _S, "keys": _list(_str), "amount": _I, "split": _I,
+                        "site": _S0, "idle": _opt(_idle_word), "timeout_ms": _I0}),
     "send": (Send, {"box": _S, "peer": _I, "site": _S0, "idle": _opt(_idle_word)}),
     "recv": (Recv, {"box": _S, "peer": _I, "site": _S0, "idle": _opt(_idle_word)}),
     "idle": (Idle, {"seen": _I, "wake": _I0, "turn": _opt(_doing)}),
@@ -346,7 +372,7 @@ _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
     "exited": (Exited, {"pid": _I, "status": _I, "unit": _opt(_unit)}),
     "done": (Done, {"leftovers": _I, "clean": _B}),
 }
-_WITH_PAYLOAD = (Collective, Send, Result)
+_WITH_PAYLOAD = (Collective, StoreOp, Send, Result)
 
 
 def _required(cls: type, checks: dict[str, Any]) -> frozenset[str]:

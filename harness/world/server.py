@@ -212,6 +212,8 @@ class WorldServer:
         before = clock.now
         woken = clock.advance(to, outside)
         self.life.hard_stops(self._decided)
+        self.coordinator.expire()  # a process group's or store's wait whose limit came
+        self._flush()
         if not woken and clock.now == before:
             return False
         if clock.passed and self._real is None and self._next_due() is None \
@@ -295,7 +297,9 @@ class WorldServer:
     def _next_due(self) -> int | None:
         """The earliest time the harness itself acts: a held write published, a grace's
         hard stop (``notices.py``)."""
-        times = [t for t in (self._publish_next(), self.life.notices.next_end()) if t is not None]
+        limit = self.coordinator.next_deadline()
+        times = [t for t in (self._publish_next(), self.life.notices.next_end(),
+                             None if limit is None else ns(limit)) if t is not None]
         return min(times, default=None)
 
     def _has_processes(self, key: Key) -> bool:
@@ -385,6 +389,16 @@ class WorldServer:
             self._asleep.pop((conn.role, conn.ident), None)  # it ran: it said something
             self._clock_heard((conn.role, conn.ident), msg)
         handler(sock, conn, msg)
+        self._flush()
+
+    def _flush(self) -> bool:
+        """Send the replies no request made now (a peer's exit closed a process group, a
+        wait timed out): each wakes its rank, a decision of the world's."""
+        replies = self.coordinator.take_outbox()
+        if replies:
+            self._decided([self.life.key_of(r) for r, _, _ in replies])
+            self._reply(replies)
+        return bool(replies)
 
     def _clock_heard(self, key: Key, msg: protocol.Message) -> None:
         """What a unit's message says to the world clock: it runs (it sent it), or every
@@ -458,6 +472,15 @@ class WorldServer:
             if replies:  # the step completed: it orders its ranks' pasts before their futures
                 self.races.joined([r for r, _, _ in replies])
                 self._decided([("rank", r) for r, _, _ in replies])
+            self._reply(replies)
+
+    def _store(self, sock: socket.socket, conn: Conn, msg: protocol.StoreOp) -> None:
+        rank = self._rank_of(conn)
+        if rank is not None:
+            replies = self.coordinator.store(rank, msg)
+            for reader, _, _ in replies:
+                if reader != rank:  # a read it unblocked: it acts beside the writer
+                    self._acting[reader] = self._acting.get(rank, 0)
             self._reply(replies)
 
     def _send(self, sock: socket.socket, conn: Conn, msg: protocol.Send) -> None:
@@ -673,8 +696,8 @@ class WorldServer:
     def _make_handlers(self) -> dict[str, dict[type, Callable[..., None]]]:
         """Which messages each kind of connection may send, and who handles them."""
         p = protocol
-        unit = {p.Collective: self._collective, p.Send: self._send, p.Recv: self._recv,
-                p.Idle: _nothing, p.Forked: _nothing,
+        unit = {p.Collective: self._collective, p.StoreOp: self._store, p.Send: self._send,
+                p.Recv: self._recv, p.Idle: _nothing, p.Forked: _nothing,
                 p.Result: self._result, p.Promote: self._promote, p.Stacks: self._stacks,
                 p.RankExit: self._rank_exit, p.Fault: self._fault, p.Hold: self._hold,
                 p.Seal: self._seal, p.Step: self._step,

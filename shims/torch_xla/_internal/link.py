@@ -119,6 +119,18 @@ def aside(fn: Callable[[], Any]) -> Any:
     return fn() if own is None else own(fn)
 
 
+def store(name: str, timeout: Any) -> Any:
+    """The world's torch.distributed store named ``name``: one set of keys for every
+    process, its waits the world's. A runtime without stores (a world of one) gets a
+    ``HashStore`` of this process."""
+    own = getattr(_runtime.installed(), "store", None)
+    if own is not None:
+        return own(name, timeout)
+    import torch.distributed as dist
+
+    return dist.HashStore()
+
+
 def call_site() -> str | None:
     """``file:line in function`` of the user's code that called into the shim."""
     return _sites.user_site(sys._getframe(1), (_SHIM_DIR,))

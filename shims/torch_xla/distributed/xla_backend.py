@@ -128,7 +128,6 @@ def _create_xla_process_group(prefix_store: Any, rank: int, size: int,
     """The creator torch.distributed calls for backend ``'xla'``, before its store barrier."""
     assert not xr.is_spmd(), \
         "XLA backend is not supported with SPMD. Please use a CPU process group instead."
-    rendezvous.store_in_use()  # rank 0 must serve the store until this barrier is through
     return ProcessGroupXla(prefix_store, rank, size, timeout)
 
 
