@@ -79,7 +79,20 @@ def exec_command(ctx: click.Context, topology: str, timeout: float, profile: str
         argv = argv[1:]
     if not argv:
         raise click.UsageError("nothing to run: give the command after --, e.g. -- python train.py")
-    if argv[0] != "-m" and not os.path.isfile(argv[0]):
+    from harness.rank import torchrun
+
+    if torchrun.is_torchrun(argv):
+        try:
+            launch = torchrun.parse(argv)
+            if topology is not None:
+                shape = get_topology(topology)
+                torchrun.check(launch, shape.hosts, shape.ranks_per_host)
+        except torchrun.TorchrunError as exc:
+            raise click.UsageError(str(exc)) from None
+        script = launch.program[0]
+        if not launch.module and not os.path.isfile(script):
+            raise click.UsageError(f"no such script: {script} (torchrun's training script)")
+    elif argv[0] != "-m" and not os.path.isfile(argv[0]):
         raise click.UsageError(f"no such script: {argv[0]}")
     if formats and report_dir is None:
         raise click.UsageError("--format says which reports --report-dir writes: add --report-dir")

@@ -427,10 +427,21 @@ def run_unit(spec: WorldSpec, role: str, ident: int, life: int = 0, start_ns: in
 
 
 def run_script(argv: tuple[str, ...]) -> None:
-    """Run ``python ARGV...`` in this process, as the interpreter would."""
+    """Run ``python ARGV...`` in this process, as the interpreter would (``torchrun ...``:
+    the one worker torchrun would start on this host, ``rank/torchrun.py``)."""
     import runpy
 
+    from harness.rank import torchrun
+
     args = list(argv)
+    if torchrun.is_torchrun(args):
+        ctx = runtime.current()
+        topology = ctx.spec.topology
+        launch = torchrun.parse(args)
+        torchrun.check(launch, topology.hosts, topology.ranks_per_host)
+        args, env = torchrun.worker(launch, ctx.host,
+                                    [topology.hostname(h) for h in range(topology.hosts)])
+        os.environ.update(env)
     if args and args[0] == "-m":
         if len(args) < 2:
             raise SystemExit("harness exec: -m needs a module name")

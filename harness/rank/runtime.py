@@ -214,6 +214,25 @@ class HarnessRuntime:
 
         return world_store(name, timeout)
 
+    def sync_point(self, op: str, step: int = 0) -> bool:
+        """The XLA runtime's preemption sync manager (``world/preemption.py``): ``activate``
+        (its C++ handler catches SIGTERM), ``deactivate``, ``reached`` (is ``step`` the
+        sync point?)."""
+        from harness.rank import signals
+
+        ctx = current()
+        if ctx.single is not None or ctx.channel is None:
+            return False
+        channel = ctx.channel
+        if op == "activate":
+            signals.catch_sigterm(lambda: channel.notify({"type": "sync-point",
+                                                          "op": "deactivate"}))
+        elif op == "deactivate":
+            signals.release_sigterm()
+        reply, _ = channel.request({"type": "sync-point", "op": op, "step": int(step),
+                                    "site": None})
+        return bool(reply.get("reached"))
+
     def step(self) -> None:
         """A training step's marker: it costs the world's ``step_seconds`` (the scenario's
         cost model) and the world hears of it (the trainer's checker counts the steps)."""

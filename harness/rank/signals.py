@@ -41,6 +41,9 @@ _set_by_target: dict[int, Any] = {}
 
 def world_signal(signalnum: int, handler: Any) -> Any:
     """``signal.signal``: the target's Python handler, wrapped so the clock knows it runs."""
+    if signalnum == signal.SIGTERM and _notifier_replaced is not None \
+            and getattr(real_getsignal(signal.SIGTERM), "_harness_notifier", False):
+        _notifier_replaced()  # the XLA runtime's catcher is gone: it hears no notice now
     wrapped = _wrap(handler) if callable(handler) else handler
     previous = real_signal(signalnum, wrapped)  # the real checks: main thread, a valid signal
     previous = _set_by_target.pop(int(signalnum), previous)
@@ -51,6 +54,8 @@ def world_signal(signalnum: int, handler: Any) -> Any:
 
 def world_getsignal(signalnum: int) -> Any:
     current = real_getsignal(signalnum)
+    if getattr(current, "_harness_notifier", False):
+        return None  # a handler set in C, as Python reports one
     if getattr(current, "_harness_wrapped", False):
         return _set_by_target.get(int(signalnum), current)
     return current
@@ -73,6 +78,33 @@ def _wrap(handler: Callable[..., Any]) -> Callable[..., Any]:
 
     on_signal._harness_wrapped = True  # type: ignore[attr-defined]
     return on_signal
+
+
+def _sigterm_notifier(signum: int, frame: Any) -> None:
+    """The XLA runtime's SIGTERM catcher (tsl's ``SigtermNotifier``): a C handler that only
+    notes the signal; the process lives on, and the world's sync point hears of it."""
+
+
+_sigterm_notifier._harness_notifier = True  # type: ignore[attr-defined]
+_notifier_replaced: Callable[[], None] | None = None
+
+
+def catch_sigterm(replaced: Callable[[], None]) -> None:
+    """The XLA runtime's preemption sync manager catches SIGTERM from now, as its C++
+    handler does: a delivered SIGTERM no longer ends the process, ``getsignal`` answers
+    None, and a handler the target sets later replaces it (``replaced`` is told)."""
+    global _notifier_replaced
+    _notifier_replaced = replaced
+    real_signal(signal.SIGTERM, _sigterm_notifier)
+    _set_by_target.pop(int(signal.SIGTERM), None)
+
+
+def release_sigterm() -> None:
+    """The manager shut down: SIGTERM's default action again, if its catcher still held it."""
+    global _notifier_replaced
+    _notifier_replaced = None
+    if getattr(real_getsignal(signal.SIGTERM), "_harness_notifier", False):
+        real_signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 #: a thread of this rank that waits for the harness's signal (``awaiting``)
@@ -140,6 +172,8 @@ def disposition(signum: int) -> str:
     current = real_getsignal(signum)
     if getattr(current, "_harness_wrapped", False):
         return RUNS
+    if getattr(current, "_harness_notifier", False):
+        return NOTHING
     if current == signal.SIG_DFL and signum in _TERMINATING:
         return DIES
     return NOTHING

@@ -22,7 +22,8 @@ from typing import Any
 
 from harness.history import Event, History, ranks_phrase
 from harness.world.groups import ProcessGroups
-from harness.world.protocol import Collective, Recv, Send, StoreOp
+from harness.world.preemption import PreemptionSync
+from harness.world.protocol import Collective, Recv, Send, StoreOp, SyncPoint
 from harness.world.reductions import ReductionError, reduce_buffers
 from harness.world.stores import StoreError, Stores
 
@@ -88,6 +89,7 @@ class Coordinator:
         self._receivers: dict[str, int] = {}
         self.groups = ProcessGroups()  # torch.distributed's process groups (``groups.py``)
         self.stores = Stores()  # torch.distributed's stores (``stores.py``)
+        self.preemption = PreemptionSync(world_size)  # the XLA runtime's (``preemption.py``)
         #: replies no request of their rank's made now: a peer's exit, a wait timed out
         self.outbox: list[Reply] = []
 
@@ -276,6 +278,38 @@ class Coordinator:
             replies.append((a.rank, {} if a.value is None else {"value": a.value}, a.data))
         return replies
 
+    def sync_point(self, rank: int, call: SyncPoint) -> list[Reply]:
+        """The preemption sync manager's calls: activate, deactivate, reached(step)."""
+        sync = self.preemption
+        if call.op == "activate":
+            sync.activate(rank)
+        elif call.op == "deactivate":
+            sync.deactivate(rank)
+        elif call.op == "reached":
+            reached = sync.reached(rank, call.step)
+            if reached:
+                self.record("sync-point", rank=rank, step=call.step, site=call.site, detail={
+                    "message": f"rank {rank} reached the pre-emption sync point, step "
+                               f"{call.step}"})
+            return [(rank, {"reached": reached}, b"")]
+        else:
+            return [(rank, {"error": "ValueError",
+                            "message": f"a sync-point {call.op!r}, not activate, deactivate "
+                                       f"or reached"}, b"")]
+        return [(rank, {}, b"")]
+
+    def notice_given(self, ranks: list[int]) -> None:
+        """``ranks`` (a host's) got SIGTERM: the preemption sync managers that catch it
+        agree on a sync point, now."""
+        point = self.preemption.notice(ranks)
+        if isinstance(point, str):
+            self.record("warning", op="sync-point", detail={"message": point})
+        elif point is not None:
+            counters = self.preemption.counters
+            self.record("sync-point", step=point, detail={
+                "message": f"the pre-emption sync point is step {point}: the largest step "
+                           f"asked about ({max(counters.values(), default=0)}) plus one"})
+
     def next_deadline(self) -> float | None:
         """The earliest world time a wait with a limit times out."""
         return min((w.until for w in self.waiting.values() if w.until is not None), default=None)
@@ -350,6 +384,7 @@ class Coordinator:
         self._next_step[rank] = min(open_steps, default=max(others, default=0))
         self.groups.forget(rank)
         self.stores.withdraw(rank)
+        self.preemption.forget(rank)
         self.waiting.pop(rank, None)
         self.exited.pop(rank, None)
 

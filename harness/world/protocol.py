@@ -78,6 +78,18 @@ class StoreOp:
 
 
 @dataclass(slots=True)
+class SyncPoint:
+    """The XLA runtime's preemption sync manager (``world/preemption.py``): ``activate``
+    (it catches SIGTERM from now), ``deactivate`` (it no longer does: shut down, or the
+    target set its own handler), ``reached`` (is ``step`` the sync point?)."""
+
+    op: str
+    step: int = 0
+    site: str | None = None
+    idle: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
 class Send:
     box: str  # the mailbox: sender and receiver name it the same way
     peer: int
@@ -262,8 +274,9 @@ class Done:
     clean: bool = False
 
 
-Message = (Hello | Collective | StoreOp | Send | Recv | Idle | Forked | Result | Promote | Stacks | RankExit
-           | Spawning | Fault | Step | Hold | Seal | FsAccess | Touch | FileOp | Started | Exited | Done)
+Message = (Hello | Collective | StoreOp | SyncPoint | Send | Recv | Idle | Forked | Result
+           | Promote | Stacks | RankExit | Spawning | Fault | Step | Hold | Seal | FsAccess
+           | Touch | FileOp | Started | Exited | Done)
 
 
 # -- field checks --------------------------------------------------------------------
@@ -344,6 +357,7 @@ _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
         "root": _I0, "pairs": _opt(_list(_pair)), "group": _S0, "timeout_ms": _I0}),
     "store": (StoreOp, {"store": _S, "op": _S, "keys": _list(_str), "amount": _I, "split": _I,
                         "site": _S0, "idle": _opt(_idle_word), "timeout_ms": _I0}),
+    "sync-point": (SyncPoint, {"op": _S, "step": _I, "site": _S0, "idle": _opt(_idle_word)}),
     "send": (Send, {"box": _S, "peer": _I, "site": _S0, "idle": _opt(_idle_word)}),
     "recv": (Recv, {"box": _S, "peer": _I, "site": _S0, "idle": _opt(_idle_word)}),
     "idle": (Idle, {"seen": _I, "wake": _I0, "turn": _opt(_doing)}),

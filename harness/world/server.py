@@ -483,6 +483,11 @@ class WorldServer:
                     self._acting[reader] = self._acting.get(rank, 0)
             self._reply(replies)
 
+    def _sync_point(self, sock: socket.socket, conn: Conn, msg: protocol.SyncPoint) -> None:
+        rank = self._rank_of(conn)
+        if rank is not None:
+            self._reply(self.coordinator.sync_point(rank, msg))
+
     def _send(self, sock: socket.socket, conn: Conn, msg: protocol.Send) -> None:
         rank = self._rank_of(conn)
         if rank is not None:
@@ -568,7 +573,10 @@ class WorldServer:
         grace = faults[msg.index].spec.notice_grace()
         if grace is None:
             return
-        keys = self.life.notice(self.spec.topology.host_of(rank), grace, rank)
+        host = self.spec.topology.host_of(rank)
+        keys = self.life.notice(host, grace, rank)
+        if keys is not None:
+            self.coordinator.notice_given(list(self.spec.topology.ranks_of_host(host)))
         for key in keys if keys is not None else [self.life.key_of(rank)]:
             self._signal(key, signal.SIGTERM if keys is not None else 0)
 
@@ -696,7 +704,8 @@ class WorldServer:
     def _make_handlers(self) -> dict[str, dict[type, Callable[..., None]]]:
         """Which messages each kind of connection may send, and who handles them."""
         p = protocol
-        unit = {p.Collective: self._collective, p.StoreOp: self._store, p.Send: self._send,
+        unit = {p.Collective: self._collective, p.StoreOp: self._store,
+                p.SyncPoint: self._sync_point, p.Send: self._send,
                 p.Recv: self._recv, p.Idle: _nothing, p.Forked: _nothing,
                 p.Result: self._result, p.Promote: self._promote, p.Stacks: self._stacks,
                 p.RankExit: self._rank_exit, p.Fault: self._fault, p.Hold: self._hold,

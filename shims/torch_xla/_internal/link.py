@@ -131,6 +131,13 @@ def store(name: str, timeout: Any) -> Any:
     return dist.HashStore()
 
 
+def sync_point(op: str, step: int = 0) -> bool:
+    """The XLA coordinator's preemption sync manager (``activate``, ``deactivate``,
+    ``reached``): the world's, where the runtime models one; else no notice ever comes."""
+    own = getattr(_runtime.installed(), "sync_point", None)
+    return False if own is None else own(op, step)
+
+
 def call_site() -> str | None:
     """``file:line in function`` of the user's code that called into the shim."""
     return _sites.user_site(sys._getframe(1), (_SHIM_DIR,))
