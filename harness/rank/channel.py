@@ -11,6 +11,7 @@ import traceback
 
 from harness.rank import clock as rank_clock
 from harness.rank import signals, wire
+from harness.rank.guard import Guard
 
 _HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -32,7 +33,7 @@ class Channel:
         # The machine's locks (the unit's world functions may be in place, inherited from its
         # leader, before its clock is): the harness's own, never a wait of the world's.
         self._lock = _thread.allocate_lock()  # one request (send + its reply) at a time
-        self._send_lock = _thread.allocate_lock()  # one frame at a time on the wire
+        self._send_lock = Guard()  # one frame at a time on the wire (guard.py)
         self.call = wire.connect(address)
         wire.send_frame(self.call, {"type": "hello", "role": role, "id": ident,
                                     "pid": os.getpid(), "channel": "call"})

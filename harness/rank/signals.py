@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from harness.rank import clock as rank_clock
-from harness.rank import sweep
+from harness.rank import guard, sweep
 
 real_signal = signal.signal
 real_getsignal = signal.getsignal
@@ -47,8 +47,10 @@ def world_signal(signalnum: int, handler: Any) -> Any:
     wrapped = _wrap(handler) if callable(handler) else handler
     previous = real_signal(signalnum, wrapped)  # the real checks: main thread, a valid signal
     previous = _set_by_target.pop(int(signalnum), previous)
+    guard.HANDLED.discard(int(signalnum))
     if callable(handler):
         _set_by_target[int(signalnum)] = handler
+        guard.HANDLED.add(int(signalnum))
     return previous
 
 
@@ -152,6 +154,8 @@ def deliver(signum: int, told: int | None = None) -> None:
         main = threading.main_thread().ident
         assert main is not None
         signal.pthread_kill(main, signum)
+        if clock is not None and way == RUNS:
+            clock.poke(main)  # asleep in a wait of the clock's: it runs the handler, waits on
     if waiter is not None:
         clock.notify(waiter)  # type: ignore[union-attr] - after the kill: the handler first
 
