@@ -131,6 +131,7 @@ TOPOLOGIES: dict[str, Topology] = {
         Topology("v4-64", hosts=8, ranks_per_host=1),
         Topology("v4-64-pjrt", hosts=8, ranks_per_host=4),
         Topology("v6e-256", hosts=64, ranks_per_host=4, accelerator="v6e"),
+        Topology("v4-16-spmd", hosts=2, ranks_per_host=1, spmd=True),
         Topology("v4-64-spmd", hosts=8, ranks_per_host=1, spmd=True),
         Topology("v6e-256-spmd", hosts=64, ranks_per_host=1, accelerator="v6e", spmd=True),
     )

@@ -38,6 +38,7 @@ BUILTIN_ENTRY_POINTS = {
     "data-sharding": "harness.workloads.data_sharding.workload:WORKLOAD",
     "checkpoint-resume": "harness.workloads.checkpoint_resume.workload:WORKLOAD",
     "trainer": "harness.workloads.trainer.workload:WORKLOAD",
+    "spmd-trainer": "harness.workloads.spmd_trainer.workload:WORKLOAD",
 }
 
 
