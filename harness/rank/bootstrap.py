@@ -114,7 +114,6 @@ def _start_clock(channel: Channel, start_ns: int) -> None:
     with channel.early_lock:
         clock.seen = channel.early_wakes  # a notice that came before (``Channel``)
         rank_clock.install(clock)
-    channel.use_world_lock()
 
 
 def enter_world(faults: FaultPlan, seed: int, rank: int, host: int,

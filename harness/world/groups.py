@@ -74,9 +74,9 @@ class ProcessGroups:
                 self._seq[(m, key)] = 1
         return Arrival(seq, complete=arrivals)
 
-    def gone(self, rank: int) -> list[tuple[int, str, int]]:
+    def gone(self, rank: int) -> list[tuple[int, Collective, int]]:
         """``rank``'s process is gone: the groups it had joined close for the others.
-        Returns (waiting rank, group, step) for each member then waiting in one."""
+        Returns (waiting rank, its call, step) for each member then waiting in one."""
         failed = []
         for key, group in self._groups.items():
             if rank not in group.joined:
@@ -86,7 +86,7 @@ class ProcessGroups:
             for (k, seq), arrivals in list(self._steps.items()):
                 if k == key and seq > 0:  # a group's creation waits on: it never had the pair
                     del self._steps[(k, seq)]
-                    failed.extend((r, key, seq) for r in sorted(arrivals) if r != rank)
+                    failed.extend((r, arrivals[r], seq) for r in sorted(arrivals) if r != rank)
         return failed
 
     def withdraw(self, rank: int) -> None:

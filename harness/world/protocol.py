@@ -55,6 +55,7 @@ class Collective:
     group: str | None = None
     #: the wait's limit in world milliseconds (a process group's timeout); None: none
     timeout_ms: int | None = None
+    req: int | None = None  # the request's number: its reply carries it (``Channel``)
     payload: bytes | bytearray = b""
 
 
@@ -74,6 +75,7 @@ class StoreOp:
     site: str | None = None
     idle: dict[str, Any] | None = None
     timeout_ms: int | None = None
+    req: int | None = None
     payload: bytes | bytearray = b""
 
 
@@ -87,6 +89,7 @@ class SyncPoint:
     step: int = 0
     site: str | None = None
     idle: dict[str, Any] | None = None
+    req: int | None = None
 
 
 @dataclass(slots=True)
@@ -95,6 +98,7 @@ class Send:
     peer: int
     site: str | None = None
     idle: dict[str, Any] | None = None
+    req: int | None = None
     payload: bytes | bytearray = b""
 
 
@@ -104,6 +108,7 @@ class Recv:
     peer: int
     site: str | None = None
     idle: dict[str, Any] | None = None
+    req: int | None = None
 
 
 @dataclass(slots=True)
@@ -213,6 +218,7 @@ class Seal:
     upper: str
     faults: list[int]
     model_staging: str | None = None
+    req: int | None = None
 
 
 @dataclass(slots=True)
@@ -354,12 +360,14 @@ _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
     "collective": (Collective, {
         "op": _S, "kind": _S, "tag": _S0, "site": _S0, "idle": _opt(_idle_word),
         "tensors": _list(_tensor), "reduce": _S0, "groups": _opt(_list(_ints)),
-        "root": _I0, "pairs": _opt(_list(_pair)), "group": _S0, "timeout_ms": _I0}),
+        "root": _I0, "pairs": _opt(_list(_pair)), "group": _S0, "timeout_ms": _I0, "req": _I0}),
     "store": (StoreOp, {"store": _S, "op": _S, "keys": _list(_str), "amount": _I, "split": _I,
-                        "site": _S0, "idle": _opt(_idle_word), "timeout_ms": _I0}),
-    "sync-point": (SyncPoint, {"op": _S, "step": _I, "site": _S0, "idle": _opt(_idle_word)}),
-    "send": (Send, {"box": _S, "peer": _I, "site": _S0, "idle": _opt(_idle_word)}),
-    "recv": (Recv, {"box": _S, "peer": _I, "site": _S0, "idle": _opt(_idle_word)}),
+                        "site": _S0, "idle": _opt(_idle_word), "timeout_ms": _I0,
+                        "req": _I0}),
+    "sync-point": (SyncPoint, {"op": _S, "step": _I, "site": _S0, "idle": _opt(_idle_word),
+                               "req": _I0}),
+    "send": (Send, {"box": _S, "peer": _I, "site": _S0, "idle": _opt(_idle_word), "req": _I0}),
+    "recv": (Recv, {"box": _S, "peer": _I, "site": _S0, "idle": _opt(_idle_word), "req": _I0}),
     "idle": (Idle, {"seen": _I, "wake": _I0, "turn": _opt(_doing)}),
     "forked": (Forked, {}),
     "result": (Result, {"ok": _B, "value_repr": _S0, "pickle_error": _S0,
@@ -376,7 +384,7 @@ _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
                     "delay_ms": (int, float), "copy": _B, "fault": _S0}),
     "hold-moved": (HoldMoved, {"path": _S, "to": _S, "dst": _S}),
     "seal": (Seal, {"path": _S, "staging": _S, "upper": _S, "model_staging": _S0,
-                    "faults": _ints}),
+                    "faults": _ints, "req": _I0}),
     "fs-access": (FsAccess, {"path": _S}),
     "touch": (Touch, {"op": _S, "path": _S, "where": _S, "dst": _S0, "line": _S0}),
     "file-op": (FileOp, {"op": _S, "path": _S, "ok": _B, "errno": _I0, "dst": _S0,

@@ -23,7 +23,7 @@ from harness.rank.sweep import asleep, live_children
 from harness.world import protocol
 from harness.world.assemble import world_result
 from harness.world.clock import Key, WorldClock, ns, seconds
-from harness.world.coordinator import Coordinator
+from harness.world.coordinator import Coordinator, answer
 from harness.world.lifecycle import Lifecycle, Progress
 from harness.world.limits import Exceeded, Limits, Meter
 from harness.world.loop import Conn, EventLoop
@@ -619,7 +619,7 @@ class WorldServer:
             self._refuse(sock, conn, f"a faulted write of {msg.path!r} the harness cannot "
                                      f"seal: {why}")
             return
-        self._reply([(rank, reply, b"")])
+        self._reply([answer(rank, msg, reply)])
 
     def _hold(self, sock: socket.socket, conn: Conn, msg: protocol.Hold) -> None:
         rank = self._rank_of(conn)

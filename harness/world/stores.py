@@ -25,6 +25,7 @@ class Answer:
     as the payload."""
 
     rank: int
+    op: StoreOp  # the request it answers
     value: int | None = None
     data: bytes = b""
 
@@ -55,34 +56,34 @@ class Stores:
             self._waiters[rank] = op
             return []
         if op.op == "check":
-            return [Answer(rank, value=int(all(k in data for k in op.keys)))]
+            return [Answer(rank, op, value=int(all(k in data for k in op.keys)))]
         if op.op == "num_keys":
-            return [Answer(rank, value=len(data))]
+            return [Answer(rank, op, value=len(data))]
         if op.op == "delete":
-            return [Answer(rank, value=int(data.pop(key, None) is not None))]
+            return [Answer(rank, op, value=int(data.pop(key, None) is not None))]
         if op.op == "set":
             data[key] = bytes(op.payload)
-            answer = Answer(rank)
+            answer = Answer(rank, op)
         elif op.op == "add":
             try:
                 value = int(data.get(key, b"0")) + op.amount
             except ValueError:
                 raise StoreError(f"add to {key!r}, whose value is not an integer") from None
             data[key] = str(value).encode()
-            answer = Answer(rank, value=value)
+            answer = Answer(rank, op, value=value)
         else:  # compare_set, as TCPStore: a missing key is set only when expected is empty
             payload = bytes(op.payload)
             expected, desired = payload[:op.split], payload[op.split:]
             current = data.get(key)
             if (current is None and expected == b"") or current == expected:
                 data[key] = desired
-                answer = Answer(rank, data=desired)
+                answer = Answer(rank, op, data=desired)
             else:
-                answer = Answer(rank, data=expected if current is None else current)
+                answer = Answer(rank, op, data=expected if current is None else current)
         return [answer, *self._unblocked(op.store)]
 
     def _answer(self, rank: int, op: StoreOp, data: dict[str, bytes]) -> Answer:
-        return Answer(rank, data=data[op.keys[0]] if op.op == "get" else b"")
+        return Answer(rank, op, data=data[op.keys[0]] if op.op == "get" else b"")
 
     def _unblocked(self, store: str) -> list[Answer]:
         data = self._data[store]

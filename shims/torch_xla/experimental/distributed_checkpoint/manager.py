@@ -119,7 +119,9 @@ class CheckpointManager:
                 self._delete_chkpt_at_step(oldest.step)
 
     def _wait_for_data(self) -> None:
-        torch_xla.sync()
+        # torch_xla.sync() right after the trainer's own step marker: no graph is pending, so
+        # the real one runs nothing; here it is no training step (no step time, not counted)
+        torch_xla.torch_xla._marker(step=False)
         xm.wait_device_ops()
 
     def _save(self, step: int, state_dict: STATE_DICT_TYPE) -> None:
