@@ -114,6 +114,7 @@ class FdWaiter(Waiter):
     def __init__(self, deadline: int | None, fds: dict[int, int]) -> None:
         self.state = PENDING
         self.deadline = deadline
+        self.poked = False  # never poked: a signal's handler interrupts its poll by itself
         self.wake = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
         self.lock = self  # what the clock releases
         # Two: its thread waits on one while another thread looks through the other (a

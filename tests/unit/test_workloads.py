@@ -115,7 +115,7 @@ def test_the_built_in_targets_keep_their_names_preloads_and_known_failures():
         "preempt-notice-one-host", "preempt-save-outlasts-grace", "preempt-no-notice"}
     assert targets["robust-trainer"].known_failures == frozenset()
     assert targets["naive-spmd-trainer"].known_failures == {
-        "checkpoint-host-local", "spmd-preempt-notice-one-host", "async-save-pending",
+        "checkpoint-host-local", "spmd-notice-one-host", "async-save-pending",
         "gcsfuse-checkpoint"}
     assert targets["managed-trainer"].known_failures == frozenset()
     assert all(not targets[name].known_failures
@@ -127,7 +127,7 @@ def test_the_catalog_order_is_each_workloads_in_turn_and_names_every_catalog_fil
     assert CATALOG_ORDER[19:21] == ("uneven-shards", "missing-data-on-host")
     assert CATALOG_ORDER[-13:-11] == ("stream-missing", "baseline-resume")
     assert CATALOG_ORDER[-7:-5] == ("preempt-during-warmup", "baseline-train")
-    assert CATALOG_ORDER[-5:] == ("checkpoint-host-local", "spmd-preempt-notice-one-host",
+    assert CATALOG_ORDER[-5:] == ("checkpoint-host-local", "spmd-notice-one-host",
                                   "async-save-pending", "gcsfuse-checkpoint",
                                   "baseline-spmd-train")
     assert CATALOG_ORDER[27] == "baseline-sharding"

@@ -89,9 +89,12 @@ def test_a_peer_that_exited_closes_the_group_as_real_gloo() -> None:
         assert mine.keys() == real_.keys()
         if "raised" in mine:
             assert mine["raised"] == real_["raised"] == "RuntimeError"
-            for text in (mine["message"], real_["message"]):
-                assert "gloo/transport/tcp/pair.cc:" in text
-                assert "Connection closed by peer [" in text
+            assert "gloo/transport/tcp/pair.cc:" in mine["message"]
+            assert "Connection closed by peer [" in mine["message"]
+            # real gloo says which way its socket saw the close, as the race went
+            assert "gloo/transport/tcp/pair.cc:" in real_["message"]
+            assert any(words in real_["message"] for words in (
+                "Connection closed by peer", "Connection reset by peer", "Broken pipe")), real_
     assert "t1v-n-harness-w-3" in ours[0]["message"]  # the host that left
 
 

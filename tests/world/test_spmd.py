@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from harness import HANG, PASS, run_world
+from harness.filesystem.mounts import Mount
 from harness.reports.diagnosis import describe
 from harness.topology import get_topology
 
@@ -119,3 +120,26 @@ def test_a_strangers_spmd_script_runs_unmodified_one_process_per_host():
     said = [r.stdout for r in result.ranks if "trained" in (r.stdout or "")]
     assert len(said) == 1 and "on 32 devices over 8 hosts" in said[0], said
     assert sum(e.kind == "call" and e.op == "sync" for e in result.history) == 5 * 8
+
+
+def test_the_distributed_checkpoint_guides_trainer_runs_unmodified_under_torchrun():
+    """tests/user_targets/spmd_checkpoint_train.py, written as torch_xla 2.9's
+    distributed-checkpoint guide shows (a gloo group from xla://, CheckpointManager saving
+    asynchronously), as ``harness exec -t v4-64-spmd -- torchrun --nproc_per_node=1 ...``
+    runs it: 8 processes, one per host, each tracking the same committed steps, each with
+    the same model."""
+    script = USER_TARGETS_DIR / "spmd_checkpoint_train.py"
+    result = run_world(argv=("torchrun", "--nproc_per_node=1", str(script), "--ckpt-dir",
+                             "/mnt/checkpoints/run", "--steps", "25"),
+                       topology="v4-64-spmd", timeout=600, cwd=str(script.parent),
+                       mounts=[Mount("/mnt/checkpoints", scope="shared")])
+    assert result.outcome == PASS, describe(result)
+    lines = [line for r in result.ranks for line in (r.stdout or "").splitlines()
+             if line.startswith("process ")]
+    assert sorted(int(line.split()[1]) for line in lines) == list(range(8)), lines
+    assert {line.split(" ", 2)[2] for line in lines} == \
+        {lines[0].split(" ", 2)[2]}, lines  # the same model, the same steps everywhere
+    assert "steps [0, 10, 20]" in lines[0]
+    # the manager's process group is gloo's, on the world: its saves are collectives there
+    assert any(e.kind == "call" and (e.detail or {}).get("group", "").startswith("1:")
+               for e in result.history)

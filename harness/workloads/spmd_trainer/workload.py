@@ -8,13 +8,13 @@ from harness.workloads.trainer.workload import TrainerInputs, check
 
 # Host-local checkpoints: a process of another host finds a step without its .metadata
 # (every scenario that restarts); the flag read alone leaves the other host waiting.
-_NAIVE_KNOWN = frozenset({"checkpoint-host-local", "spmd-preempt-notice-one-host",
+_NAIVE_KNOWN = frozenset({"checkpoint-host-local", "spmd-notice-one-host",
                           "async-save-pending", "gcsfuse-checkpoint"})
 
 WORKLOAD = Workload(
     "spmd-trainer", TrainerInputs, check, targets=TARGETS,
     known_failures={"naive-spmd-trainer": _NAIVE_KNOWN}, preload=PRELOAD,
-    catalog_order=("checkpoint-host-local", "spmd-preempt-notice-one-host",
+    catalog_order=("checkpoint-host-local", "spmd-notice-one-host",
                    "async-save-pending", "gcsfuse-checkpoint", "baseline-spmd-train"),
     restarts_job=True, step_seconds=lambda inputs: inputs.step_seconds,
     explore_kinds=("preempt",),
