@@ -1,10 +1,14 @@
 """managed-trainer: an SPMD trainer written the way torch_xla 2.9's distributed-checkpoint
 guide shows one (docs/source/perf/spmd_distributed_checkpoint.md): ``xr.use_spmd()``, a
-gloo group from ``xla://``, ``CheckpointManager`` saving asynchronously every
-``save_every`` steps to the shared ``checkpoint_dir``, restoring its newest committed step
-after ``prime_optimizer``. On a notice the manager's preemption sync manager has every
-process agree on one step; it saves there (``should_save``), waits for the save
-(``join``) and leaves.
+gloo group from ``xla://``, ``CheckpointManager`` saving every ``save_every`` steps to the
+shared ``checkpoint_dir``, restoring its newest committed step after ``prime_optimizer``.
+On a notice the manager's preemption sync manager has every process agree on one step; it
+saves there (``should_save``) and leaves.
+
+It saves with ``save``, not the guide's ``save_async``: a save's thread beside the training
+loop orders its file operations against the loop's by the machine's scheduler, which the
+catalog's determinism check (the same seed, the same history) does not yet allow; the
+guide's own loop, with ``save_async``, runs as a script (tests/user_targets).
 """
 
 from __future__ import annotations
@@ -50,9 +54,7 @@ def train(inputs: dict[str, Any]) -> dict[str, Any]:
         torch_xla.sync()
         states[str(step)] = digest(model, optimizer)
         state_dict = {"model": model.state_dict(), "optim": optimizer.state_dict()}
-        if chkpt_mgr.save_async(step, state_dict) and chkpt_mgr.reached_preemption(step):
-            chkpt_mgr.join()  # the save every process agreed on, whole, before the hard stop
-            sys.exit(0)
-    chkpt_mgr.join()
+        if chkpt_mgr.save(step, state_dict) and chkpt_mgr.reached_preemption(step):
+            sys.exit(0)  # the step every process agreed on is saved, whole
     return {"resumed_from": resumed_from, "resumed_state": resumed_state, "states": states,
             "step": step}
