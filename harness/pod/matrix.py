@@ -80,10 +80,9 @@ def aimed(scenario: Scenario, mounts: tuple[PodMount, ...], scratch: str = "") -
 
 
 def topology_name(hosts: int, ranks_per_host: int) -> str:
-    """The catalog's name for a pod's shape (``v4-64`` for 8x1), else ``HxR``; never an SPMD
-    topology's (its processes would answer ``use_spmd`` as SPMD ones)."""
+    """The catalog's name for a pod's shape (``v4-64`` for 8x1), else ``HxR``."""
     for name, topo in TOPOLOGIES.items():
-        if not topo.spmd and (topo.hosts, topo.ranks_per_host) == (hosts, ranks_per_host):
+        if (topo.hosts, topo.ranks_per_host) == (hosts, ranks_per_host):
             return name
     return f"{hosts}x{ranks_per_host}"
 
