@@ -15,10 +15,10 @@ HISTORY_TAIL = 5_000
 #: The kinds a long run repeats: collective calls and completions, file operations.
 #: Faults, exits, mismatches, warnings, publications, snapshots, restarts and the
 #: hang report are what a diagnosis needs, and are never dropped.
-DROPPABLE = frozenset({"call", "complete", "file", "clock"})
+DROPPABLE = frozenset({"call", "complete", "file", "clock", "step"})
 #: How a dropped kind is named in the one line that says what was dropped.
 _KIND_WORDS = {"call": "collective", "complete": "collective", "file": "file",
-               "clock": "world clock"}
+               "clock": "world clock", "step": "training step"}
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from harness.faults.kinds import FaultSpec, explain
 from harness.faults.plan import PlanError, check_fits
-from harness.filesystem.mounts import KERNEL_TREES, MAX_DELAY_MS, MAX_MOUNT_PATH, Mount, is_under
+from harness.filesystem.mounts import (
+    KERNEL_TREES,
+    MAX_DELAY_MS,
+    MAX_MOUNT_PATH,
+    MAX_WRITE_MB_S,
+    Mount,
+    is_under,
+)
 from harness.rank.validator import Validator
 from harness.rank.validator import validator as read_checker
 from harness.roles import MEANING, Roles
@@ -44,6 +51,10 @@ class MountSpec(BaseModel):
     base: Literal["fresh", "overlay"] = "fresh"
     consistency: Literal["local", "close-to-open", "delayed", "object"] = "local"
     delay_ms: int = Field(default=0, ge=0, le=MAX_DELAY_MS, strict=True)
+    #: the mount's write bandwidth in MB (10^6 bytes) per world second: what a write costs
+    #: in world time (0: nothing), so a save can outlast a grace
+    write_mb_s: float = Field(default=0.0, ge=0, le=MAX_WRITE_MB_S, allow_inf_nan=False,
+                              strict=True)
 
     @field_validator("path")
     @classmethod
@@ -208,7 +219,7 @@ class Scenario(BaseModel):
                 [p for p in (roles or Roles()).paths(m.role or "") if not _everyones(p, home)]
             out += [Mount(path=home + p[1:] if p.startswith("~") else p, scope=m.scope,
                           mode=m.mode, base=m.base, consistency=m.consistency,
-                          delay_ms=m.delay_ms) for p in paths]
+                          delay_ms=m.delay_ms, write_mb_s=m.write_mb_s) for p in paths]
         return out
 
     @property

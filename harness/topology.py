@@ -30,13 +30,20 @@ _FOREIGN_NAMES = ("TPUVM_MODE", "WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR
 
 @dataclass(frozen=True)
 class Topology:
-    """One emulated slice: ``hosts`` x ``ranks_per_host`` processes."""
+    """One emulated slice: ``hosts`` x ``ranks_per_host`` processes. ``spmd``: one process
+    per host addressing every chip of its host, as torch_xla's SPMD runs (``xr.use_spmd()``);
+    else each process addresses one chip, as PJRT's ``xmp.spawn`` runs."""
 
     name: str
     hosts: int
     ranks_per_host: int
     chips_per_host: int = 4
     accelerator: str = "v4"
+    spmd: bool = False
+
+    @property
+    def devices_per_process(self) -> int:
+        return self.chips_per_host if self.spmd else 1
 
     @property
     def world_size(self) -> int:
@@ -81,9 +88,12 @@ class Topology:
         return env
 
     def rank_environment(self, rank: int, profile: str) -> dict[str, str]:
-        """The environment of one rank process, as PJRT's spawn sets it."""
+        """The environment of one rank process, as PJRT's spawn sets it (an SPMD process is
+        started on its host as any program is: the host's environment, every chip its own)."""
         host, local = self.host_of(rank), self.local_rank(rank)
         env = self.host_environment(host, profile)
+        if self.spmd:
+            return env
         port0 = 8476
         env.update({
             "PJRT_LOCAL_PROCESS_RANK": str(local),
@@ -121,6 +131,9 @@ TOPOLOGIES: dict[str, Topology] = {
         Topology("v4-64", hosts=8, ranks_per_host=1),
         Topology("v4-64-pjrt", hosts=8, ranks_per_host=4),
         Topology("v6e-256", hosts=64, ranks_per_host=4, accelerator="v6e"),
+        Topology("v4-16-spmd", hosts=2, ranks_per_host=1, spmd=True),
+        Topology("v4-64-spmd", hosts=8, ranks_per_host=1, spmd=True),
+        Topology("v6e-256-spmd", hosts=64, ranks_per_host=1, accelerator="v6e", spmd=True),
     )
 }
 

@@ -91,8 +91,11 @@ def judged(result: WorldResult) -> list[RankResult]:
 
 
 def _killed_note(result: WorldResult) -> str:
-    killed = [r.rank for r in result.ranks if r.killed_by_fault]
-    return f" ({ranks_phrase(killed)} killed by the fault plan)" if killed else ""
+    killed = [r.rank for r in result.ranks if r.killed_by_fault and r.signal is not None]
+    left = [r.rank for r in result.ranks if r.killed_by_fault and r.signal is None]
+    parts = ([f"{ranks_phrase(killed)} killed by the fault plan"] if killed else []) + \
+        ([f"{ranks_phrase(left)} left after the fault plan's pre-emption notice"] if left else [])
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def why_not_loud(errors: list[RankResult], returned: Sequence[int] = ()) -> str:

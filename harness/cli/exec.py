@@ -11,7 +11,7 @@ import click
 from harness.cli import stop
 from harness.cli.common import styled
 from harness.cli.options import ISOLATION_OPTION, SEED_OPTION, TIMEOUT_HELP, Seconds, check_topology
-from harness.topology import PROFILES, TOPOLOGIES
+from harness.topology import PROFILES, TOPOLOGIES, get_topology
 from harness.vocabulary import DEFAULT_TIMEOUT, FORMATS, NOT_EXERCISED, PASS, ExitCode
 
 if TYPE_CHECKING:
@@ -79,7 +79,20 @@ def exec_command(ctx: click.Context, topology: str, timeout: float, profile: str
         argv = argv[1:]
     if not argv:
         raise click.UsageError("nothing to run: give the command after --, e.g. -- python train.py")
-    if argv[0] != "-m" and not os.path.isfile(argv[0]):
+    from harness.rank import torchrun
+
+    if torchrun.is_torchrun(argv):
+        try:
+            launch = torchrun.parse(argv)
+            if topology is not None:
+                shape = get_topology(topology)
+                torchrun.check(launch, shape.hosts, shape.ranks_per_host)
+        except torchrun.TorchrunError as exc:
+            raise click.UsageError(str(exc)) from None
+        script = launch.program[0]
+        if not launch.module and not os.path.isfile(script):
+            raise click.UsageError(f"no such script: {script} (torchrun's training script)")
+    elif argv[0] != "-m" and not os.path.isfile(argv[0]):
         raise click.UsageError(f"no such script: {argv[0]}")
     if formats and report_dir is None:
         raise click.UsageError("--format says which reports --report-dir writes: add --report-dir")
@@ -95,6 +108,11 @@ def exec_command(ctx: click.Context, topology: str, timeout: float, profile: str
             raise click.BadParameter(f"{scenario_name!r} names {len(chosen)} scenarios: give one",
                                      param_hint="'--scenario'")
         scenario = chosen[0]
+    if profile == "legacy" and topology is not None and get_topology(topology).spmd and \
+            ctx.get_parameter_source("profile") is click.core.ParameterSource.COMMANDLINE:
+        raise click.BadParameter(f"topology {topology} runs SPMD, which torch_xla 2.0 (the "
+                                 "legacy profile) cannot: use --profile current",
+                                 param_hint="'--profile'")
     given = {name: value for name, value in (("topology", topology), ("timeout", timeout),
                                              ("profile", profile))
              if scenario is None or ctx.get_parameter_source(name)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import io
 import os
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -204,10 +205,27 @@ class ViewFile(io.FileIO):
             # A hook may shorten the data (ENOSPC at byte K): a short count, as from
             # write(2); the buffered layer retries the rest and meets the error then.
             data = view.hooks.write(view, self._resolved, self, memoryview(b).cast("B"))
-            n = super().write(data) if len(data) else 0
+            rate = self._resolved.mount.write_mb_s
+            n = self._paced(data, rate) if rate else super().write(data) if len(data) else 0
             self.written += n
             return n
         return super().write(b)
+
+    def _paced(self, data: memoryview, rate: float) -> int:
+        """Write ``data`` at the mount's bandwidth (MB per world second): a second's worth
+        at a time, each piece on the disk once its time has passed (``time.sleep`` is the
+        world's in a rank), so a process stopped mid-write leaves what had arrived."""
+        per_second = rate * 1e6
+        piece = max(512, min(1 << 20, int(per_second)))
+        done = 0
+        while done < len(data):
+            chunk = data[done:done + piece]
+            time.sleep(len(chunk) / per_second)
+            written = super().write(chunk)
+            if not written:
+                break
+            done += written
+        return done
 
     def readinto(self, b: Any) -> int | None:
         view = self._view

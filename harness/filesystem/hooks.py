@@ -63,9 +63,6 @@ class NoHooks:
         return allowed
 
 
-#: The operations that only look at a file (its turns commute with each other's).
-LOOKS = frozenset({"stat", "open-read", "read", "listdir", "fsync"})
-
 #: ``turn(op, path, dst, where)``: waits the world's turn for ``op`` on ``path`` (``dst``:
 #: a rename's; ``where``: whose file it is, the mount's scope key: ``shared``,
 #: ``host-N``), then tells the world what it does.
@@ -84,7 +81,10 @@ class Turning:
 
     def _take(self, view: View, op: str, r: Resolved, r2: Resolved | None = None) -> None:
         """The turn, where another rank could see the operation: never on a read-only
-        mount (its files change for nobody) or a rank's own one (nobody else sees it)."""
+        mount (its files change for nobody), a rank's own one (nobody else sees it), or
+        a look at the code every host has (``mounts.Code``)."""
+        if r2 is None and view.code.looked_at(op, r.vpath):
+            return
         if any(x.mount.mode != "ro" and x.mount.scope != "rank" for x in (r, r2) if x):
             self._turn(op, r.vpath, None if r2 is None else r2.vpath,
                        r.mount.scope_key(view.rank, view.host))

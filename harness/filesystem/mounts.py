@@ -10,7 +10,10 @@ is virtual. The longest mount prefix that contains it decides:
   ``overlay`` (the machine's real directory underneath, copy-on-write: reads
   see installed code and data, writes land in the sandbox);
 - its **consistency**: ``local`` (coherent POSIX), ``close-to-open`` (NFS),
-  ``delayed`` (visible ``delay_ms`` after close) or ``object`` (gcsfuse).
+  ``delayed`` (visible ``delay_ms`` after close) or ``object`` (gcsfuse);
+- its **write bandwidth**, ``write_mb_s``: what a write costs in world time (a
+  checkpoint of 2 GB to gcsfuse at 50 MB/s takes 40 world seconds, and may outlast
+  a pre-emption's grace); 0, the default, costs nothing.
 
 Pure data: no I/O here.
 """
@@ -39,6 +42,8 @@ KERNEL_TREES = ("/proc", "/sys", "/dev")
 MAX_MOUNT_PATH = 160
 #: The longest ``delay_ms`` of a delayed mount: the longest world timeout.
 MAX_DELAY_MS = MAX_TIMEOUT_MS
+#: The fastest ``write_mb_s`` a mount may be given (a local NVMe's order of magnitude, x10).
+MAX_WRITE_MB_S = 100_000.0
 
 
 def is_under(path: str, tree: str) -> bool:
@@ -54,6 +59,7 @@ class Mount:
     base: str = "fresh"
     consistency: str = "local"
     delay_ms: int = 0
+    write_mb_s: float = 0.0  # world time a write costs: its bytes at this rate (0: none)
 
     def __post_init__(self) -> None:
         if not self.path.startswith("/") or "\0" in self.path:
@@ -61,6 +67,9 @@ class Mount:
         if not 0 <= self.delay_ms <= MAX_DELAY_MS:
             raise ValueError(f"mount {self.path}: delay_ms {self.delay_ms} is not in "
                              f"0..{MAX_DELAY_MS}")
+        if not 0 <= self.write_mb_s <= MAX_WRITE_MB_S:
+            raise ValueError(f"mount {self.path}: write_mb_s {self.write_mb_s} is not in "
+                             f"0..{MAX_WRITE_MB_S:g}")
         # "/tmp/" is "/tmp", and so is "//tmp" (which normpath alone keeps)
         object.__setattr__(self, "path", posixpath.normpath(self.path).replace("//", "/"))
         for name, value, allowed in (("scope", self.scope, SCOPES), ("mode", self.mode, MODES),
@@ -139,6 +148,38 @@ def installed_code() -> tuple[str, ...]:
         if p))
 
 
+#: The operations that only look at a file (their turns commute with each other's).
+LOOKS = frozenset({"stat", "open-read", "read", "listdir", "fsync"})
+
+
+@dataclass(frozen=True)
+class Code:
+    """The directories of the code every host has (the interpreter's installed packages,
+    the harness and its shim). A look at them, or a ``stat`` of a directory on the way to
+    them, is not the world's: no rank writes them, and how many such looks a rank makes
+    depends on what its process had imported before the world began (``inspect`` resolves
+    every loaded module's path, and a warm fork server holds more modules in some runs than
+    in others). It takes no turn and is not recorded."""
+
+    roots: frozenset[str] = frozenset()
+    on_the_way: frozenset[str] = frozenset()
+    prefixes: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, directories: tuple[str, ...]) -> Code:
+        roots = frozenset(posixpath.normpath(p) for p in directories if p.startswith("/"))
+        ways = set()
+        for root in roots:
+            while root != "/":
+                root = posixpath.dirname(root)
+                ways.add(root)
+        return cls(roots, frozenset(ways), tuple(posixpath.join(p, "") for p in roots))
+
+    def looked_at(self, op: str, path: str) -> bool:
+        return op in LOOKS and (path.startswith(self.prefixes) or path in self.roots or (
+            op == "stat" and path in self.on_the_way))
+
+
 def default_table(topology: Topology, home: str, cwd: str,
                   installed: tuple[str, ...] | None = None) -> MountTable:
     """What a host of ``topology`` sees unless a scenario says otherwise.
@@ -156,7 +197,7 @@ def default_table(topology: Topology, home: str, cwd: str,
         *(Mount(p, scope="shared", base="passthrough") for p in KERNEL_TREES),
         Mount("/dev/shm", scope="host", base="fresh"),  # each host's own tmpfs, as /tmp
     ]
-    if topology.name == "v6e-256":
+    if topology.name in ("v6e-256", "v6e-256-spmd"):  # seed 004's pod, either way it runs
         mounts += [
             Mount("/mnt/data", scope="shared", mode="ro", base="fresh"),
             Mount("/mnt/checkpoints", scope="shared", base="fresh", consistency="object"),

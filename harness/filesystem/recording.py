@@ -132,7 +132,7 @@ class RecordingView(View):
         Only the target's own call is told, not the view's calls inside it (an
         rmdir's listdir); anything but an OSError is not a file operation's outcome."""
         inside = self._inside
-        if vpath is None or getattr(inside, "depth", 0):
+        if vpath is None or getattr(inside, "depth", 0) or self.code.looked_at(op, vpath):
             return call()
         if op in _WITH_LINE:
             inside.depth = 1  # finding the line stats the code's files: not the target's doing

@@ -24,7 +24,7 @@ from harness.filesystem.files import Files, ViewFile
 from harness.filesystem.hooks import NoHooks, Turn, Turning
 from harness.filesystem.machine import oserror
 from harness.filesystem.metadata import Metadata
-from harness.filesystem.mounts import MountTable
+from harness.filesystem.mounts import Code, MountTable
 from harness.filesystem.names import Names
 from harness.filesystem.resolution import Resolved
 
@@ -44,12 +44,16 @@ class View(Files, Directories, Names, Metadata):
     def __init__(self, table: MountTable, sandbox: str, rank: int, host: int, cwd: str,
                  home: str, hooks: Any = None, private: tuple[str, ...] = (),
                  notify: Notify = _nobody, world_ns: Callable[[], int] | None = None,
-                 drawn: tuple[str, ...] = (), turn: Turn | None = None) -> None:
+                 drawn: tuple[str, ...] = (), turn: Turn | None = None,
+                 code: tuple[str, ...] = ()) -> None:
         """``drawn``: the directories whose overlay the kernel draws in this rank's host
         namespace (kernel isolation): the view reads and writes them as they are there.
         ``turn``: waits the world's turn before an operation another rank could see
-        (``hooks.Turning``); None: the operations run as they come (a pod's view)."""
+        (``hooks.Turning``); None: the operations run as they come (a pod's view).
+        ``code``: the directories of the code every host has (``mounts.Code``: looks at
+        them are not the world's)."""
         self.table = table
+        self.code = Code.of(code)
         self._drawn = drawn
         self.sandbox = sandbox
         # The harness's own files (the sandbox's backing store, rank output)

@@ -80,9 +80,10 @@ def aimed(scenario: Scenario, mounts: tuple[PodMount, ...], scratch: str = "") -
 
 
 def topology_name(hosts: int, ranks_per_host: int) -> str:
-    """The catalog's name for a pod's shape (``v4-64`` for 8x1), else ``HxR``."""
+    """The catalog's name for a pod's shape (``v4-64`` for 8x1), else ``HxR``; never an SPMD
+    topology's (its processes would answer ``use_spmd`` as SPMD ones)."""
     for name, topo in TOPOLOGIES.items():
-        if (topo.hosts, topo.ranks_per_host) == (hosts, ranks_per_host):
+        if not topo.spmd and (topo.hosts, topo.ranks_per_host) == (hosts, ranks_per_host):
             return name
     return f"{hosts}x{ranks_per_host}"
 

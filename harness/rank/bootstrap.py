@@ -114,7 +114,6 @@ def _start_clock(channel: Channel, start_ns: int) -> None:
     with channel.early_lock:
         clock.seen = channel.early_wakes  # a notice that came before (``Channel``)
         rank_clock.install(clock)
-    channel.use_world_lock()
 
 
 def enter_world(faults: FaultPlan, seed: int, rank: int, host: int,
@@ -203,12 +202,21 @@ def _enter_world(ctx: RankContext, rank: int, life: int = 0, round_: int = 0) ->
             spec.mounts, spec.sandbox, rank, ctx.host, spec.cwd, spec.home, hooks=engine,
             private=(spec.outdir,), notify=channel.notify, drawn=drawn,
             world_ns=rank_clock.world_time_ns if rank_clock.current() else None,
-            turn=_turns(channel, spec.target), **told)
+            turn=_turns(channel, spec.target), code=_code_every_host_has(spec), **told)
 
     ctx.engine, ctx.view = enter_world(spec.faults, spec.seed, rank, ctx.host, channel.notify,
                                        life, round_, sandboxed if spec.mounts is not None else None,
                                        lambda header: channel.request(header)[0], _wait_for_others,
                                        signals)
+
+
+def _code_every_host_has(spec: WorldSpec) -> tuple[str, ...]:
+    """The interpreter's installed packages, the harness and its shim: looks at them
+    take no turn of the world's (``hooks.Turning``)."""
+    from harness.filesystem.mounts import installed_code
+
+    return (*installed_code(), os.path.dirname(os.path.abspath(refs.__file__)),
+            spec.shim_root)
 
 
 def _wait_for_others(doing: dict[str, str], at_least_ms: int) -> None:
@@ -418,10 +426,21 @@ def run_unit(spec: WorldSpec, role: str, ident: int, life: int = 0, start_ns: in
 
 
 def run_script(argv: tuple[str, ...]) -> None:
-    """Run ``python ARGV...`` in this process, as the interpreter would."""
+    """Run ``python ARGV...`` in this process, as the interpreter would (``torchrun ...``:
+    the one worker torchrun would start on this host, ``rank/torchrun.py``)."""
     import runpy
 
+    from harness.rank import torchrun
+
     args = list(argv)
+    if torchrun.is_torchrun(args):
+        ctx = runtime.current()
+        topology = ctx.spec.topology
+        launch = torchrun.parse(args)
+        torchrun.check(launch, topology.hosts, topology.ranks_per_host)
+        args, env = torchrun.worker(launch, ctx.host,
+                                    [topology.hostname(h) for h in range(topology.hosts)])
+        os.environ.update(env)
     if args and args[0] == "-m":
         if len(args) < 2:
             raise SystemExit("harness exec: -m needs a module name")

@@ -8,9 +8,11 @@ import socket
 import sys
 import threading
 import traceback
+from typing import Any
 
 from harness.rank import clock as rank_clock
 from harness.rank import signals, wire
+from harness.rank.guard import Guard
 
 _HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -31,8 +33,14 @@ class Channel:
     def __init__(self, address: str, role: str, ident: int) -> None:
         # The machine's locks (the unit's world functions may be in place, inherited from its
         # leader, before its clock is): the harness's own, never a wait of the world's.
-        self._lock = _thread.allocate_lock()  # one request (send + its reply) at a time
-        self._send_lock = _thread.allocate_lock()  # one frame at a time on the wire
+        # Requests of several threads at once (a save's thread beside the training loop): each
+        # carries its number and its reply the same; whichever thread reads a reply hands it on.
+        self._mux = _thread.allocate_lock()  # the numbers, the replies read, who reads
+        self._next_req = 0
+        self._replies: dict[int, tuple[dict, bytearray]] = {}
+        self._parked: list[Any] = []  # locks of the threads waiting for a reply another reads
+        self._reading = False
+        self._send_lock = Guard()  # one frame at a time on the wire (guard.py)
         self.call = wire.connect(address)
         wire.send_frame(self.call, {"type": "hello", "role": role, "id": ident,
                                     "pid": os.getpid(), "channel": "call"})
@@ -53,17 +61,19 @@ class Channel:
         clock = rank_clock.current()
         deferred = signals.deferring()
         try:
-            with self._lock:
-                if clock is None:
+            with self._mux:
+                self._next_req += 1
+                header = {**header, "req": self._next_req}
+            if clock is None:
+                with self._send_lock:
+                    wire.send_frame(self.call, header, payload)
+            else:
+                def send(idle: dict | None) -> None:
                     with self._send_lock:
-                        wire.send_frame(self.call, header, payload)
-                else:
-                    def send(idle: dict | None) -> None:
-                        with self._send_lock:
-                            wire.send_frame(self.call, header if idle is None else
-                                            {**header, "idle": idle}, payload)
-                    clock.request(send)
-                reply, data = wire.recv_frame(self.call)
+                        wire.send_frame(self.call, header if idle is None else
+                                        {**header, "idle": idle}, payload)
+                clock.request(send)
+            reply, data = self._reply_to(header["req"])
             if clock is not None:
                 clock.replied(reply.get("t", 0))
         finally:
@@ -74,10 +84,46 @@ class Channel:
             raise exc_type(reply["message"])
         return reply, data
 
-    def use_world_lock(self) -> None:
-        """Once the world clock is installed: a thread that waits for another's request to
-        end waits on the world's clock, not in a wait it cannot see."""
-        self._lock = rank_clock.WorldLock()  # type: ignore[assignment]
+    def _reply_to(self, req: int) -> tuple[dict, bytearray]:
+        """Wait for request ``req``'s reply: read the socket if no other thread does (and
+        keep what is another's), else wait until one hands it over or stops reading. The
+        thread already counts as waiting for the world clock (``RankClock.request``)."""
+        while True:
+            with self._mux:
+                got = self._replies.pop(req, None)
+                if got is not None:
+                    return got
+                park = None
+                if self._reading:
+                    park = _thread.allocate_lock()
+                    park.acquire()
+                    self._parked.append(park)
+                else:
+                    self._reading = True
+            if park is not None:
+                park.acquire()  # a reply was read, or the reader stopped: look again
+                continue
+            try:
+                reply, data = wire.recv_frame(self.call)
+            except BaseException:
+                self._stop_reading()
+                raise
+            mine = reply.get("req", req)
+            self._stop_reading(None if mine == req else (mine, (reply, data)))
+            if mine == req:
+                return reply, data
+
+    def _stop_reading(self, kept: tuple[int, tuple[dict, bytearray]] | None = None) -> None:
+        """The reader is done: keep what it read for another thread (``kept``), then let
+        every parked thread look again (one of them reads next)."""
+        with self._mux:
+            if kept is not None:
+                self._replies[kept[0]] = kept[1]
+            self._reading = False
+            parked, self._parked = self._parked, []
+        for other in parked:
+            other.release()
+
 
     def notify(self, header: dict, payload: bytes = b"") -> None:
         """A one-way message (no reply), safe from any thread, even mid-request."""
@@ -105,6 +151,9 @@ class Channel:
                                                    "importing": importing_now()})
         except (OSError, EOFError, wire.FrameError):
             pass
+        except Exception:  # noqa: BLE001 - the harness's own bug: said, and the unit runs on
+            sys.stderr.write("harness: this unit's control thread failed; its clock runs on the "
+                             "machine's time from here:\n" + traceback.format_exc())
         clock = rank_clock.current()
         if clock is not None:  # no time will come again: its waits for one end now
             clock.cut_off()

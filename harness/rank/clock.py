@@ -48,7 +48,8 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from harness.filesystem.hooks import LOOKS
+from harness.filesystem.mounts import LOOKS
+from harness.rank.guard import Guard
 
 NS = 1_000_000_000
 #: The world's ``time.time()`` at its start: 2030-01-01T00:00:00Z, after any file of
@@ -79,13 +80,14 @@ PENDING, BLOCKED, NOTIFIED, TIMED_OUT, GONE = range(5)
 class Waiter:
     """One thread's wait: a real lock it blocks on, released by whoever wakes it."""
 
-    __slots__ = ("lock", "state", "deadline")
+    __slots__ = ("lock", "state", "deadline", "poked")
 
     def __init__(self, deadline: int | None) -> None:
         self.lock = _allocate()
         self.lock.acquire()
         self.state = PENDING
         self.deadline = deadline
+        self.poked = False  # its lock was released for a signal's handler (``RankClock.poke``)
 
 
 class TurnWaiter(Waiter):
@@ -112,6 +114,7 @@ class FdWaiter(Waiter):
     def __init__(self, deadline: int | None, fds: dict[int, int]) -> None:
         self.state = PENDING
         self.deadline = deadline
+        self.poked = False  # never poked: a signal's handler interrupts its poll by itself
         self.wake = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
         self.lock = self  # what the clock releases
         # Two: its thread waits on one while another thread looks through the other (a
@@ -149,7 +152,7 @@ class RankClock:
     """
 
     def __init__(self, send: Callable[[dict[str, Any]], None], start_ns: int = 0) -> None:
-        self._lock = _allocate()
+        self._lock = Guard()  # no handler of the target's runs inside (guard.py)
         self._send = send
         self.now = start_ns  # this unit's reading
         self.synced = start_ns  # the world's time, as the harness last said it
@@ -159,6 +162,7 @@ class RankClock:
         self._timed: list[tuple[int, int, Waiter]] = []
         self._order = itertools.count()
         self._waiting: set[int] = set()  # threads inside a wait (a signal handler may nest)
+        self._blocked_on: dict[int, Waiter] = {}  # thread -> the wait it sleeps in (``poke``)
         #: the threads the count covers: this one, and those started through ``threading``
         #: since (a thread C code starts, or the harness's own, waits on the machine's time)
         self._counted: set[int] = {_get_ident()}
@@ -256,6 +260,8 @@ class RankClock:
             waiter.state = BLOCKED
             self.running -= 1
             self._waiting.add(me)
+            outer = self._blocked_on.get(me)  # a handler's wait inside another: restored after
+            self._blocked_on[me] = waiter
             if fds is not None:
                 self._fd_waiters.add(fds)
             if waiter.deadline is not None:
@@ -266,7 +272,12 @@ class RankClock:
             if fds is not None:
                 fds.wait()
             else:
-                waiter.lock.acquire()  # interruptible: a signal's handler runs, then it waits on
+                while True:
+                    waiter.lock.acquire()  # interruptible: a signal's handler runs, then it waits on
+                    with self._lock:  # a poke (a handler that had to run now: it has) or the end?
+                        if not (waiter.poked and waiter.state == BLOCKED):
+                            break
+                        waiter.poked = False
         except BaseException:
             with self._lock:
                 if waiter.state == BLOCKED:  # the handler raised: this thread runs again
@@ -278,6 +289,11 @@ class RankClock:
             raise
         finally:
             self._waiting.discard(me)
+            with self._lock:
+                if outer is not None:
+                    self._blocked_on[me] = outer
+                else:
+                    self._blocked_on.pop(me, None)
             if fds is not None:
                 with self._lock:
                     self._fd_waiters.discard(fds)
@@ -303,6 +319,26 @@ class RankClock:
                 waiter.state = TIMED_OUT
         return waiter.state == NOTIFIED
 
+    @staticmethod
+    def _release(waiter: Waiter) -> None:
+        """End a blocked wait (its new state set): its lock is released, unless a poke
+        already did (the thread then sees the state when its acquire returns)."""
+        if waiter.poked:
+            waiter.poked = False
+        else:
+            waiter.lock.release()
+
+    def poke(self, ident: int) -> None:
+        """A signal was just sent to thread ``ident``: if it waits on the clock, release its
+        lock once, so that it runs the signal's handler and waits on. The signal may have
+        come after Python last looked for one and before the thread went to sleep in the
+        kernel, where nothing would wake it (CPython runs a handler only between bytecodes)."""
+        with self._lock:
+            waiter = self._blocked_on.get(ident)
+            if waiter is not None and waiter.state == BLOCKED and not waiter.poked:
+                waiter.poked = True
+                waiter.lock.release()
+
     def notify(self, waiter: Waiter) -> bool:
         """Wake ``waiter``'s thread (its wait ends as notified); False if its wait had
         already ended (timed out, or left by an exception): the notice is not taken."""
@@ -311,7 +347,7 @@ class RankClock:
                 waiter.state = NOTIFIED
                 if self.detached is None:
                     self.running += 1  # counted by the waker: never a moment idle in between
-                waiter.lock.release()
+                self._release(waiter)
                 return True
             if waiter.state == PENDING:
                 waiter.state = NOTIFIED
@@ -334,7 +370,7 @@ class RankClock:
                 if waiter.state == BLOCKED:
                     waiter.state = TIMED_OUT
                     self.running += 1
-                    waiter.lock.release()
+                    self._release(waiter)
             if self.running == 0:  # nothing was due after all (a wait left meanwhile)
                 self._tell_idle()
 
@@ -475,17 +511,18 @@ class RankClock:
                 if waiter.state == BLOCKED:
                     waiter.state = TIMED_OUT
                     self.running += 1
-                    waiter.lock.release()
+                    self._release(waiter)
             self._timed = []
 
     # -- a forked child ------------------------------------------------------------------
     def detach(self) -> None:
         """In a process forked from this unit: off the world, on the machine's time from here."""
-        self._lock = _allocate()
+        self._lock = Guard()  # no handler of the target's runs inside (guard.py)
         self.alone = None
         self.detached = (self.now, real_monotonic_ns())
         self._timed = []
         self._waiting = set()
+        self._blocked_on = {}
         self._counted = set()
         self._fd_waiters = set()
 
@@ -621,7 +658,7 @@ class WorldLock:
 
     def __init__(self) -> None:
         self._lock = _allocate()
-        self._meta = _allocate()  # guards the waiters and the hand-over; never held long
+        self._meta = Guard()  # the waiters and the hand-over; never held long (guard.py)
         self._waiters: deque[Waiter] = deque()
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
@@ -680,7 +717,7 @@ class WorldLock:
 
     def _at_fork_reinit(self) -> None:
         self._lock = _allocate()
-        self._meta = _allocate()
+        self._meta = Guard()
         self._waiters = deque()
 
     def __repr__(self) -> str:

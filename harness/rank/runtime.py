@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -71,6 +72,9 @@ def enter(ctx: RankContext) -> None:
     global _context
     _context = ctx
     when_imported(SHIM_RUNTIME_MODULE, lambda shim: shim.install(HarnessRuntime()))
+    from harness.rank import distributed
+
+    when_imported("torch.distributed", distributed.install)
 
 
 def before_collective(op: str, tag: str | None) -> None:
@@ -175,6 +179,10 @@ class HarnessRuntime:
     def ranks_per_host(self) -> int:
         return current().spec.topology.ranks_per_host
 
+    def devices_per_process(self) -> int:
+        """The chips one process addresses: its host's every chip in an SPMD topology."""
+        return current().spec.topology.devices_per_process
+
     def collective(self, op: str, kind: str, payload: Any, site: str | None,
                    meta: dict[str, Any]) -> tuple[dict, bytearray]:
         before_collective(op, meta.get("tag"))
@@ -199,6 +207,51 @@ class HarnessRuntime:
         _, data = _channel().request({"type": "recv", "box": box_name(box), "peer": peer,
                                       "site": site})
         return data
+
+    def store(self, name: str, timeout: Any) -> Any:
+        """The world's torch.distributed store at ``name`` (``xla://``'s)."""
+        from harness.rank.distributed import world_store
+
+        return world_store(name, timeout)
+
+    def sync_point(self, op: str, step: int = 0) -> bool:
+        """The XLA runtime's preemption sync manager (``world/preemption.py``): ``activate``
+        (its C++ handler catches SIGTERM), ``deactivate``, ``reached`` (is ``step`` the
+        sync point?)."""
+        from harness.rank import signals
+
+        ctx = current()
+        if ctx.single is not None or ctx.channel is None:
+            return False
+        channel = ctx.channel
+        if op == "activate":
+            signals.catch_sigterm(lambda: channel.notify({"type": "sync-point",
+                                                          "op": "deactivate"}))
+        elif op == "deactivate":
+            signals.release_sigterm()
+        reply, _ = channel.request({"type": "sync-point", "op": op, "step": int(step),
+                                    "site": None})
+        return bool(reply.get("reached"))
+
+    def step(self) -> None:
+        """A training step's marker: it costs the world's ``step_seconds`` (the scenario's
+        cost model) and the world hears of it (the trainer's checker counts the steps)."""
+        ctx = current()
+        if ctx.single is not None or ctx.channel is None:
+            return
+        if ctx.spec.step_seconds:
+            time.sleep(ctx.spec.step_seconds)  # the world's sleep, in a rank
+        ctx.channel.notify({"type": "step"})
+
+    def aside(self, fn: Callable[[], Any]) -> Any:
+        """The shim's own work (registering its ops when torch._dynamo is imported): it
+        takes no turn of the world's, so the world's time does not depend on whether the
+        rank's process had imported torch._dynamo before the world began. Its file
+        operations reach the machine's functions, never the view, its turns or its faults."""
+        from harness.filesystem import patch
+
+        with patch.aside():
+            return fn()
 
     def spawn(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
         from harness.rank.launcher import spawn_local_ranks

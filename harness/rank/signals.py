@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from harness.rank import clock as rank_clock
-from harness.rank import sweep
+from harness.rank import guard, sweep
 
 real_signal = signal.signal
 real_getsignal = signal.getsignal
@@ -41,16 +41,23 @@ _set_by_target: dict[int, Any] = {}
 
 def world_signal(signalnum: int, handler: Any) -> Any:
     """``signal.signal``: the target's Python handler, wrapped so the clock knows it runs."""
+    if signalnum == signal.SIGTERM and _notifier_replaced is not None \
+            and getattr(real_getsignal(signal.SIGTERM), "_harness_notifier", False):
+        _notifier_replaced()  # the XLA runtime's catcher is gone: it hears no notice now
     wrapped = _wrap(handler) if callable(handler) else handler
     previous = real_signal(signalnum, wrapped)  # the real checks: main thread, a valid signal
     previous = _set_by_target.pop(int(signalnum), previous)
+    guard.HANDLED.discard(int(signalnum))
     if callable(handler):
         _set_by_target[int(signalnum)] = handler
+        guard.HANDLED.add(int(signalnum))
     return previous
 
 
 def world_getsignal(signalnum: int) -> Any:
     current = real_getsignal(signalnum)
+    if getattr(current, "_harness_notifier", False):
+        return None  # a handler set in C, as Python reports one
     if getattr(current, "_harness_wrapped", False):
         return _set_by_target.get(int(signalnum), current)
     return current
@@ -75,6 +82,33 @@ def _wrap(handler: Callable[..., Any]) -> Callable[..., Any]:
     return on_signal
 
 
+def _sigterm_notifier(signum: int, frame: Any) -> None:
+    """The XLA runtime's SIGTERM catcher (tsl's ``SigtermNotifier``): a C handler that only
+    notes the signal; the process lives on, and the world's sync point hears of it."""
+
+
+_sigterm_notifier._harness_notifier = True  # type: ignore[attr-defined]
+_notifier_replaced: Callable[[], None] | None = None
+
+
+def catch_sigterm(replaced: Callable[[], None]) -> None:
+    """The XLA runtime's preemption sync manager catches SIGTERM from now, as its C++
+    handler does: a delivered SIGTERM no longer ends the process, ``getsignal`` answers
+    None, and a handler the target sets later replaces it (``replaced`` is told)."""
+    global _notifier_replaced
+    _notifier_replaced = replaced
+    real_signal(signal.SIGTERM, _sigterm_notifier)
+    _set_by_target.pop(int(signal.SIGTERM), None)
+
+
+def release_sigterm() -> None:
+    """The manager shut down: SIGTERM's default action again, if its catcher still held it."""
+    global _notifier_replaced
+    _notifier_replaced = None
+    if getattr(real_getsignal(signal.SIGTERM), "_harness_notifier", False):
+        real_signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 #: a thread of this rank that waits for the harness's signal (``awaiting``)
 _awaited: rank_clock.Waiter | None = None
 
@@ -84,12 +118,13 @@ def awaiting(host: int) -> Iterator[None]:
     """What the block sends (a fault that gives this rank's ``host`` a notice) is answered
     with a signal, or with the word that none comes (signal 0): on its way out, the block
     waits for it, so the rank's handler runs where the fault struck, in every run. The
-    block is a turn of the world's clock: two ranks of a host struck at one instant give
-    the notice in the seed's order."""
+    block is a turn of the world's clock, one that no other notice's turn commutes with:
+    ranks struck at one instant, of one host or of several, give their notices in the
+    seed's order (the world's notices, their hard stops and the history follow it)."""
     global _awaited
     clock = rank_clock.current()
     if clock is not None:
-        clock.turn({"op": "notice", "path": f"/host-{host}", "where": "world"})
+        clock.turn({"op": "notice", "path": "/notices", "where": "world"})
     waiter = _awaited = rank_clock.Waiter(None)
     try:
         yield
@@ -119,6 +154,8 @@ def deliver(signum: int, told: int | None = None) -> None:
         main = threading.main_thread().ident
         assert main is not None
         signal.pthread_kill(main, signum)
+        if clock is not None and way == RUNS:
+            clock.poke(main)  # asleep in a wait of the clock's: it runs the handler, waits on
     if waiter is not None:
         clock.notify(waiter)  # type: ignore[union-attr] - after the kill: the handler first
 
@@ -139,6 +176,8 @@ def disposition(signum: int) -> str:
     current = real_getsignal(signum)
     if getattr(current, "_harness_wrapped", False):
         return RUNS
+    if getattr(current, "_harness_notifier", False):
+        return NOTHING
     if current == signal.SIG_DFL and signum in _TERMINATING:
         return DIES
     return NOTHING

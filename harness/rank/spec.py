@@ -38,6 +38,8 @@ class WorldSpec:
     #: kernel isolation (``harness.rank.namespaces``): each host's binds, made in a mount
     #: namespace of its own that its units join; None: Python isolation alone
     binds: dict[int, tuple[Bind, ...]] | None = None
+    #: the world seconds a training step costs, at its step marker (``HarnessRuntime.step``)
+    step_seconds: float = 0.0
 
     def args_of(self, rank: int) -> tuple[Any, ...]:
         """The positional args ``rank`` calls the target with: its host's, else ``args``."""

@@ -22,6 +22,7 @@ from harness.filesystem.mounts import Mount, default_table
 from harness.history import ranks_phrase
 from harness.roles import Roles
 from harness.topology import Topology
+from harness.vocabulary import PASS
 from harness.world.result import RankResult
 
 _NOT_FOUND = re.compile(r"No such file or directory: '(/[^']+)'")
@@ -38,12 +39,11 @@ def per_host_note(roles: Roles | None, mounts: Iterable[Mount], topology: Topolo
     for mount in own:
         table = table.with_mount(mount)
     ranks = [] if pod else list(ranks)
-    for r in ranks:  # a machine path the hosts do not have: the rank's own words name it
+    missing: list[str] = []  # the paths the ranks' own errors say they did not find
+    for r in ranks:
         error = r.error or {}
-        found = _NOT_FOUND.search(f"{error.get('message', '')}\n{error.get('traceback', '')}")
-        if found is None:
-            continue
-        path = found.group(1)
+        missing += _NOT_FOUND.findall(f"{error.get('message', '')}\n{error.get('traceback', '')}")
+    for path in missing:  # a machine path the hosts do not have: the rank's own words name it
         mount = table.match(path)
         if mount.base == "fresh" and os.path.exists(path):
             return (f"'{path}' is on this machine but on no host of the world: {mount.path} "
@@ -51,13 +51,15 @@ def per_host_note(roles: Roles | None, mounts: Iterable[Mount], topology: Topolo
                     "data under the working directory, or a path the pod's hosts have)")
     if topology.hosts < 2:
         return None
+    # a reader that did not fail, or that the fault plan killed, is not why the cell failed
+    failed = {r.rank for r in ranks if r.outcome != PASS and not r.killed_by_fault}
     for use in (roles.of("handoff") if roles is not None else ()):
         mount = table.match(use.path)
         if mount.scope == "shared" or (pod and (mount.path == "/" or mount.base != "fresh")):
             continue
         wrote = {topology.host_of(r) for r in use.writers if r < topology.world_size}
-        looked = [r for r in use.readers
-                  if r < topology.world_size and topology.host_of(r) not in wrote]
+        looked = [r for r in use.readers if r < topology.world_size
+                  and topology.host_of(r) not in wrote and (not ranks or r in failed)]
         if not wrote or not looked:
             continue
         if mount in own:
@@ -67,7 +69,10 @@ def per_host_note(roles: Roles | None, mounts: Iterable[Mount], topology: Topolo
         else:  # the host's own disk, as any path no one mounts
             place = _suggested(use.path)
             why = f"if {place} is one filesystem on your pod: --mount {place}=shared"
-        return (f"'{use.path}' is per host on {topology.name}: {ranks_phrase(looked)} on "
+        # The file of this kind the ranks did not find (another step's, say), if they said so
+        path = next((p for p in missing if posixpath.basename(p) == posixpath.basename(use.path)
+                     and table.match(p) == mount), use.path)
+        return (f"'{path}' is per host on {topology.name}: {ranks_phrase(looked)} on "
                 f"{ranks_phrase(sorted({topology.host_of(r) for r in looked}), 'host')} "
                 f"{'never sees' if len(looked) == 1 else 'never see'} what "
                 f"{ranks_phrase(sorted(use.writers))} wrote on "

@@ -271,12 +271,13 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
                        mounts=mounts, faults=faults,
                        preload=preload, files=files, watch=watch, reads=target.reads,
                        args_by_host={h: (i.for_target(),) for h, i in
-                                     scenario.host_workload_inputs.items()} or None, **recording)
+                                     scenario.host_workload_inputs.items()} or None, **recording,
+                       **workload.world_settings(inputs))
     bug = harness_bug(plan, result)
     if bug is not None:
         raise bug
     try:
-        judgement = workload.judge(result, _baseline(scenario, discovery, learning))
+        judgement = workload.judge(result, _baseline(scenario, discovery, learning), inputs)
     except Exception as exc:  # noqa: BLE001 - one cell's judgement, never the run's
         log.exception("cannot judge %s[%s]", scenario.name, target.name)
         judgement = Judgement(ERROR, f"the cell could not be judged: {_why(exc)} (the workload's "

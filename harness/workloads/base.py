@@ -147,7 +147,8 @@ class Workload:
     name: str
     inputs_model: type[WorkloadInputs]
     #: (result) -> the cell's judgement; a checker that takes a second argument also gets
-    #: what the target returned in its fault-free runs (``common.Baseline``; see ``judge``)
+    #: what the target returned in its fault-free runs (``common.Baseline``), a third the
+    #: cell's inputs (see ``judge``)
     checker: Callable[..., Judgement]
     #: reference target name -> ``module:function``
     targets: Mapping[str, str] = field(default_factory=dict)
@@ -165,6 +166,12 @@ class Workload:
     #: its ranks are independent workers: one that dies may come back alone (a pre-empted
     #: VM restarted), which a rank of an SPMD job joined by collectives never does
     restarts_alone: bool = False
+    #: its ranks are one job: a pre-emption restarts the job whole, once every rank has
+    #: ended (``WorldConfig.restart_job``), as a training job is resubmitted
+    restarts_job: bool = False
+    #: (inputs) -> the world seconds a training step costs at its marker (the cost model,
+    #: ``WorldConfig.step_seconds``); None: steps cost nothing
+    step_seconds: Callable[[Any], float] | None = None
     #: the fault kinds ``harness explore`` draws for it unless told (None: every kind):
     #: what its ranks meet where they run
     explore_kinds: tuple[str, ...] | None = None
@@ -197,11 +204,26 @@ class Workload:
     def records_files(self, inputs: WorkloadInputs) -> bool:
         return bool(self.record_files(inputs)) if self.record_files is not None else False
 
-    def judge(self, result: WorldResult, baseline: Baseline | None = None) -> Judgement:
-        """The checker's judgement of ``result``, given ``baseline`` if it takes one."""
-        if _positional_arity(self.checker) >= 2:
+    def judge(self, result: WorldResult, baseline: Baseline | None = None,
+              inputs: WorkloadInputs | None = None) -> Judgement:
+        """The checker's judgement of ``result``, given ``baseline`` and the cell's
+        ``inputs`` if it takes them."""
+        arity = _positional_arity(self.checker)
+        if arity >= 3:
+            return self.checker(result, baseline, inputs)
+        if arity >= 2:
             return self.checker(result, baseline)
         return self.checker(result)
+
+    def world_settings(self, inputs: WorkloadInputs) -> dict[str, Any]:
+        """What this workload's cells ask of their world beyond the scenario's: how a
+        pre-emption restarts it, what a training step costs."""
+        out: dict[str, Any] = {}
+        if self.restarts_job:
+            out["restart_job"] = True
+        if self.step_seconds is not None:
+            out["step_seconds"] = float(self.step_seconds(inputs))
+        return out
 
     def validator_for(self, target: Target) -> Validator | None:
         """What judges each rank's value of ``target``: its own checker, else (a built-in)

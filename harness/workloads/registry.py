@@ -37,6 +37,8 @@ BUILTIN_ENTRY_POINTS = {
     "config-sync": "harness.workloads.config_sync.workload:WORKLOAD",
     "data-sharding": "harness.workloads.data_sharding.workload:WORKLOAD",
     "checkpoint-resume": "harness.workloads.checkpoint_resume.workload:WORKLOAD",
+    "trainer": "harness.workloads.trainer.workload:WORKLOAD",
+    "spmd-trainer": "harness.workloads.spmd_trainer.workload:WORKLOAD",
 }
 
 

@@ -72,7 +72,9 @@ def unit_result(outdir: str, ident: int, host: int, unit: Unit, name: str,
                      signal=sig, stack=unit.stack)
     stdout_path, stderr_path = (os.path.join(outdir, f"{name}.{s}") for s in ("stdout", "stderr"))
     out.stdout, out.stderr = _read_tail(stdout_path), _read_tail(stderr_path)
-    out.killed_by_fault = unit.doomed_by is not None and unit.status is not None
+    # (a pre-emption's notice dooms a life that may still return within its grace)
+    out.killed_by_fault = unit.doomed_by is not None and unit.status is not None \
+        and not unit.returned
     out.restarts = unit.life
     if unit.stopped is not None:  # killed at a limit of the world's, whatever it was doing
         out.outcome = CRASH

@@ -41,7 +41,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from harness.filesystem.hooks import LOOKS
+from harness.filesystem.mounts import LOOKS
 
 #: A unit of the world: ("rank", r), or in exec mode ("host", h) for a host's launcher.
 Key = tuple[str, int]

@@ -53,6 +53,12 @@ class WorldConfig:
     files: tuple[Leftover, ...] = ()
     watch: tuple[str, ...] = ()
     max_restarts: int = 20
+    #: a pre-empted rank's job restarts whole (a training job resubmitted): once every rank
+    #: has ended, all start again on their disks; else each pre-empted host comes back alone
+    restart_job: bool = False
+    #: the cost model of a training step: world seconds at each step marker
+    #: (``torch_xla.sync``, ``mark_step``), 0 for none
+    step_seconds: float = 0.0
     #: a rank that fails (a signal, a non-zero exit) ends the world at once, its other
     #: units SIGKILLed, as a launcher such as torchrun tears a job down; off by default,
     #: since a pod's ranks wait for a dead peer forever
@@ -92,6 +98,9 @@ class WorldConfig:
             set_(self, "checker", validator(self.checker))
         if self.profile not in PROFILES:
             raise ValueError(f"unknown profile {self.profile!r}: use one of {', '.join(PROFILES)}")
+        if self.topology.spmd and self.profile == "legacy":  # type: ignore[union-attr]
+            # an SPMD topology implies torch_xla 2.9: 2.0's XRT runtime had no SPMD to model
+            set_(self, "profile", "current")
         if self.isolation not in MODES:
             raise ValueError(f"unknown isolation {self.isolation!r}: use one of {', '.join(MODES)}")
         if not self.timeout > 0:

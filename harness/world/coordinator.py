@@ -21,10 +21,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.history import Event, History, ranks_phrase
-from harness.world.protocol import Collective, Recv, Send
+from harness.world.groups import ProcessGroups
+from harness.world.preemption import PreemptionSync
+from harness.world.protocol import Collective, Recv, Send, StoreOp, SyncPoint
 from harness.world.reductions import ReductionError, reduce_buffers
+from harness.world.stores import StoreError, Stores
 
 Reply = tuple[int, dict, bytes | bytearray]
+
+
+def answer(rank: int, call: object, header: dict, payload: bytes | bytearray = b"") -> Reply:
+    """The reply to ``call`` (a request of ``rank``'s): with its number, which a rank whose
+    threads ask at once reads its replies by (``Channel``)."""
+    req = getattr(call, "req", None)
+    return (rank, header if req is None else {**header, "req": req}, payload)
+
+
+def answering(replies: list[Reply], calls: dict[int, object]) -> list[Reply]:
+    """Replies to a step's calls (``calls``: by rank), each with its request's number."""
+    return [answer(r, calls[r], h, p) if r in calls else (r, h, p) for r, h, p in replies]
 
 
 @dataclass
@@ -37,6 +52,9 @@ class Waiting:
     step: int | None
     site: str | None
     since: float
+    until: float | None = None  # the wait's limit (world s): a process group's or store's timeout
+    limit_ms: int | None = None  # the same, as the rank asked for it
+    req: int | None = None  # the waiting request's number (its reply carries it)
 
     def describe(self) -> str:
         return f"{self.op} {self.tag!r}" if self.tag else self.op
@@ -81,7 +99,12 @@ class Coordinator:
         self._next_step = [0] * world_size
         self._round = [0] * world_size  # exec mode: which xmp.spawn of its launcher a rank runs
         self._mailboxes: dict[str, deque[bytes | bytearray]] = {}
-        self._receivers: dict[str, int] = {}
+        self._receivers: dict[str, tuple[int, Recv]] = {}  # box -> the rank waiting, its call
+        self.groups = ProcessGroups()  # torch.distributed's process groups (``groups.py``)
+        self.stores = Stores()  # torch.distributed's stores (``stores.py``)
+        self.preemption = PreemptionSync(world_size)  # the XLA runtime's (``preemption.py``)
+        #: replies no request of their rank's made now: a peer's exit, a wait timed out
+        self.outbox: list[Reply] = []
 
     # -- bookkeeping -----------------------------------------------------
     def now(self) -> float:
@@ -96,6 +119,8 @@ class Coordinator:
 
     # -- collectives -----------------------------------------------------
     def collective(self, rank: int, call: Collective) -> list[Reply]:
+        if call.group is not None:
+            return self._group_collective(rank, call)
         step_no, round_ = self._next_step[rank], self._round[rank]
         self._next_step[rank] += 1
         op, tag, site = call.op, call.tag, call.site
@@ -156,7 +181,7 @@ class Coordinator:
         for r in arrivals:
             self.waiting.pop(r, None)
         self.record("complete", op=call0.op, tag=call0.tag, step=step_no)
-        return replies
+        return answering(replies, arrivals)
 
     def _compute(self, call0: Collective, group: list[int],
                  arrivals: dict[int, Collective]) -> list[Reply]:
@@ -200,16 +225,144 @@ class Coordinator:
             return replies
         raise CallError(f"unknown collective kind {kind!r}")
 
+    # -- torch.distributed's process groups and stores ----------------------
+    def _group_collective(self, rank: int, call: Collective) -> list[Reply]:
+        """A call on a process group: its own sequence, gloo's answers to a peer's exit."""
+        if not call.groups or len(call.groups) != 1 or rank not in call.groups[0] \
+                or any(not 0 <= m < self.world_size for m in call.groups[0]):
+            return [answer(rank, call, {"error": "ValueError", "message": (
+                f"{call.op} on process group {call.group!r}: its members {call.groups} are "
+                f"not one list of this world's ranks that holds rank {rank}")})]
+        arrival = self.groups.arrive(rank, call)
+        detail: dict[str, Any] = {"group": call.group}
+        if call.tensors:
+            detail["tensors"] = [f"{d}{list(s)}" for d, s, *_ in call.tensors]
+        self.record("call", rank=rank, op=call.op, tag=call.tag, step=arrival.seq, site=call.site,
+                    detail=detail)
+        if arrival.closed is not None:
+            return [self._closed_reply(rank, call, arrival.seq, arrival.closed)]
+        if arrival.complete is None:
+            until = None if call.timeout_ms is None else self.now() + call.timeout_ms / 1000
+            self.waiting[rank] = Waiting(rank, call.op, call.tag, arrival.seq, call.site,
+                                         self.now(), until, call.timeout_ms, call.req)
+            return []
+        members = call.groups[0]
+        call0 = arrival.complete[members[0]]
+        try:
+            replies = self._compute(call0, members, arrival.complete)
+        except (ReductionError, ValueError) as exc:
+            replies = [(r, {"error": "TypeError", "message": str(exc)}, b"")
+                       for r in arrival.complete]
+        for r in arrival.complete:
+            self.waiting.pop(r, None)
+        self.record("complete", op=call0.op, tag=call0.tag, step=arrival.seq,
+                    detail={"group": call.group})
+        return answering(replies, arrival.complete)
+
+    def _closed_reply(self, rank: int, call: Collective, seq: int, gone: int) -> Reply:
+        how = self.exited.get(gone, "exited")
+        self.record("warning", rank=rank, op="process group", step=seq, detail={
+            "message": f"rank {rank}'s call on process group {call.group!r} (step {seq}) "
+                       f"fails: rank {gone}, a member, {how} (gloo: connection closed by peer)"})
+        return answer(rank, call, {"closed": gone})
+
+    def gone(self, rank: int) -> None:
+        """``rank``'s process is gone (it exited, or died to come back): the process groups
+        it had joined close, and their members waiting in one are answered (``outbox``)."""
+        for waiter, call, seq in self.groups.gone(rank):
+            self.waiting.pop(waiter, None)
+            self.outbox.append(self._closed_reply(waiter, call, seq, rank))
+        self.stores.withdraw(rank)
+
+    def store(self, rank: int, op: StoreOp) -> list[Reply]:
+        """An operation on one of the world's stores; a read of a missing key waits."""
+        try:
+            answers = self.stores.apply(rank, op)
+        except StoreError as exc:
+            return [answer(rank, op, {"error": "ValueError", "message": str(exc)})]
+        if not any(a.rank == rank for a in answers):
+            until = None if op.timeout_ms is None else self.now() + op.timeout_ms / 1000
+            self.waiting[rank] = Waiting(rank, f"store {op.op}", ", ".join(op.keys), None,
+                                         op.site, self.now(), until, op.timeout_ms, op.req)
+        replies: list[Reply] = []
+        for a in answers:
+            if a.rank != rank:
+                self.waiting.pop(a.rank, None)
+            replies.append(answer(a.rank, a.op, {} if a.value is None else {"value": a.value},
+                                  a.data))
+        return replies
+
+    def sync_point(self, rank: int, call: SyncPoint) -> list[Reply]:
+        """The preemption sync manager's calls: activate, deactivate, reached(step)."""
+        sync = self.preemption
+        if call.op == "activate":
+            sync.activate(rank)
+        elif call.op == "deactivate":
+            sync.deactivate(rank)
+        elif call.op == "reached":
+            reached = sync.reached(rank, call.step)
+            if reached:
+                self.record("sync-point", rank=rank, step=call.step, site=call.site, detail={
+                    "message": f"rank {rank} reached the pre-emption sync point, step "
+                               f"{call.step}"})
+            return [answer(rank, call, {"reached": reached})]
+        else:
+            return [answer(rank, call, {"error": "ValueError",
+                                        "message": f"a sync-point {call.op!r}, not activate, "
+                                                   f"deactivate or reached"})]
+        return [answer(rank, call, {})]
+
+    def notice_given(self, ranks: list[int]) -> None:
+        """``ranks`` (a host's) got SIGTERM: the preemption sync managers that catch it
+        agree on a sync point, now."""
+        point = self.preemption.notice(ranks)
+        if isinstance(point, str):
+            self.record("warning", op="sync-point", detail={"message": point})
+        elif point is not None:
+            counters = self.preemption.counters
+            self.record("sync-point", step=point, detail={
+                "message": f"the pre-emption sync point is step {point}: the largest step "
+                           f"asked about ({max(counters.values(), default=0)}) plus one"})
+
+    def next_deadline(self) -> float | None:
+        """The earliest world time a wait with a limit times out."""
+        return min((w.until for w in self.waiting.values() if w.until is not None), default=None)
+
+    def expire(self) -> None:
+        """Answer every wait whose limit has passed (``outbox``): ``{"timed_out": ms,
+        "missing": members that never came}``, the members named before any withdraws."""
+        now = self.now()
+        due = [w for _, w in sorted(self.waiting.items()) if w.until is not None and w.until <= now]
+        missing = {}
+        for w in due:
+            where = self.groups.waiting_in(w.rank)
+            missing[w.rank] = self.groups.missing(*where) if where is not None else []
+        for w in due:
+            del self.waiting[w.rank]
+            self.groups.withdraw(w.rank)
+            self.stores.withdraw(w.rank)
+            names = missing[w.rank]
+            waits_for = f": {ranks_phrase(names)} never called it" if names else ""
+            self.record("warning", rank=w.rank, op=w.op, step=w.step, detail={
+                "message": f"rank {w.rank}'s {w.describe()} timed out after {w.limit_ms} ms"
+                           f"{waits_for}"})
+            self.outbox.append(answer(w.rank, w, {"timed_out": w.limit_ms, "missing": names}))
+
+    def take_outbox(self) -> list[Reply]:
+        replies, self.outbox = self.outbox, []
+        return replies
+
     # -- point to point --------------------------------------------------
     def send(self, rank: int, call: Send) -> list[Reply]:
         """Point to point: a message waits in its mailbox (``box``) until received."""
         box = call.box
         self.record("call", rank=rank, op="send", site=call.site, detail={"to": call.peer})
-        replies: list[Reply] = [(rank, {}, b"")]
-        receiver = self._receivers.pop(box, None)
-        if receiver is not None:
+        replies: list[Reply] = [answer(rank, call, {})]
+        waiting = self._receivers.pop(box, None)
+        if waiting is not None:
+            receiver, recv = waiting
             self.waiting.pop(receiver, None)
-            replies.append((receiver, {}, call.payload))
+            replies.append(answer(receiver, recv, {}, call.payload))
         else:
             self._mailboxes.setdefault(box, deque()).append(call.payload)
         return replies
@@ -219,8 +372,8 @@ class Coordinator:
         self.record("call", rank=rank, op="recv", site=call.site, detail={"from": src})
         mailbox = self._mailboxes.get(box)
         if mailbox:
-            return [(rank, {}, mailbox.popleft())]
-        self._receivers[box] = rank
+            return [answer(rank, call, {}, mailbox.popleft())]
+        self._receivers[box] = (rank, call)
         self.waiting[rank] = Waiting(rank, "recv", None, None, call.site, self.now())
         if src in self.exited:
             self.record("warning", rank=rank, op="recv",
@@ -238,12 +391,15 @@ class Coordinator:
         for step in self._steps.values():
             step.arrivals.pop(rank, None)
         self._steps = {k: st for k, st in self._steps.items() if st.arrivals}
-        for box, receiver in list(self._receivers.items()):
+        for box, (receiver, _) in list(self._receivers.items()):
             if receiver == rank:
                 del self._receivers[box]
         others = [n for r, n in enumerate(self._next_step) if r != rank]
         open_steps = [n for r, n in self._steps if r == self._round[rank]]
         self._next_step[rank] = min(open_steps, default=max(others, default=0))
+        self.groups.forget(rank)
+        self.stores.withdraw(rank)
+        self.preemption.forget(rank)
         self.waiting.pop(rank, None)
         self.exited.pop(rank, None)
 
@@ -257,6 +413,7 @@ class Coordinator:
         """
         self._round[rank] += 1
         self._next_step[rank] = 0
+        self.groups.forget(rank)
         self.waiting.pop(rank, None)
         self.exited.pop(rank, None)
 

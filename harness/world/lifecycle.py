@@ -69,6 +69,13 @@ class Unit:
     earlier: list[Unit] = field(default_factory=list)  # exec mode: its lives in earlier spawns
 
     @property
+    def returned(self) -> bool:
+        """Did this life return its target's result (not exit, however cleanly: a trainer's
+        ``sys.exit(0)`` after its pre-emption save has not finished its work)?"""
+        return self.status is not None and not self.failed and self.result is not None \
+            and self.result.exit_code is None
+
+    @property
     def failed(self) -> bool:
         """Did this life end without returning (raised, was killed, exited non-zero)?"""
         if self.status is None:
@@ -83,7 +90,8 @@ class Lifecycle:
     def __init__(self, spec: WorldSpec, loop: EventLoop, coordinator: Coordinator,
                  publisher: Publisher, publish_due: Callable[[], None],
                  watch: list[str], max_restarts: int, teardown: bool = False,
-                 timeout: float = 0.0, clock: WorldClock | None = None) -> None:
+                 timeout: float = 0.0, clock: WorldClock | None = None,
+                 restart_job: bool = False) -> None:
         self.spec = spec
         self.timeout = timeout  # the world's deadline, as the hang report names it
         self.clock = clock if clock is not None else WorldClock(ns(timeout))
@@ -94,6 +102,9 @@ class Lifecycle:
         self.publish_due = publish_due
         self.watch = watch
         self.max_restarts = max_restarts
+        #: a pre-emption restarts the whole job once every rank has ended (a training job
+        #: resubmitted), not each rank alone (an independent worker's VM back)
+        self.restart_job = restart_job
         self.teardown = teardown  # a failed rank ends the world (``teardown_on_failure``)
         self.ranks: dict[int, Unit] = {r: Unit() for r in range(self.topology.world_size)}
         self.hosts: dict[int, Unit] = ({h: Unit() for h in range(self.topology.hosts)}
@@ -273,19 +284,11 @@ class Lifecycle:
             if sock is not None:  # the process is gone: what it sent is all buffered
                 self.loop.read_last(sock, 0.5)
             self._snapshot_on_exit(rank)
+            self.coordinator.gone(rank)  # its process groups' connections close, come back or not
             unit_ = self.ranks[rank]
-            restarts = unit_.doomed_by is not None and KINDS[unit_.doomed_by].restarts
-            if role == "rank" and restarts and unit_.life < self.max_restarts:
-                back = self.notices.left(rank, unit_.life)
-                if back is None:
-                    self._restart(rank)
-                else:  # its host comes back once every process of it is gone
-                    self.clock.leave(("rank", rank))
-                    if back:  # the VM powers off: what its ranks started goes with it
-                        self._tell_leader({"type": "stop", "groups": [
-                            self.ranks[r].pid for r in back if self.ranks[r].pid is not None]})
-                    for other in back:
-                        self._restart(other)
+            doomed = unit_.doomed_by is not None and KINDS[unit_.doomed_by].restarts \
+                and unit_.life < self.max_restarts
+            if role == "rank" and doomed and not self.restart_job and self._comes_back(rank):
                 return
             self.clock.leave(("rank", rank))
             how = self._how(self.ranks[rank], status)
@@ -299,6 +302,28 @@ class Lifecycle:
                 self.finish_sent = self._tell_leader({"type": "kill"})
                 return
         self._finish_if_over()
+
+    def _comes_back(self, rank: int) -> bool:
+        """A pre-empted rank's life ended: True if it comes back (now, or once its host is
+        down: a notice's host comes back once every process of it is gone). A life that
+        returned its result is done (a worker that finished within its grace), and is told
+        as any exit is; its host-mates come back without it."""
+        unit = self.ranks[rank]
+        again = not unit.returned
+        back = self.notices.left(rank, unit.life)
+        if back is None:  # no notice: back at once, as a pre-empted VM
+            if again:
+                self._restart(rank)
+            return again
+        if back:  # the host is down: the VM powers off, what its ranks started goes with it
+            self._tell_leader({"type": "stop", "groups": [
+                self.ranks[r].pid for r in back if self.ranks[r].pid is not None]})
+            for other in back:
+                if not self.ranks[other].returned:
+                    self._restart(other)
+        elif again:
+            self.clock.leave(("rank", rank))  # it waits for its host to be down
+        return again
 
     def _failed(self, rank: int, status: int) -> bool:
         """Did the rank die, exit non-zero or raise (what a launcher tears a job down for)?"""
@@ -325,8 +350,28 @@ class Lifecycle:
         units = self.hosts if self.spec.exec_mode else self.ranks
         if self.deadline_passed:
             return  # the leader was told to kill: it finishes by itself
+        if self._job_restarts():
+            return
         if not self.finish_sent and all(u.status is not None for u in units.values()):
             self.finish_sent = self._tell_leader({"type": "finish"})
+
+    def _job_restarts(self) -> bool:
+        """A job pre-empted (``restart_job``): once every rank has ended, the job is
+        resubmitted, every rank a new life on the disks its hosts left. True if it was."""
+        ranks = self.ranks.values()
+        if not self.restart_job or self.spec.exec_mode or any(u.status is None for u in ranks):
+            return False
+        if not any(u.doomed_by is not None and KINDS[u.doomed_by].restarts
+                   and u.life < self.max_restarts for u in ranks) \
+                or all(u.returned for u in ranks):  # it finished: nothing to resubmit
+            return False
+        self.notices = Notices()  # every host is down: the notices are over
+        self.coordinator.record("restart", detail={
+            "message": "the job restarts after its pre-emption: every rank starts again, on "
+                       "the disks its host left"})
+        for rank in sorted(self.ranks):
+            self._restart(rank)
+        return True
 
     def _tell_leader(self, header: dict) -> bool:
         sock = self.loop.leader()

@@ -56,9 +56,12 @@ class Notices:
                    default=None)
 
     def ending(self, now: int) -> list[Notice]:
-        """The notices whose grace is over at ``now`` and whose host still runs: each one's
-        ranks still alive are the caller's to SIGKILL (marked ``stopped`` now)."""
-        due = [n for n in self.hosts.values() if n.end <= now and not n.stopped and not n.down]
+        """The notices whose grace is over at ``now`` and whose host still runs, in the
+        order their graces end (then by host: never the order they were given in); each
+        one's ranks still alive are the caller's to SIGKILL (marked ``stopped`` now)."""
+        due = sorted((n for n in self.hosts.values()
+                      if n.end <= now and not n.stopped and not n.down),
+                     key=lambda n: (n.end, n.host))
         for notice in due:
             notice.stopped = True
         return due

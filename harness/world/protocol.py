@@ -50,7 +50,46 @@ class Collective:
     groups: list[list[int]] | None = None
     root: int | None = None
     pairs: list[list[int]] | None = None
+    #: a torch.distributed process group's (``world/groups.py``): its collectives are a
+    #: sequence of their own among ``groups[0]``, the members, apart from the XLA runtime's
+    group: str | None = None
+    #: the wait's limit in world milliseconds (a process group's timeout); None: none
+    timeout_ms: int | None = None
+    req: int | None = None  # the request's number: its reply carries it (``Channel``)
     payload: bytes | bytearray = b""
+
+
+@dataclass(slots=True)
+class StoreOp:
+    """An operation on a torch.distributed store the world keeps (``world/stores.py``):
+    ``set``, ``get``, ``add``, ``compare_set``, ``wait``, ``check``, ``delete``,
+    ``num_keys``. ``get`` and ``wait`` block, on the world's clock, until their keys are
+    set or ``timeout_ms`` passes. A value travels as the payload (``compare_set``'s
+    expected value first, ``split`` bytes long)."""
+
+    store: str
+    op: str
+    keys: list[str] = field(default_factory=list)
+    amount: int = 0
+    split: int = 0
+    site: str | None = None
+    idle: dict[str, Any] | None = None
+    timeout_ms: int | None = None
+    req: int | None = None
+    payload: bytes | bytearray = b""
+
+
+@dataclass(slots=True)
+class SyncPoint:
+    """The XLA runtime's preemption sync manager (``world/preemption.py``): ``activate``
+    (it catches SIGTERM from now), ``deactivate`` (it no longer does: shut down, or the
+    target set its own handler), ``reached`` (is ``step`` the sync point?)."""
+
+    op: str
+    step: int = 0
+    site: str | None = None
+    idle: dict[str, Any] | None = None
+    req: int | None = None
 
 
 @dataclass(slots=True)
@@ -59,6 +98,7 @@ class Send:
     peer: int
     site: str | None = None
     idle: dict[str, Any] | None = None
+    req: int | None = None
     payload: bytes | bytearray = b""
 
 
@@ -68,6 +108,7 @@ class Recv:
     peer: int
     site: str | None = None
     idle: dict[str, Any] | None = None
+    req: int | None = None
 
 
 @dataclass(slots=True)
@@ -139,6 +180,11 @@ class Fault:
 
 
 @dataclass(slots=True)
+class Step:
+    """A training step's marker (``torch_xla.sync``, ``mark_step``): the history counts them."""
+
+
+@dataclass(slots=True)
 class Hold:
     """A write the consistency model keeps invisible until ``until``."""
 
@@ -172,6 +218,7 @@ class Seal:
     upper: str
     faults: list[int]
     model_staging: str | None = None
+    req: int | None = None
 
 
 @dataclass(slots=True)
@@ -233,8 +280,9 @@ class Done:
     clean: bool = False
 
 
-Message = (Hello | Collective | Send | Recv | Idle | Forked | Result | Promote | Stacks | RankExit
-           | Spawning | Fault | Hold | Seal | FsAccess | Touch | FileOp | Started | Exited | Done)
+Message = (Hello | Collective | StoreOp | SyncPoint | Send | Recv | Idle | Forked | Result
+           | Promote | Stacks | RankExit | Spawning | Fault | Step | Hold | Seal | FsAccess
+           | Touch | FileOp | Started | Exited | Done)
 
 
 # -- field checks --------------------------------------------------------------------
@@ -312,9 +360,14 @@ _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
     "collective": (Collective, {
         "op": _S, "kind": _S, "tag": _S0, "site": _S0, "idle": _opt(_idle_word),
         "tensors": _list(_tensor), "reduce": _S0, "groups": _opt(_list(_ints)),
-        "root": _I0, "pairs": _opt(_list(_pair))}),
-    "send": (Send, {"box": _S, "peer": _I, "site": _S0, "idle": _opt(_idle_word)}),
-    "recv": (Recv, {"box": _S, "peer": _I, "site": _S0, "idle": _opt(_idle_word)}),
+        "root": _I0, "pairs": _opt(_list(_pair)), "group": _S0, "timeout_ms": _I0, "req": _I0}),
+    "store": (StoreOp, {"store": _S, "op": _S, "keys": _list(_str), "amount": _I, "split": _I,
+                        "site": _S0, "idle": _opt(_idle_word), "timeout_ms": _I0,
+                        "req": _I0}),
+    "sync-point": (SyncPoint, {"op": _S, "step": _I, "site": _S0, "idle": _opt(_idle_word),
+                               "req": _I0}),
+    "send": (Send, {"box": _S, "peer": _I, "site": _S0, "idle": _opt(_idle_word), "req": _I0}),
+    "recv": (Recv, {"box": _S, "peer": _I, "site": _S0, "idle": _opt(_idle_word), "req": _I0}),
     "idle": (Idle, {"seen": _I, "wake": _I0, "turn": _opt(_doing)}),
     "forked": (Forked, {}),
     "result": (Result, {"ok": _B, "value_repr": _S0, "pickle_error": _S0,
@@ -326,11 +379,12 @@ _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
     "rank-exit": (RankExit, {"rank": _I, "status": _I}),
     "spawning": (Spawning, {"ranks": _ints, "single": _B}),
     "fault": (Fault, {"fault": _S, "index": _I0, "op": _S0, "path": _S0, "detail": (dict,)}),
+    "step": (Step, {}),
     "hold": (Hold, {"src": _S, "dst": _S, "path": _S, "until": _S, "writer": _I0,
                     "delay_ms": (int, float), "copy": _B, "fault": _S0}),
     "hold-moved": (HoldMoved, {"path": _S, "to": _S, "dst": _S}),
     "seal": (Seal, {"path": _S, "staging": _S, "upper": _S, "model_staging": _S0,
-                    "faults": _ints}),
+                    "faults": _ints, "req": _I0}),
     "fs-access": (FsAccess, {"path": _S}),
     "touch": (Touch, {"op": _S, "path": _S, "where": _S, "dst": _S0, "line": _S0}),
     "file-op": (FileOp, {"op": _S, "path": _S, "ok": _B, "errno": _I0, "dst": _S0,
@@ -340,7 +394,7 @@ _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
     "exited": (Exited, {"pid": _I, "status": _I, "unit": _opt(_unit)}),
     "done": (Done, {"leftovers": _I, "clean": _B}),
 }
-_WITH_PAYLOAD = (Collective, Send, Result)
+_WITH_PAYLOAD = (Collective, StoreOp, Send, Result)
 
 
 def _required(cls: type, checks: dict[str, Any]) -> frozenset[str]:

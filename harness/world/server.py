@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from harness.faults.kinds import KINDS
 from harness.filesystem.beneath import Outside
-from harness.filesystem.hooks import LOOKS
+from harness.filesystem.mounts import LOOKS
 from harness.filesystem.publisher import Publisher
 from harness.rank import wire
 from harness.rank.spec import WorldSpec
@@ -23,7 +23,7 @@ from harness.rank.sweep import asleep, live_children
 from harness.world import protocol
 from harness.world.assemble import world_result
 from harness.world.clock import Key, WorldClock, ns, seconds
-from harness.world.coordinator import Coordinator
+from harness.world.coordinator import Coordinator, answer
 from harness.world.lifecycle import Lifecycle, Progress
 from harness.world.limits import Exceeded, Limits, Meter
 from harness.world.loop import Conn, EventLoop
@@ -65,7 +65,8 @@ class WorldServer:
     """Serves one world from its start to its end (see ``run_world``)."""
 
     def __init__(self, spec: WorldSpec, watch: list[str], max_restarts: int,
-                 timeout: float, teardown: bool = False, limits: Limits | None = None) -> None:
+                 timeout: float, teardown: bool = False, limits: Limits | None = None,
+                 restart_job: bool = False) -> None:
         self.spec = spec
         self.timeout = timeout  # the world's, as progress reports show it
         self.clock = WorldClock(ns(timeout), spec.seed)
@@ -86,7 +87,7 @@ class WorldServer:
         self.loop = EventLoop(spec.address, self._on_frame, self._on_refused)
         self.life = Lifecycle(spec, self.loop, self.coordinator, self.publisher,
                               self._publish_due, watch, max_restarts, teardown, timeout,
-                              self.clock)
+                              self.clock, restart_job)
         self._file_ops: dict[int | None, int] = {}  # file events recorded per rank
         self._handlers = self._make_handlers()
         #: the clock follows the machine's since (wall, world ns): units with processes of
@@ -211,6 +212,8 @@ class WorldServer:
         before = clock.now
         woken = clock.advance(to, outside)
         self.life.hard_stops(self._decided)
+        self.coordinator.expire()  # a process group's or store's wait whose limit came
+        self._flush()
         if not woken and clock.now == before:
             return False
         if clock.passed and self._real is None and self._next_due() is None \
@@ -294,7 +297,9 @@ class WorldServer:
     def _next_due(self) -> int | None:
         """The earliest time the harness itself acts: a held write published, a grace's
         hard stop (``notices.py``)."""
-        times = [t for t in (self._publish_next(), self.life.notices.next_end()) if t is not None]
+        limit = self.coordinator.next_deadline()
+        times = [t for t in (self._publish_next(), self.life.notices.next_end(),
+                             None if limit is None else ns(limit)) if t is not None]
         return min(times, default=None)
 
     def _has_processes(self, key: Key) -> bool:
@@ -384,6 +389,16 @@ class WorldServer:
             self._asleep.pop((conn.role, conn.ident), None)  # it ran: it said something
             self._clock_heard((conn.role, conn.ident), msg)
         handler(sock, conn, msg)
+        self._flush()
+
+    def _flush(self) -> bool:
+        """Send the replies no request made now (a peer's exit closed a process group, a
+        wait timed out): each wakes its rank, a decision of the world's."""
+        replies = self.coordinator.take_outbox()
+        if replies:
+            self._decided([self.life.key_of(r) for r, _, _ in replies])
+            self._reply(replies)
+        return bool(replies)
 
     def _clock_heard(self, key: Key, msg: protocol.Message) -> None:
         """What a unit's message says to the world clock: it runs (it sent it), or every
@@ -458,6 +473,20 @@ class WorldServer:
                 self.races.joined([r for r, _, _ in replies])
                 self._decided([("rank", r) for r, _, _ in replies])
             self._reply(replies)
+
+    def _store(self, sock: socket.socket, conn: Conn, msg: protocol.StoreOp) -> None:
+        rank = self._rank_of(conn)
+        if rank is not None:
+            replies = self.coordinator.store(rank, msg)
+            for reader, _, _ in replies:
+                if reader != rank:  # a read it unblocked: it acts beside the writer
+                    self._acting[reader] = self._acting.get(rank, 0)
+            self._reply(replies)
+
+    def _sync_point(self, sock: socket.socket, conn: Conn, msg: protocol.SyncPoint) -> None:
+        rank = self._rank_of(conn)
+        if rank is not None:
+            self._reply(self.coordinator.sync_point(rank, msg))
 
     def _send(self, sock: socket.socket, conn: Conn, msg: protocol.Send) -> None:
         rank = self._rank_of(conn)
@@ -544,7 +573,10 @@ class WorldServer:
         grace = faults[msg.index].spec.notice_grace()
         if grace is None:
             return
-        keys = self.life.notice(self.spec.topology.host_of(rank), grace, rank)
+        host = self.spec.topology.host_of(rank)
+        keys = self.life.notice(host, grace, rank)
+        if keys is not None:
+            self.coordinator.notice_given(list(self.spec.topology.ranks_of_host(host)))
         for key in keys if keys is not None else [self.life.key_of(rank)]:
             self._signal(key, signal.SIGTERM if keys is not None else 0)
 
@@ -560,6 +592,11 @@ class WorldServer:
         self.clock.woke(key)
         self._asleep.pop(key, None)
         self.loop.send(control, {"type": "signal", "signum": int(signum), "t": self.clock.now})
+
+    def _step(self, sock: socket.socket, conn: Conn, msg: protocol.Step) -> None:
+        rank = self._rank_of(conn)
+        if rank is not None:
+            self.coordinator.record("step", rank=rank, detail={"life": self.life.ranks[rank].life})
 
     def _seal(self, sock: socket.socket, conn: Conn, msg: protocol.Seal) -> None:
         rank = self._rank_of(conn)
@@ -582,7 +619,7 @@ class WorldServer:
             self._refuse(sock, conn, f"a faulted write of {msg.path!r} the harness cannot "
                                      f"seal: {why}")
             return
-        self._reply([(rank, reply, b"")])
+        self._reply([answer(rank, msg, reply)])
 
     def _hold(self, sock: socket.socket, conn: Conn, msg: protocol.Hold) -> None:
         rank = self._rank_of(conn)
@@ -667,11 +704,12 @@ class WorldServer:
     def _make_handlers(self) -> dict[str, dict[type, Callable[..., None]]]:
         """Which messages each kind of connection may send, and who handles them."""
         p = protocol
-        unit = {p.Collective: self._collective, p.Send: self._send, p.Recv: self._recv,
-                p.Idle: _nothing, p.Forked: _nothing,
+        unit = {p.Collective: self._collective, p.StoreOp: self._store,
+                p.SyncPoint: self._sync_point, p.Send: self._send,
+                p.Recv: self._recv, p.Idle: _nothing, p.Forked: _nothing,
                 p.Result: self._result, p.Promote: self._promote, p.Stacks: self._stacks,
                 p.RankExit: self._rank_exit, p.Fault: self._fault, p.Hold: self._hold,
-                p.Seal: self._seal,
+                p.Seal: self._seal, p.Step: self._step,
                 p.HoldMoved: self._hold_moved,
                 p.FsAccess: self._fs_access, p.Touch: self._touch, p.FileOp: self._file_op}
         return {"pending": {p.Hello: self._hello}, "rank": unit,

@@ -116,6 +116,7 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
         base_env=base_env, shim_root=shim_root(), target=name, args=config.args,
         kwargs=config.kwargs, argv=config.argv, seed=seed, home=config.home, mounts=table,
         faults=plan, record_files=config.record_files, args_by_host=config.args_by_host,
+        step_seconds=config.step_seconds,
         checker=config.checker)
     if mode == isolation.KERNEL and table is not None:
         module = refs.module_of(name)
@@ -129,7 +130,7 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
             sandbox_layout.create(spec.sandbox, table, topo, plan.leftovers + config.files)
         server = WorldServer(spec, watch=list(config.watch), max_restarts=config.max_restarts,
                              timeout=timeout, teardown=config.teardown_on_failure,
-                             limits=config.limits)
+                             limits=config.limits, restart_job=config.restart_job)
         try:
             server.life.watch_leader(forks.fork_world(spec))
             why = server.serve(until=start + wall_limit * GUARD_TOTAL, abort=ABORT,

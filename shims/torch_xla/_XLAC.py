@@ -72,6 +72,56 @@ def _xla_wait_device_ops(devices: Any = ()) -> None:
     link.use()
 
 
+# -- the XLA coordinator and its preemption sync manager (CheckpointManager's) -------------
+
+_coordinator_initialized = False
+_preemption_sync_active = False
+
+
+def _ensure_xla_coordinator_initialized(global_rank: int, world_size: int, master_addr: str,
+                                        master_port: str = "8547") -> None:
+    """Every process connects to the coordination service process 0 hosts: a wait for all
+    of them, once per process (the world's, on its clock)."""
+    global _coordinator_initialized
+    if _coordinator_initialized:
+        return
+    link.use()
+    size = link.world_size()
+    if size > 1:
+        link.collective("initialize_coordinator", "gather_bytes", b"", group="xla-coordinator",
+                        groups=[list(range(size))])
+    _coordinator_initialized = True
+
+
+def _check_coordinator() -> None:
+    if not _coordinator_initialized:
+        raise RuntimeError("Check failed: client->CoordinatorInitialized() Coordinator must "
+                           "be initialized")
+
+
+def _activate_preemption_sync_manager() -> None:
+    """Its C++ handler catches SIGTERM from now (the process no longer dies of it)."""
+    global _preemption_sync_active
+    _check_coordinator()
+    if not _preemption_sync_active:
+        link.sync_point("activate")
+        _preemption_sync_active = True
+
+
+def _deactivate_preemption_sync_manager() -> None:
+    global _preemption_sync_active
+    _check_coordinator()
+    if _preemption_sync_active:
+        link.sync_point("deactivate")
+        _preemption_sync_active = False
+
+
+def _sync_point_reached(step: int) -> bool:
+    """Is ``step`` the step every process agreed to save at after a notice?"""
+    _check_coordinator()
+    return link.sync_point("reached", int(step))
+
+
 def _xla_increment_counter(name: str, value: int) -> None:
     _metrics._count(name, value)
 

@@ -45,7 +45,11 @@ from torch_xla._internal.imports import when_imported as _when_imported  # noqa:
 
 
 def _register_ops(_module: object) -> None:
-    import torch_xla._internal.ops  # noqa: F401 - the collectives as ops, for torch.compile
+    from torch_xla._internal import link
+
+    # the shim's work, whenever torch._dynamo arrives: no world time (torch.library's
+    # registration looks at the path of every loaded module)
+    link.aside(lambda: __import__("torch_xla._internal.ops"))
 
 
 def _register_device(_module: object) -> None:

@@ -38,12 +38,26 @@ def device_count() -> int:
 
 def sync(wait: bool = False, reset_scope: bool = True) -> None:
     """A step marker: counted (``MarkStep``), then the step closures run, as in the real one.
-    CPU tensors are always materialised, so nothing waits."""
+    CPU tensors are always materialised, so nothing waits. The target's marker ends a
+    training step (its world time: ``link.step``)."""
+    _marker(step=True)
+
+
+def _marker(step: bool) -> None:
+    """A step marker; ``step=False``: one the shim's own APIs make inside a call (the real
+    ``xla_rendezvous`` marks steps), which is no training step of the target's."""
     from torch_xla.core import xla_model as xm
     from torch_xla.debug import metrics
 
     link.use()
     metrics._count("MarkStep")
+    if step:
+        link.step()
+        if xm._spmd() and link.world_size() > 1:
+            # An SPMD step's graph spans every host's chips: each process runs its part,
+            # and the step's collectives meet across hosts. A host that is gone leaves the
+            # others waiting in their next step, as a pod's do.
+            link.collective("sync", "gather_bytes", b"")
     xm._run_step_closures()
 
 

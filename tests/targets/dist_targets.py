@@ -51,29 +51,21 @@ def identity() -> dict[str, Any]:
 
 
 def store_after_rank0_returned(regroup: bool = False) -> dict[str, Any]:
-    """Rank 0 returns right after init; the others use its store once it has begun to exit.
-
-    Forces the interleaving of the init-barrier race: a worker still talking to
-    rank 0's store after rank 0 returned. Each worker polls the store until rank 0
-    says its exit has begun (the shim's closing key); a store torn down at rank
-    0's exit raises ``DistNetworkError`` here instead. The world's deadline
-    bounds the poll. ``regroup``: a collective, then ``new_group``, whose store
-    barrier puts the workers back on the store before rank 0 returns.
-    """
-    from torch_xla._internal import rendezvous
-
+    """Rank 0 returns right after init (or a new group's barrier); the others use the store
+    once it has gone: the world's store outlives the rank that "serves" it, as the real one
+    does where torch_xla's runtime holds every process until all are done."""
     rank, n = _init()
     if regroup:
         dist.all_reduce(torch.zeros(1))
         dist.new_group(ranks=list(range(n)))
+    store = dist.distributed_c10d._get_default_store()
     if rank == 0:
+        store.set("rank0-returning", "1")
         return {"rank": rank}
-    store = rendezvous._store
-    pause = 0.001
-    while not store.check(["harness/xla-store-closing"]):
-        time.sleep(pause)
-        pause = min(pause * 2, 0.05)
-    return {"rank": rank, "joined": int(store.add("harness/xla-workers-joined", 0))}
+    store.add("workers", 1)
+    store.wait(["rank0-returning"])
+    time.sleep(1.0)  # world time: rank 0 has exited by then
+    return {"rank": rank, "joined": int(store.add("workers", 0))}
 
 
 def rank0_raises_after_init() -> dict[str, Any]:

@@ -35,3 +35,15 @@ def test_a_host_down_before_its_grace_ends_needs_no_hard_stop():
     assert notice is not None
     notice.gone.add(0)
     assert notices.ending(60 * S) == [] and notices.next_end() is None
+
+
+def test_hard_stops_at_one_instant_come_in_host_order_whatever_order_the_notices_came_in():
+    for order in ((1, 0, 2), (2, 1, 0)):
+        notices = Notices()
+        for host in order:
+            notices.give(host, {host: 0}, at=0, grace_s=30)
+        assert [n.host for n in notices.ending(30 * S)] == [0, 1, 2]
+    notices = Notices()
+    notices.give(0, {0: 0}, at=S, grace_s=30)  # its grace ends later
+    notices.give(1, {1: 0}, at=0, grace_s=30)
+    assert [n.host for n in notices.ending(60 * S)] == [1, 0]

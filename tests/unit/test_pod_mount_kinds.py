@@ -150,3 +150,11 @@ def test_moving_a_scenario_moves_what_the_file_and_the_defaults_say(tmp_path: Pa
     assert [m.path for m in moved.mounts] == ["/mnt/ckpt/h/run"]
     assert moved.workload_inputs.bucket == "/mnt/ckpt/h"
     assert load_scenario(path).moved("/elsewhere", "/x").workload_inputs.bucket == "/mnt/bucket"
+
+
+def test_a_pods_shape_is_named_by_a_per_chip_topology_never_an_spmd_one():
+    from harness.pod.matrix import topology_name
+
+    assert topology_name(8, 1) == "v4-64"
+    assert topology_name(2, 1) == "2x1"  # v4-16-spmd has this shape, but runs SPMD
+    assert topology_name(3, 2) == "3x2"

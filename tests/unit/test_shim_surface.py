@@ -114,12 +114,13 @@ def test_stand_ins_subclass_and_introspect_as_a_script_needs(shim):
 
 
 def test_every_unmodelled_api_raises_the_one_error(shim):
-    import torch_xla.runtime as xr
+    from torch_xla._internal import pjrt
     from torch_xla._internal.surface import NotModelledError
 
-    with pytest.raises(NotModelledError, match=r"^torch_xla\.runtime\.use_spmd is not modelled by "
-                       r"the harness: .* \(it runs one process per chip, not SPMD\)$"):
-        xr.use_spmd()
+    with pytest.raises(NotModelledError, match=r"^torch_xla\._internal\.pjrt\.spawn_threads is not "
+                       r"modelled by the harness: .* \(one thread per device is v2/v3's layout; "
+                       r"the harness runs one process per chip\)$"):
+        pjrt.spawn_threads(print)
     assert shim.__version__ == "2.9.0+harness"
 
 

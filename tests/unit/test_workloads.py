@@ -89,14 +89,16 @@ def test_the_installed_metadata_names_the_built_ins_through_the_entry_point_grou
 def test_without_package_metadata_the_built_ins_are_still_found(monkeypatch):
     _with_entry_points(monkeypatch)  # a checkout on PYTHONPATH: the group is empty
     found = registry.discover()
-    assert list(found) == ["config-sync", "data-sharding", "checkpoint-resume"]
+    assert list(found) == ["config-sync", "data-sharding", "checkpoint-resume", "trainer",
+                           "spmd-trainer"]
     assert found == registry.WORKLOADS
 
 
 def test_the_built_in_targets_keep_their_names_preloads_and_known_failures():
     targets = registry.BUILTIN_TARGETS
     assert list(targets) == ["naive-sync", "seed-fix-sync", "robust-sync", "seed-loader",
-                             "robust-loader", "naive-worker", "robust-worker"]
+                             "robust-loader", "naive-worker", "robust-worker", "naive-trainer",
+                             "robust-trainer", "naive-spmd-trainer", "managed-trainer"]
     assert all(t.builtin and t.preload == registry.WORKLOADS[t.workload].preload
                for t in targets.values())
     config_sync = set(CATALOG_ORDER[:19])
@@ -109,6 +111,13 @@ def test_the_built_in_targets_keep_their_names_preloads_and_known_failures():
     assert targets["naive-worker"].known_failures == {
         "preempt-mid-shard", "preempt-mid-checkpoint", "preempt-storm", "upload-failure",
         "duplicate-worker-id"}
+    assert targets["naive-trainer"].known_failures == {
+        "preempt-notice-one-host", "preempt-save-outlasts-grace", "preempt-no-notice"}
+    assert targets["robust-trainer"].known_failures == frozenset()
+    assert targets["naive-spmd-trainer"].known_failures == {
+        "checkpoint-host-local", "spmd-notice-one-host", "async-save-pending",
+        "gcsfuse-checkpoint"}
+    assert targets["managed-trainer"].known_failures == frozenset()
     assert all(not targets[name].known_failures
                for name in ("robust-sync", "robust-loader", "robust-worker"))
 
@@ -116,7 +125,11 @@ def test_the_built_in_targets_keep_their_names_preloads_and_known_failures():
 def test_the_catalog_order_is_each_workloads_in_turn_and_names_every_catalog_file():
     assert CATALOG_ORDER[:3] == ("baseline", "missing-file", "partial-write")
     assert CATALOG_ORDER[19:21] == ("uneven-shards", "missing-data-on-host")
-    assert CATALOG_ORDER[-2:] == ("stream-missing", "baseline-resume")
+    assert CATALOG_ORDER[-13:-11] == ("stream-missing", "baseline-resume")
+    assert CATALOG_ORDER[-7:-5] == ("preempt-during-warmup", "baseline-train")
+    assert CATALOG_ORDER[-5:] == ("checkpoint-host-local", "spmd-notice-one-host",
+                                  "async-save-pending", "gcsfuse-checkpoint",
+                                  "baseline-spmd-train")
     assert CATALOG_ORDER[27] == "baseline-sharding"
     assert [s.name for s in catalog()] == list(CATALOG_ORDER)
 
@@ -179,7 +192,7 @@ def test_an_unknown_workload_names_the_registered_ones(tmp_path):
         load_scenario(path)
     assert str(refused.value) == (
         f"{path}:2: unknown workload 'echo': use one of config-sync, data-sharding, "
-        "checkpoint-resume (field 'workload')")
+        "checkpoint-resume, trainer, spmd-trainer (field 'workload')")
 
 
 # -- inputs, validated at load --------------------------------------------------------------

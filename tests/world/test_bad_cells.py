@@ -51,10 +51,10 @@ def _two_cells():
 def test_a_checker_that_raises_is_its_cells_error_and_the_run_goes_on(monkeypatch):
     real = Workload.judge
 
-    def judge(self, result, baseline=None):
+    def judge(self, result, baseline=None, inputs=None):
         if result.history and any(e.kind == "fault" for e in result.history):
             raise RuntimeError("checker bug")
-        return real(self, result, baseline)
+        return real(self, result, baseline, inputs)
 
     monkeypatch.setattr(Workload, "judge", judge)
     cells = {c.scenario: c for c in run_matrix(_two_cells(), jobs=1).cells}

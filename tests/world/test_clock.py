@@ -358,6 +358,26 @@ def test_a_world_starts_at_a_fixed_epoch_in_every_clock_a_rank_reads():
     assert 1_893_456_000 <= seen["clock_gettime"] < 1_893_456_001
 
 
+def test_a_worlds_time_does_not_depend_on_what_its_fork_server_imported_before():
+    """A fresh process (the test process's one server holds what earlier tests preloaded):
+    the same world before and after its fork server imports torch._dynamo, whose presence
+    has the shim register its ops in each rank and torch.library look at every module."""
+    script = (
+        "import json, sys\n"
+        "from harness import run_world\n"
+        "from harness.world import pool\n"
+        f"t = {target('wall_clocks')!r}\n"
+        "first = run_world(t, topology='1x1', timeout=60).ranks[0].value\n"
+        "pool.fork_server(('torch', 'torch._dynamo'))\n"
+        "again = run_world(t, topology='1x1', timeout=60).ranks[0].value\n"
+        "print(json.dumps([first['monotonic'], again['monotonic']]))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    first, again = json.loads(out.stdout.strip().splitlines()[-1])
+    assert first == again, f"the rank started {again - first:.4f} s later with dynamo"
+
+
 def test_the_same_world_reads_the_same_times_every_run():
     first = run_world(target("wall_clocks"), topology="1x1", timeout=60).ranks[0].value
     again = run_world(target("wall_clocks"), topology="1x1", timeout=60).ranks[0].value

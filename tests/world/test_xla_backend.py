@@ -86,10 +86,10 @@ def test_torch_init_barrier_runs_over_the_shared_store():
 
 
 @pytest.mark.parametrize("regroup", [False, True], ids=["init", "new_group"])
-def test_rank_0_serves_the_store_until_every_worker_left(regroup):
-    # Rank 0 hosts the store: a rank 0 that returns right after a store barrier (init's, or a
-    # new group's) must not tear the store down under a peer that still uses it. The target
-    # forces that interleaving: workers use the store once rank 0 has begun to exit.
+def test_the_store_outlives_rank_0(regroup):
+    # The store is the world's: a rank 0 that returns right after a store barrier (init's, or
+    # a new group's) leaves it to the peers that still use it, as torch_xla's runtime keeps
+    # process 0 until every process is done. The workers use it once rank 0 has exited.
     result = run("store_after_rank0_returned", "8x1", regroup,
                  env={"TORCH_DIST_INIT_BARRIER": "1"})
     assert [v["rank"] for v in values(result)] == list(range(8))

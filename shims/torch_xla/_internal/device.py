@@ -34,10 +34,18 @@ _device: Any = None  # torch.device("xla", 0), once installed
 _tensor_type: Any = None  # the XlaTensor class
 _library: Any = None  # the XLA kernels' registration: kept alive while the process runs
 _real_to: Any = None
+_used = False  # the device was asked for, or a tensor put on it
+
+
+def used() -> bool:
+    """Was the device used (what locks the real runtime's SPMD choice)?"""
+    return _used
 
 
 def xla_device() -> Any:
     """The shim's device, ``xla:0``, with device tensors made possible (once per process)."""
+    global _used
+    _used = True
     if _device is None:
         install()
     return _device
@@ -52,6 +60,8 @@ def tensor_type() -> Any:
 
 def on_device(t: Any) -> Any:
     """``t`` (a CPU tensor, not copied) as a device tensor."""
+    global _used
+    _used = True
     return t.as_subclass(tensor_type())
 
 

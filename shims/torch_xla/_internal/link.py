@@ -93,6 +93,51 @@ def host_index() -> int:
     return use().host_index()
 
 
+def devices_per_process() -> int:
+    """The chips this process addresses (its host's every chip where the world runs one
+    process per host for SPMD); a runtime without the notion has one per process."""
+    runtime = use()
+    count = getattr(runtime, "devices_per_process", None)
+    return 1 if count is None else count()
+
+
+def step() -> None:
+    """A training step ends (``torch_xla.sync``, ``mark_step``, ``optimizer_step`` with a
+    barrier): where XLA runs the step's graph, so where a real step's time is spent. A
+    runtime that models it (the harness's: the world time a step costs, and the step
+    told to the world) has a ``step`` of its own; the protocol does not require one."""
+    runtime = _runtime.installed()
+    step_ = getattr(runtime, "step", None)
+    if step_ is not None:
+        step_()
+
+
+def aside(fn: Callable[[], Any]) -> Any:
+    """Run ``fn``, the shim's own work rather than the process's: a runtime that models
+    time (the harness's) charges it none. The protocol does not require one."""
+    own = getattr(_runtime.installed(), "aside", None)
+    return fn() if own is None else own(fn)
+
+
+def store(name: str, timeout: Any) -> Any:
+    """The world's torch.distributed store named ``name``: one set of keys for every
+    process, its waits the world's. A runtime without stores (a world of one) gets a
+    ``HashStore`` of this process."""
+    own = getattr(_runtime.installed(), "store", None)
+    if own is not None:
+        return own(name, timeout)
+    import torch.distributed as dist
+
+    return dist.HashStore()
+
+
+def sync_point(op: str, step: int = 0) -> bool:
+    """The XLA coordinator's preemption sync manager (``activate``, ``deactivate``,
+    ``reached``): the world's, where the runtime models one; else no notice ever comes."""
+    own = getattr(_runtime.installed(), "sync_point", None)
+    return False if own is None else own(op, step)
+
+
 def call_site() -> str | None:
     """``file:line in function`` of the user's code that called into the shim."""
     return _sites.user_site(sys._getframe(1), (_SHIM_DIR,))

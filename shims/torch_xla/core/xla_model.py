@@ -38,22 +38,42 @@ _REDUCE_TYPES = (REDUCE_SUM, REDUCE_MUL, REDUCE_AND, REDUCE_OR, REDUCE_MIN, REDU
 
 # -- ordinals and devices ------------------------------------------------------
 
+def _spmd() -> bool:
+    from torch_xla import runtime as xr
+
+    return xr.is_spmd()
+
+
+def _replicas() -> int:
+    """The processes ``xm``'s collectives span: under SPMD one virtual device, as 2.9's
+    ``xr.world_size()`` (the collectives are then the process's own)."""
+    return 1 if _spmd() else link.world_size()
+
+
+def _ordinal() -> int:
+    return 0 if _spmd() else link.ordinal()
+
+
+def _local_ordinal() -> int:
+    return 0 if _spmd() else link.local_rank()
+
+
 def get_ordinal(defval: int = 0) -> int:
     """Removed in 2.7: present only under the ``legacy`` profile."""
-    return link.ordinal()
+    return _ordinal()
 
 
 def xrt_world_size(defval: int = 1) -> int:
     """Removed in 2.7: present only under the ``legacy`` profile."""
-    return link.world_size()
+    return _replicas()
 
 
 def get_local_ordinal() -> int:
-    return link.local_rank()
+    return _local_ordinal()
 
 
 def is_master_ordinal(local: bool = True) -> bool:
-    ordinal = get_local_ordinal() if local else link.ordinal()
+    ordinal = get_local_ordinal() if local else _ordinal()
     return ordinal == 0
 
 
@@ -119,13 +139,13 @@ def xla_real_devices(devices: list[Any] | None = None) -> list[str]:
         for d in devices:
             if str(d) not in ("xla:0", str(torch_xla.device())):
                 raise RuntimeError(f"Invalid device format: {d}")
-    return [f"{xla_device_hw(None)}:{link.ordinal()}"]
+    return [f"{xla_device_hw(None)}:{_ordinal()}"]
 
 
 def xla_replication_devices(local_devices: list[Any] | None = None) -> list[str]:
     """Every chip of the world, in ordinal order."""
     kind = xla_device_hw(None)
-    return [f"{kind}:{i}" for i in range(link.world_size())]
+    return [f"{kind}:{i}" for i in range(_replicas())]
 
 
 def set_replication(device: Any, devices: list[Any] | None) -> None:
@@ -210,7 +230,7 @@ def wait_device_ops(devices: list[str] = []) -> None:  # noqa: B006 - the real s
 
 def _my_group(groups: list[list[int]] | None) -> list[int]:
     """The replica group this rank belongs to; checks the groups as XLA would."""
-    world_size, ordinal = link.world_size(), link.ordinal()
+    world_size, ordinal = _replicas(), _ordinal()
     if not groups:
         return list(range(world_size))
     sizes = {len(g) for g in groups}
@@ -250,7 +270,7 @@ def all_reduce(reduce_type: str, inputs: Any, scale: float = 1.0,
     if _t.compiling() and _t.is_tensor(inputs):
         return _t.torch().ops.harness_xla.all_reduce(inputs, reduce_type, float(scale),
                                                      _t.encode_lists(groups), pin_layout)
-    if link.world_size() == 1 and not _always_allreduce():
+    if _replicas() == 1 and not _always_allreduce():
         return inputs.clone() if _t.is_tensor(inputs) else inputs
     if reduce_type not in _REDUCE_TYPES:
         raise RuntimeError(f"Unknown AllReduce type: {reduce_type}")
@@ -313,7 +333,7 @@ def all_gather(value: Any, dim: int = 0, groups: list[list[int]] | None = None,
     # The real pinned gather of a tensor is an all_reduce of padded copies (counted as one, and
     # short-circuited in a world of one); the others call the AllGather bindings at any size.
     if pin_layout and output is None:
-        binding = None if link.world_size() == 1 and not _always_allreduce() else \
+        binding = None if _replicas() == 1 and not _always_allreduce() else \
             "all_reduce" if not groups else "AllReduce"
     else:
         binding = "AllGatherOut" if output is not None else "AllGather"
@@ -383,7 +403,7 @@ def reduce_scatter(reduce_type: str, input: Any, scale: float, scatter_dim: int,
     if scale != 1.0:
         reduced = reduced.mul_(_t.torch().tensor(scale, dtype=reduced.dtype))
     shard = _device.like(input, reduced.chunk(shard_count, dim=scatter_dim)[
-        group.index(link.ordinal())].clone())
+        group.index(_ordinal())].clone())
     if output is not None:
         _write_out(output, shard)
         return output
@@ -404,7 +424,7 @@ def all_to_all(value: Any, split_dimension: int, concat_dimension: int, split_co
     if value.shape[split_dimension] % split_count:
         raise RuntimeError(f"all_to_all: dimension {split_dimension} of size "
                            f"{value.shape[split_dimension]} is not divisible by {split_count}")
-    me = group.index(link.ordinal())
+    me = group.index(_ordinal())
     _metrics._count("xla::AllToAll")
     if len(group) == 1:
         return value.clone()
@@ -423,7 +443,7 @@ def collective_permute(value: Any, pairs: list[list[int]]) -> Any:
     if _t.compiling():
         return _t.torch().ops.harness_xla.collective_permute(
             value, _t.encode_lists(pairs))
-    world_size = link.world_size()
+    world_size = _replicas()
     for pair in pairs:
         if len(pair) != 2 or not all(0 <= p < world_size for p in pair):
             raise RuntimeError(f"collective_permute: invalid source-target pair {pair!r}")
@@ -445,7 +465,7 @@ def collective_broadcast(tensors: list[Any], root_ordinal: int = 0,
     all-reduces them with SUM, so a group that does not hold the root ends with zeros.
     """
     group = _my_group(groups)
-    if link.world_size() > 1 or _always_allreduce():  # an in-place all_reduce, really
+    if _replicas() > 1 or _always_allreduce():  # an in-place all_reduce, really
         _metrics._count("xla::AllReduceInPlace")
     if len(group) > 1:
         metas, payload = _t.pack(list(tensors))
@@ -465,7 +485,7 @@ def collective_broadcast(tensors: list[Any], root_ordinal: int = 0,
 def broadcast_master_param(model: Any) -> None:
     params_and_buffers = list(model.parameters()) + list(model.buffers())
     collective_broadcast(params_and_buffers)
-    torch_xla.sync()
+    torch_xla.torch_xla._marker(step=False)
 
 
 def send(value: Any, channel_id: int) -> None:
@@ -482,9 +502,9 @@ def recv(output: Any, channel_id: int) -> Any:
 def _exchange(payload: bytes, tag: str | None, **meta: Any) -> list[bytes]:
     """Every rank's payload, in ordinal order: the real ``xla_rendezvous``, which all-gathers
     the sizes, then the padded payloads, between step markers (so step closures run)."""
-    torch_xla.sync()
-    counted = link.world_size() > 1 or _always_allreduce()
-    if link.world_size() == 1:
+    torch_xla.torch_xla._marker(step=False)
+    counted = _replicas() > 1 or _always_allreduce()
+    if _replicas() == 1:
         gathered = [payload]
     else:
         _metrics._count("xla::all_reduce")  # the sizes
@@ -494,13 +514,13 @@ def _exchange(payload: bytes, tag: str | None, **meta: Any) -> list[bytes]:
         for size in header["sizes"]:
             gathered.append(bytes(data[offset:offset + size]))
             offset += size
-    torch_xla.sync()
+    torch_xla.torch_xla._marker(step=False)
     _metrics._count("xla::_to_cpu")  # max_size.item()
     if max(len(p) for p in gathered) < 1:
         return gathered
     if counted:
         _metrics._count("xla::all_reduce")  # the padded payloads
-    torch_xla.sync()
+    torch_xla.torch_xla._marker(step=False)
     # The padding's max_size.item() and size.item(), torch.split's int(max_size), sizes.cpu(),
     # and each payload's .cpu().
     _metrics._count("xla::_to_cpu", 4 + len(gathered))
@@ -510,7 +530,7 @@ def _exchange(payload: bytes, tag: str | None, **meta: Any) -> list[bytes]:
 def xla_rendezvous(payload: bytes = b"", ordinals: list[int] | None = None,
                    tag: str | None = None) -> list[bytes]:
     """Every rank's payload, in ordinal order, on every rank. No timeout."""
-    if ordinals and len(ordinals) != link.world_size():
+    if ordinals and len(ordinals) != _replicas():
         raise ValueError("Only global rendezvous is supported")
     if not isinstance(payload, bytes):
         raise TypeError(f"`payload` must be bytes, not {type(payload)}")
@@ -547,7 +567,7 @@ def mesh_reduce(tag: str, data: Any, reduce_fn: Callable[[list[Any]], Any]) -> A
 def do_on_ordinals(target: Callable[..., Any], data: Any = (),
                    ordinals: Any = (0,)) -> Any:
     """``target(*data)`` on ``ordinals`` only, then a rendezvous of every rank."""
-    running = link.ordinal() in ordinals
+    running = _ordinal() in ordinals
     cpu_data = _maybe_convert_to_cpu(data, convert=running)
     result = target(*cpu_data) if running else None
     rendezvous("torch_xla.core.xla_model.do_on_ordinals")
@@ -559,7 +579,7 @@ def do_on_ordinals(target: Callable[..., Any], data: Any = (),
 def reduce_gradients(optimizer: Any, groups: list[list[int]] | None = None,
                      pin_layout: bool = True) -> None:
     # The world size, with groups or without, as the real one scales (not the group's size).
-    count = link.world_size()
+    count = _replicas()
     if count > 1:
         gradients = [p.grad for group in optimizer.param_groups for p in group["params"]
                      if p.grad is not None]

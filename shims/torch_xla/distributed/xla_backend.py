@@ -128,7 +128,6 @@ def _create_xla_process_group(prefix_store: Any, rank: int, size: int,
     """The creator torch.distributed calls for backend ``'xla'``, before its store barrier."""
     assert not xr.is_spmd(), \
         "XLA backend is not supported with SPMD. Please use a CPU process group instead."
-    rendezvous.store_in_use()  # rank 0 must serve the store until this barrier is through
     return ProcessGroupXla(prefix_store, rank, size, timeout)
 
 
@@ -344,7 +343,7 @@ class ProcessGroupXla(ProcessGroup):
         reduce_type = self._get_reduce_type(opts.reduceOp)
         for tensor in tensors:
             result = xm.all_reduce(reduce_type, inputs=tensor)
-            torch_xla.sync()
+            torch_xla.torch_xla._marker(step=False)
             if rank == dst:
                 tensor.copy_(result)
         return _ret_work(tensors)
@@ -385,7 +384,7 @@ class ProcessGroupXla(ProcessGroup):
             is_scalar = input_tensor.dim() == 0
             gathered = xm.all_gather(input_tensor.clone().reshape(1) if is_scalar else input_tensor,
                                      dim=0, groups=self._mesh, pin_layout=False)
-            torch_xla.sync()
+            torch_xla.torch_xla._marker(step=False)
             if rank == opts.rootRank:
                 output_tensors = output_tensors_list[i]
                 if is_scalar:
@@ -423,7 +422,7 @@ class ProcessGroupXla(ProcessGroup):
         me = xr.global_ordinal()
         for t in tensors:
             link.send(("dist", me, dst_rank), dst_rank, _t.to_bytes(t))
-            torch_xla.sync()
+            torch_xla.torch_xla._marker(step=False)
         return _ret_work(list(tensors))
 
     def recv(self, out_tensors: list[Any], src_rank: int, tag: int = 0) -> Any:
@@ -440,7 +439,7 @@ class ProcessGroupXla(ProcessGroup):
                     f"recv from rank {src_rank}: got {len(data)} bytes for a "
                     f"{_t.dtype_name(ot)}{list(ot.shape)} tensor of {expected} bytes (the "
                     "sender's tensor has another shape or dtype)")
-            torch_xla.sync()
+            torch_xla.torch_xla._marker(step=False)
             with torch.no_grad():
                 ot.copy_(_t.from_bytes(data, _t.dtype_name(ot), tuple(ot.shape)))
         return _ret_work(list(out_tensors))
