@@ -105,6 +105,8 @@ class Coordinator:
         self.preemption = PreemptionSync(world_size)  # the XLA runtime's (``preemption.py``)
         #: replies no request of their rank's made now: a peer's exit, a wait timed out
         self.outbox: list[Reply] = []
+        #: waits a peer's exit closed, answered once the world's instant is over (``settle``)
+        self._closing: list[tuple[int, Collective, int, int]] = []  # waiter, call, step, gone
 
     # -- bookkeeping -----------------------------------------------------
     def now(self) -> float:
@@ -268,11 +270,25 @@ class Coordinator:
 
     def gone(self, rank: int) -> None:
         """``rank``'s process is gone (it exited, or died to come back): the process groups
-        it had joined close, and their members waiting in one are answered (``outbox``)."""
-        for waiter, call, seq in self.groups.gone(rank):
-            self.waiting.pop(waiter, None)
-            self.outbox.append(self._closed_reply(waiter, call, seq, rank))
+        it had joined close. Their members waiting in one are answered by ``settle``, once
+        every exit of this world instant is in: which of two processes killed at one instant
+        the harness hears of first is the machine's order, not the world's."""
+        self.waiting.pop(rank, None)
+        self._closing = [c for c in self._closing if c[0] != rank]  # it hears nothing now
+        self._closing.extend((w, call, seq, rank) for w, call, seq in self.groups.gone(rank))
         self.stores.withdraw(rank)
+
+    def settle(self) -> None:
+        """The world's instant is over (no unit runs): answer the waits that exits in it
+        closed (``outbox``), each naming the lowest member gone, in rank order."""
+        closing, self._closing = sorted(self._closing, key=lambda c: c[0]), []
+        for waiter, call, seq, first in closing:
+            waits = self.waiting.get(waiter)
+            if waits is None or waits.req != call.req:
+                continue  # no longer waiting in it (a new life, an answer since)
+            del self.waiting[waiter]
+            gone = self.groups.closed_by(call.group or "", call.groups[0], waiter, first)
+            self.outbox.append(self._closed_reply(waiter, call, seq, gone))
 
     def store(self, rank: int, op: StoreOp) -> list[Reply]:
         """An operation on one of the world's stores; a read of a missing key waits."""

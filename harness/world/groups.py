@@ -60,9 +60,8 @@ class ProcessGroups:
         seq = 0 if connect else self._seq.get((rank, key), 1)
         if not connect:
             self._seq[(rank, key)] = seq + 1
-            gone = sorted(m for m in members if m in group.closed and m != rank)
-            if gone:
-                return Arrival(seq, closed=gone[0])
+            if any(m in group.closed and m != rank for m in members):
+                return Arrival(seq, closed=self.closed_by(key, members, rank))
         arrivals = self._steps.setdefault((key, seq), {})
         arrivals[rank] = call
         if not set(members) <= arrivals.keys():
@@ -88,6 +87,12 @@ class ProcessGroups:
                     del self._steps[(k, seq)]
                     failed.extend((r, arrivals[r], seq) for r in sorted(arrivals) if r != rank)
         return failed
+
+    def closed_by(self, key: str, members: list[int], rank: int, gone: int | None = None) -> int:
+        """The member whose exit closed group ``key`` for ``rank``: the lowest gone (with
+        ``gone``, one known gone though the group was created again since)."""
+        closed = self._groups[key].closed
+        return min([m for m in members if m in closed and m != rank] + ([gone] if gone is not None else []))
 
     def withdraw(self, rank: int) -> None:
         """``rank`` no longer waits in its open step (its wait timed out)."""

@@ -198,6 +198,9 @@ class WorldServer:
         if any(k not in spawned and not self._waits_outside(k, wall) for k in busy):
             self._real = None
             return False
+        self.coordinator.settle()  # the instant's exits are all in: the waits they closed
+        if self._flush():
+            return True
         outside = frozenset(busy) | frozenset(spawned)  # waits on what only another unit ends
         due_at = clock.next_wake(self._next_due(), outside)
         if busy or spawned:  # only processes of the units' own run: the machine's pace

@@ -76,9 +76,34 @@ def test_the_coordinator_answers_a_closed_group_with_the_peer_that_left() -> Non
         coord.collective(r, call("init_process_group"))
     assert coord.collective(0, call()) == []
     coord.gone(2)
+    assert coord.take_outbox() == []  # other exits of this instant may still come
+    coord.settle()
     assert coord.take_outbox() == [(0, {"closed": 2}, b"")]
     assert coord.collective(1, call()) == [(1, {"closed": 2}, b"")]
     assert 0 not in coord.waiting
+
+
+def _exits_at_one_instant(order: list[int]) -> tuple[list, list]:
+    coord = Coordinator(4)
+    for r in range(4):
+        coord.collective(r, call("init_process_group"))
+    coord.collective(0, call())
+    coord.collective(1, call())  # ranks 0 and 1 wait for 2 and 3
+    for r in order:
+        coord.gone(r)
+    coord.settle()
+    warnings = [e.detail["message"] for e in coord.history if e.kind == "warning"]
+    return coord.take_outbox(), warnings
+
+
+def test_exits_at_one_instant_are_answered_the_same_in_every_order_the_machine_tells_them() -> None:
+    # Ranks 1, 2 and 3 killed at one world instant: the harness hears their exits in the
+    # machine's order. Rank 0 is told of the lowest member gone; rank 1, dying itself, of none.
+    outcomes = [_exits_at_one_instant(order) for order in ([1, 2, 3], [3, 2, 1], [2, 1, 3])]
+    assert outcomes[0] == outcomes[1] == outcomes[2]
+    replies, warnings = outcomes[0]
+    assert replies == [(0, {"closed": 1}, b"")]
+    assert len(warnings) == 1 and "rank 1, a member" in warnings[0]
 
 
 def test_a_wait_times_out_at_its_limit_on_the_world_clock_and_names_who_never_came() -> None:
