@@ -145,7 +145,11 @@ def deliver(signum: int, told: int | None = None) -> None:
     if waiter is not None and way == NOTHING:  # it runs on at once: never a moment idle
         clock.notify(waiter)  # type: ignore[union-attr]
         waiter = None
-    if clock is not None:
+    # The clock hears of a handler that runs (or a death) before the signal is sent, so the
+    # handler counts; of a signal that does nothing only once it is sent, for it lets the
+    # world move on: a signal sent later (a slow look at /proc for the children) could
+    # find the main thread past its collective, its handler after its result.
+    if clock is not None and way != NOTHING:
         clock.signal_coming(signum, way, told)
     if signum:
         for child in sweep.descendants(os.getpid()):  # off the world's clock: on the machine's
@@ -156,6 +160,8 @@ def deliver(signum: int, told: int | None = None) -> None:
         signal.pthread_kill(main, signum)
         if clock is not None and way == RUNS:
             clock.poke(main)  # asleep in a wait of the clock's: it runs the handler, waits on
+    if clock is not None and way == NOTHING:
+        clock.signal_coming(signum, way, told)
     if waiter is not None:
         clock.notify(waiter)  # type: ignore[union-attr] - after the kill: the handler first
 
