@@ -11,7 +11,8 @@ the world's count of step markers before the job restarted:
    not that step's complete checkpoint);
 4. no more than ``save_every`` steps were lost: the step the job had reached before it
    restarted, minus the step it resumed from;
-5. the run ends with the fault-free run's final state.
+5. the run ends with the fault-free run's final state (the state it loaded, for a life
+   that resumed at the last step: pre-empted there, it saved it and had nothing left).
 """
 
 from __future__ import annotations
@@ -98,7 +99,9 @@ def _judge(result: WorldResult, save_every: int, baseline: Baseline | None) -> J
                                f"resumed from {_step(step)}: {plural(lost, 'step')} lost, more "
                                f"than one save interval ({save_every})")
     last = {r: v["step"] for r, v in values.items()}
-    end_states = {r: v["states"].get(str(v["step"])) for r, v in values.items()}
+    # A life that resumed at the last step runs none: it ends with the state it loaded.
+    end_states = {r: v["states"].get(str(v["step"]), v["resumed_state"] if v["step"] ==
+                                     v["resumed_from"] else None) for r, v in values.items()}
     if isinstance(fault_free, dict):
         final = str(max(int(s) for s in fault_free)) if fault_free else None
         off = [r for r in values if str(last[r]) != final or end_states[r] != fault_free.get(final)]

@@ -55,9 +55,24 @@ def signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
+#: a process's traceback inside torch.distributed.checkpoint's CheckpointException
+_REMOTE = re.compile(r"^Traceback \(most recent call last\): \(RANK (\d+)\)$", re.M)
+
+
 def raised(error: dict[str, Any]) -> str:
-    """``raised FileNotFoundError: [Errno 2] ...``."""
-    return f"raised {error['type']}: {one_line(error['message'])}"
+    """``raised FileNotFoundError: [Errno 2] ...``. An exception that carries other
+    processes' tracebacks (``CheckpointException``: a save or load failed somewhere) says
+    what each of them raised, not the first frames of the first traceback."""
+    message = str(error["message"])
+    parts = _REMOTE.split(message)
+    if len(parts) > 2:  # [head, rank, block, rank, block, ...]
+        causes = []
+        for rank, block in zip(parts[1::2], parts[2::2]):
+            lines = [ln for ln in block.splitlines() if ln.strip()]
+            first = next((i for i, ln in enumerate(lines) if not ln[0].isspace()), len(lines))
+            causes.append(f"rank {rank}: {' '.join(lines[first:]) or 'no exception shown'}")
+        message = "; ".join(causes)
+    return f"raised {error['type']}: {one_line(message)}"
 
 
 # -- as a sentence ----------------------------------------------------------------------

@@ -74,6 +74,7 @@ checkpoint-host-local          PASS    ERROR
 spmd-notice-one-host   PASS    HANG
 async-save-pending             PASS    ERROR
 gcsfuse-checkpoint             PASS    ERROR
+checkpoint-disk-full           ERROR   ERROR
 baseline-spmd-train            PASS    PASS
 """
 OUTCOMES.update({f"{row.split()[0]}-{target}": outcome
@@ -85,6 +86,9 @@ SAYS = {
         "'/tmp/checkpoints/step-6/.metadata' is per host on v4-16-spmd: rank 1 on host 1",),
     "spmd-notice-one-host-naive-spmd-trainer": ("rank 0 waits in sync",
                                                         "rank 1 was killed by SIGKILL"),
+    "checkpoint-disk-full-managed-trainer": (
+        "ranks 0-1 raised torch.distributed.checkpoint.api.CheckpointException: rank 0: "
+        "OSError: [Errno 28] No space left on device",),
     "async-save-pending-managed-trainer": (
         "/mnt/checkpoints/run/8/__0_0.distcp by rank 0 half-written: it was not loaded",),
     "preempt-notice-one-host-naive-trainer": ("ranks 0-1 wait in all_reduce", "ranks 2-3"),

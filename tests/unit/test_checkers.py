@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.checkers import config_sync, exactly_once, sharding
+from harness.checkers import config_sync, exactly_once, resume, sharding
 from harness.checkers.common import Baseline, end_of_world
 from harness.history import Event
 from harness.world.result import CRASH, ERROR, FAIL, HANG, PASS, RankResult, WorldResult
@@ -395,3 +395,47 @@ def test_dropped_ids_may_be_any_ids_a_loader_names_its_samples_by():
     told = [rank(0, PASS, {**loader([0, 1], [2, 3]), "dropped": [8, 9]}),
             rank(1, PASS, {**loader([4, 5], [6, 7]), "dropped": [8, 9]})]
     assert sharding.check(world(told), epoch).outcome == PASS
+
+
+# -- resume: the trainer after its pre-emption -----------------------------------------
+
+FAULT_FREE = {"resumed_from": None, "resumed_state": None, "step": 12,
+              "states": {str(s): f"state-{s}" for s in range(1, 13)}}
+
+
+def resumed(at: int, states: range, restarts: int = 1) -> list[RankResult]:
+    value = {"resumed_from": at, "resumed_state": f"state-{at}", "step": 12,
+             "states": {str(s): f"state-{s}" for s in states}}
+    return [rank(r, value=value, restarts=restarts) for r in range(2)]
+
+
+def steps(upto: int) -> list[Event]:
+    return [Event(t=float(s), kind="step", rank=r, detail={"life": 0})
+            for s in range(1, upto + 1) for r in range(2)]
+
+
+def test_a_job_resumed_at_its_last_step_ends_with_the_state_it_loaded():
+    # Pre-empted at step 12 of 12: it saved step 12, came back, loaded it, ran nothing.
+    judged = resume.check(world(resumed(12, range(0)), history=steps(12)), save_every=4,
+                          baseline=Baseline(this_run=FAULT_FREE))
+    assert judged.outcome == PASS, judged.detail
+    assert "resumed from step 12" in judged.detail
+
+
+def test_a_job_resumed_earlier_that_ends_short_of_the_last_step_fails():
+    value = {"resumed_from": 8, "resumed_state": "state-8", "step": 10,
+             "states": {"9": "state-9", "10": "state-10"}}
+    judged = resume.check(world([rank(r, value=value, restarts=1) for r in range(2)],
+                                history=steps(9)), save_every=4,
+                          baseline=Baseline(this_run=FAULT_FREE))
+    assert judged.outcome == FAIL
+    assert "ended at step 10" in judged.detail and "at step 12" in judged.detail
+
+
+def test_a_job_resumed_at_the_last_step_with_another_state_fails_naming_it():
+    ranks = resumed(12, range(0))
+    ranks[1].value["resumed_state"] = "state-8"
+    judged = resume.check(world(ranks, history=steps(12)), save_every=4,
+                          baseline=Baseline(this_run=FAULT_FREE))
+    assert judged.outcome == FAIL
+    assert "rank 1 resumed from step 12 with a state that is not" in judged.detail

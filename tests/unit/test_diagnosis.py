@@ -350,3 +350,28 @@ def test_ranks_whose_words_differ_only_by_their_own_number_are_one_group():
     assert fates_phrase(same) == "ranks 0-3 raised KeyError: 'lr' at step 2"
     two = [rank(r, "ERROR", host=0, error=error("OSError", f"shard {r} of 2.5")) for r in (2, 5)]
     assert fates_phrase(two) == "ranks 2,5 raised OSError: shard N of 2.5"
+
+
+def test_a_checkpoint_exception_says_what_each_failing_process_raised() -> None:
+    """torch.distributed.checkpoint gathers every process's failure into one exception whose
+    message opens with their tracebacks' frames: the line says what each process raised."""
+    import traceback
+
+    from torch.distributed.checkpoint.api import CheckpointException
+
+    from harness.world.fates import raised
+
+    def write() -> None:
+        raise OSError(28, "No space left on device")
+
+    try:
+        write()
+    except OSError as exc:
+        disk = (exc, traceback.extract_tb(exc.__traceback__))
+    failure = CheckpointException("write", {0: disk, 3: (ValueError("bad\nshape"), None)})
+    line = raised({"type": "torch.distributed.checkpoint.api.CheckpointException",
+                   "message": str(failure)})
+    assert line == ("raised torch.distributed.checkpoint.api.CheckpointException: rank 0: "
+                    "OSError: [Errno 28] No space left on device; rank 3: ValueError: bad shape")
+    assert raised({"type": "KeyError", "message": "'lr'\n(at step 2)"}) == \
+        "raised KeyError: 'lr' (at step 2)"

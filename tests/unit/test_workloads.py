@@ -125,11 +125,11 @@ def test_the_built_in_targets_keep_their_names_preloads_and_known_failures():
 def test_the_catalog_order_is_each_workloads_in_turn_and_names_every_catalog_file():
     assert CATALOG_ORDER[:3] == ("baseline", "missing-file", "partial-write")
     assert CATALOG_ORDER[19:21] == ("uneven-shards", "missing-data-on-host")
-    assert CATALOG_ORDER[-13:-11] == ("stream-missing", "baseline-resume")
-    assert CATALOG_ORDER[-7:-5] == ("preempt-during-warmup", "baseline-train")
-    assert CATALOG_ORDER[-5:] == ("checkpoint-host-local", "spmd-notice-one-host",
+    assert CATALOG_ORDER[-14:-12] == ("stream-missing", "baseline-resume")
+    assert CATALOG_ORDER[-8:-6] == ("preempt-during-warmup", "baseline-train")
+    assert CATALOG_ORDER[-6:] == ("checkpoint-host-local", "spmd-notice-one-host",
                                   "async-save-pending", "gcsfuse-checkpoint",
-                                  "baseline-spmd-train")
+                                  "checkpoint-disk-full", "baseline-spmd-train")
     assert CATALOG_ORDER[27] == "baseline-sharding"
     assert [s.name for s in catalog()] == list(CATALOG_ORDER)
 
