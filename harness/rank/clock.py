@@ -581,11 +581,17 @@ def world_monotonic_ns() -> int:
     return real_monotonic_ns() if clock is None else MONOTONIC_BASE_NS + clock.read()
 
 
+#: what CPython says of a NaN where it converts a timeout (``_PyTime_FromSecondsObject``)
+NAN_TIMEOUT = "Invalid value NaN (not a number)"
+
+
 def world_sleep(secs: float) -> None:
     clock = _clock
     if clock is None or not isinstance(secs, (int, float)):
         return real_sleep(secs)  # (the machine's own TypeError for a non-number)
-    if secs != secs or secs < 0:
+    if secs != secs:
+        raise ValueError(NAN_TIMEOUT)
+    if secs < 0:
         raise ValueError("sleep length must be non-negative")
     clock.sleep(secs)
 
@@ -662,6 +668,8 @@ class WorldLock:
         self._waiters: deque[Waiter] = deque()
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        if timeout != timeout:  # converted first, as the machine's lock does
+            raise ValueError(NAN_TIMEOUT)
         if not blocking:
             if timeout != -1:
                 raise ValueError("can't specify a timeout for a non-blocking call")
@@ -740,6 +748,8 @@ def _wait(self: threading.Condition, timeout: float | None = None) -> bool:
     clock = _clock
     if clock is None or clock.detached is not None:
         return _condition_wait(self, timeout)
+    if timeout is not None and timeout != timeout:  # Python's wait: not > 0, so no wait
+        return _condition_wait(self, timeout)
     if not self._is_owned():  # type: ignore[attr-defined]
         raise RuntimeError("cannot wait on un-acquired lock")
     waiter = Waiter(None if timeout is None else clock.deadline_after(timeout))
@@ -816,6 +826,8 @@ def _join(self: threading.Thread, timeout: float | None = None) -> None:
         raise RuntimeError("cannot join thread before it is started")
     if self is threading.current_thread():
         raise RuntimeError("cannot join current thread")
+    if timeout is not None and timeout != timeout:  # max(nan, 0) reaches the lock's acquire
+        raise ValueError(NAN_TIMEOUT)
     if done.wait(timeout):
         _thread_join(self, None)  # its last instructions, after its run ended: microseconds
 

@@ -355,3 +355,29 @@ def pipe_shared_with_a_child():
 def _write_later(end):
     time.sleep(0.3)
     end.send("from the child")
+
+
+def nan_timeouts():
+    """Every wait given a NaN timeout, and what each did: the world's must be the machine's
+    (Condition.wait does not wait, the lock's acquire and sleep refuse the value)."""
+    def condition():
+        c = threading.Condition()
+        with c:
+            return c.wait(float("nan"))
+
+    def join():
+        t = threading.Thread(target=lambda: None)
+        t.start()
+        return t.join(float("nan"))
+
+    calls = {"event": lambda: threading.Event().wait(float("nan")), "condition": condition,
+             "lock": lambda: threading.Lock().acquire(True, float("nan")),
+             "rlock": lambda: threading.RLock().acquire(True, float("nan")),
+             "sleep": lambda: time.sleep(float("nan")), "join": join}
+    out = {}
+    for name, call in calls.items():
+        try:
+            out[name] = f"returned {call()!r}"
+        except Exception as exc:  # noqa: BLE001 - what it raised is the answer
+            out[name] = f"{type(exc).__name__}: {exc}"
+    return out

@@ -604,3 +604,16 @@ def test_a_signal_that_nothing_handles_leaves_the_idle_unit_idle_and_one_that_ki
             disposition  # the wake taken; a dying unit is busy until its exit is told
         box["clock"].notify(box["waiter"])
         thread.join(5)
+
+
+@pytest.mark.parametrize("isolation", ["kernel", "python"])
+def test_a_nan_timeout_does_in_a_world_what_it_does_on_the_machine(isolation):
+    """Event/Condition.wait(nan) return False at once; a lock's acquire, sleep and join
+    refuse it with CPython's own ValueError (the world's waits once raised another, or
+    took the lock): what CPython 3.10 and 3.11 answer outside a world."""
+    refused = "ValueError: Invalid value NaN (not a number)"
+    machine = {"event": "returned False", "condition": "returned False", "lock": refused,
+               "rlock": refused, "sleep": refused, "join": refused}
+    result = run_world(target("nan_timeouts"), topology="1x1", timeout=60, isolation=isolation)
+    assert result.outcome == PASS, describe(result)
+    assert result.ranks[0].value == machine
