@@ -33,9 +33,11 @@ from harness.rank.process import (
     after_fork,
     become_subreaper,
     die_with_parent,
+    enter_limits,
     name_process,
     say_failed,
     share_in_huge_pages,
+    unit_limits,
     unit_name,
 )
 from harness.rank.spec import WorldSpec
@@ -217,6 +219,7 @@ def run_leader(spec: WorldSpec) -> None:
         after_fork()
         die_with_parent()
         become_subreaper()
+        enter_limits(spec)  # before anything of the world is forked
         name_process("harness-leader")
         _lead(spec)
     except BaseException:  # noqa: BLE001
@@ -255,6 +258,7 @@ def _lead(spec: WorldSpec) -> None:
             os.close(wake_r)
             os.close(wake_w)
             after_fork()
+            unit_limits(spec)
             if hosts is not None:
                 try:
                     host = host_of(role, ident)

@@ -75,6 +75,42 @@ def after_fork() -> None:
         pass
 
 
+def enter_limits(spec: WorldSpec) -> None:
+    """In a world's leader, before it forks anything: into the world's cgroup (every
+    process it starts is then in it: ``harness.world.cgroups``), and no file any of them
+    writes may grow past the world's written limit (RLIMIT_FSIZE: one ``fallocate`` cannot
+    put more on the machine's disk)."""
+    pid = str(os.getpid()).encode()
+    for path in spec.cgroup:
+        try:
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.write(fd, pid)
+            finally:
+                os.close(fd)
+        except OSError:  # the meter's accounting still holds the world
+            pass
+    if spec.file_size is not None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_FSIZE, (spec.file_size, spec.file_size))
+
+
+def unit_limits(spec: WorldSpec) -> None:
+    """In a unit, right after its fork: a file past the written limit kills it with the
+    kernel's own SIGXFSZ (Python ignores it, and a target may swallow the ``OSError``: the
+    exit status is what the harness sees from outside), and in its world's cgroup the
+    kernel's OOM killer takes a unit before the leader that reports the world's exits."""
+    if spec.file_size is not None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+    if spec.cgroup:
+        try:
+            with open("/proc/self/oom_score_adj", "w") as f:
+                f.write("1000")
+        except OSError:
+            pass
+
+
 MADV_COLLAPSE = 25  # Linux 6.1
 _HUGE = 1 << 21
 

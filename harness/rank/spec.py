@@ -40,6 +40,11 @@ class WorldSpec:
     binds: dict[int, tuple[Bind, ...]] | None = None
     #: the world seconds a training step costs, at its step marker (``HarnessRuntime.step``)
     step_seconds: float = 0.0
+    #: the world's cgroup (``harness.world.cgroups``): the files its leader writes its pid
+    #: into before it forks anything; empty where the machine gives a world none
+    cgroup: tuple[str, ...] = ()
+    #: RLIMIT_FSIZE of every unit (the written limit: one call cannot put more on the disk)
+    file_size: int | None = None
 
     def args_of(self, rank: int) -> tuple[Any, ...]:
         """The positional args ``rank`` calls the target with: its host's, else ``args``."""

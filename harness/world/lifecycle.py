@@ -124,6 +124,7 @@ class Lifecycle:
         self.held_forever: dict[int, str] = {}
         self.single: set[int] = set()  # exec mode: hosts whose launcher ran a world of one
         self.notices = Notices()  # hosts pre-empted with notice, until they come back
+        self.limit_words: str | None = None  # the limit the world was stopped at
 
     # -- starts and faults ------------------------------------------------------
     def started(self, pid: int | None, role: str, ident: int) -> None:
@@ -532,12 +533,19 @@ class Lifecycle:
         self.coordinator.record("hang", detail={"message": report})
         self._tell_leader({"type": "kill"})
 
-    def stop_at_limit(self, words: str) -> None:
+    def stop_at_limit(self, words: str, also: tuple[str, int] | None = None) -> None:
         """The world passed one of its limits (``harness.world.limits``): every unit still
-        alive is killed now, each with the limit's words as its fate."""
+        alive is killed now, each with the limit's words as its fate, as is ``also``, a
+        unit the kernel killed at the limit (said once: again, it does nothing)."""
+        if self.limit_words is not None:
+            return
+        self.limit_words = words
         for unit in (*self.ranks.values(), *self.hosts.values()):
             if unit.status is None and (unit.result is None or sweep.running(unit.pid)):
                 unit.stopped = words
+        if also is not None:
+            role, ident = also
+            (self.ranks if role == "rank" else self.hosts)[ident].stopped = words
         self.coordinator.record("limit", detail={"message": f"stopped at {words}"})
         self._tell_leader({"type": "kill"})
 

@@ -11,15 +11,28 @@ with the limit's words, as a pod's OOM killer would leave them; the report names
   launchers and whatever they started. Summed cheaply first (each process's anonymous
   memory beyond what it inherited from the fork server); only when that passes the limit
   is it confirmed with the kernel's proportional count (``Pss``), which counts a page
-  shared by eight ranks once, not eight times.
+  shared by eight ranks once, not eight times. Memory no process's resident set shows is
+  added, each object once (``harness.world.held``): memfds and tmpfs files deleted but held
+  open, SysV segments the world's processes made.
 - ``output``: what one rank (or launcher) printed, stdout and stderr together. Reports keep
-  the last MiB of each anyway.
+  the last MiB of each anyway. Not capped where it is written: a unit's stdout is a file of
+  its own, written by the target, its C code and its subprocesses alike, and a cap there
+  (a pipe the harness reads, a hook on every write) would cost every print. It is looked at
+  every 20 ms instead, and while it grows again before it can reach the limit at the rate
+  it grows (``OUTPUT_SOONEST`` at most): a rank printing a GiB a second stops a few times
+  its limit past it at most.
 - ``written``: the disk the world's sandbox takes (its hosts' ``/tmp``, home, mounts):
-  blocks, so a sparse file costs what it holds.
+  blocks, so a sparse file costs what it holds; and files deleted but held open.
 - ``processes``: the world's processes at once (a fork bomb).
 
 The meter looks often enough to stop a runaway within a second of passing a limit (more
-often for small worlds), and rarely enough to cost a few per cent of one core.
+often for small worlds), and rarely enough to cost a few per cent of one core. One call is
+faster than any meter, so the kernel holds the world too where it can: a cgroup of the
+world's own (``harness.world.cgroups``: memory and processes, a margin above their limits;
+what the kernel did there stops the world naming the limit, ``Meter.kernel``), and every
+unit's RLIMIT_FSIZE at the written limit (no single file past it: the unit that tries ends
+by the kernel's SIGXFSZ, seen in its exit status, ``Meter.killed``; an ``OSError`` the
+target could swallow is not something the harness sees from outside).
 """
 
 from __future__ import annotations
@@ -27,11 +40,13 @@ from __future__ import annotations
 import logging
 import os
 import re
+import signal
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from harness.inputs import size_text
+from harness.world import cgroups, held
 
 GiB, MiB = 1 << 30, 1 << 20
 log = logging.getLogger(__name__)
@@ -113,7 +128,10 @@ class Exceeded:
 
 #: How often each kind is measured: a walk of /proc costs per process, a walk of the sandbox
 #: per file, so the larger the world the less often (seconds: base + per item).
-_EVERY = {"processes": (0.1, 0.001), "written": (0.5, 0.0001)}
+_EVERY = {"processes": (0.1, 0.001), "written": (0.5, 0.0001), "output": (0.02, 0.0002)}
+#: While a unit's output grows, it is looked at again before it can reach the limit at the
+#: rate it grew, but not more often than this (seconds: a listing of the world's directory).
+OUTPUT_SOONEST = 0.005
 
 class Meter:
     """Measures one world against its ``Limits``: ``check()`` is called from the world's
@@ -121,30 +139,78 @@ class Meter:
 
     def __init__(self, limits: Limits, leader: Callable[[], int | None],
                  units: Callable[[], Mapping[int, str]], outdir: str,
-                 sandbox: str | None) -> None:
+                 sandbox: str | None, group: cgroups.Group | None = None,
+                 file_size: int | None = None) -> None:
         self.limits = limits
         self._leader = leader  # the root of the world's process tree, once it is known
         self._units = units  # pid -> ``rank 3`` / ``launcher 1``, for the words
         self._outdir = outdir
         self._sandbox = sandbox
-        self._due = {"processes": 0.0, "written": 0.0}
-        self._count = {"processes": 1, "written": 1}
+        self.group = group  # the world's cgroup, whose kernel limits hold it too
+        self.file_size = file_size  # the units' RLIMIT_FSIZE: no file of theirs grows past it
+        self._due = {"processes": 0.0, "written": 0.0, "output": 0.0}
+        self._count = {"processes": 1, "written": 1, "output": 1}
+        self._printed_at: tuple[float, int] | None = None  # the largest output, when
+        self._deleted = 0  # disk in files the world deleted but holds open, at the last look
+        #: every process of the world seen, and the SysV segments they made (id -> creator):
+        #: what the harness removes when the world ends
+        self.seen: set[int] = set()
+        self.segments: dict[int, int] = {}
 
     def check(self, now: float | None = None) -> Exceeded | None:
         now = time.monotonic() if now is None else now
         exceeded = None
         if now >= self._due["processes"]:
-            exceeded = self._processes()
+            exceeded = self.kernel() or self._processes()
             self._reschedule("processes", now)
+        if exceeded is None and self.limits.output is not None and now >= self._due["output"]:
+            exceeded = self._printed(now)
         if exceeded is None and self._sandbox is not None and self.limits.written is not None \
                 and now >= self._due["written"]:
             exceeded = self._written()
             self._reschedule("written", now)
         return exceeded
 
+    def next_due(self) -> float:
+        """When ``check`` next measures something (a server that waits no longer)."""
+        return min(self._due.values())
+
     def _reschedule(self, kind: str, now: float) -> None:
         base, each = _EVERY[kind]
         self._due[kind] = now + base + each * self._count[kind]
+
+    # -- what the kernel did: the world's cgroup, a unit it killed ------------------------
+    def kernel(self) -> Exceeded | None:
+        """A limit the kernel held the world at (its cgroup's): the OOM killer acted in
+        it, or it refused a fork."""
+        group, limits = self.group, self.limits
+        if group is None:
+            return None
+        if limits.memory is not None and cgroups.oom_kills(group):
+            return Exceeded("memory", f"the world's memory limit of {size_text(limits.memory)}: "
+                                      f"its processes held {_amount(cgroups.peak(group))} "
+                                      "and the kernel's OOM killer ended one at the world's "
+                                      f"hard limit of {_amount(limits.memory + cgroups.MARGIN)}")
+        if limits.processes is not None and cgroups.forks_refused(group):
+            return Exceeded("processes", f"the world's limit of {limits.processes} processes: "
+                                         "the kernel refused a fork at the world's hard limit "
+                                         f"of {limits.processes * cgroups.THREADS_PER_PROCESS} "
+                                         "processes and threads")
+        return None
+
+    def killed(self, unit: str, status: int) -> Exceeded | None:
+        """``unit`` (``rank 3``) exited with ``status``: the limit that killed it, if the
+        kernel did (the world's OOM killer, the file-size limit of its written limit)."""
+        if not os.WIFSIGNALED(status):
+            return None
+        sig = os.WTERMSIG(status)
+        if sig == signal.SIGXFSZ and self.file_size is not None and self.limits.written:
+            return Exceeded("written", f"the world's limit of {size_text(self.limits.written)} "
+                                       f"written into its sandbox: {unit} wrote a file past "
+                                       f"{_amount(self.file_size)}, which the kernel refused")
+        if sig == signal.SIGKILL:
+            return self.kernel()
+        return None
 
     # -- processes and their memory, output ----------------------------------------------
     def _processes(self) -> Exceeded | None:
@@ -154,20 +220,26 @@ class Meter:
             return None
         tree = process_tree(leader)
         self._count["processes"] = len(tree)
+        self.seen.update(tree)
         if limits.processes is not None and len(tree) > limits.processes:
             return Exceeded("processes", f"the world's limit of {limits.processes} processes: "
                                          f"{len(tree)} were running")
-        if limits.output is not None:
-            printed = self._printed()
-            if printed is not None:
-                return printed
+        if limits.memory is None and self._sandbox is None:
+            return None
+        in_memory, on_disk = held.open_files(tree)
+        self._deleted = sum(h.size for h in on_disk)
         if limits.memory is not None:
-            return self._memory(leader, tree)
+            return self._memory(leader, tree, in_memory)
         return None
 
-    def _printed(self) -> Exceeded | None:
+    def _printed(self, now: float) -> Exceeded | None:
+        """The output limit: looked at every tenth of a second, and sooner while a unit's
+        output grows, at the rate it grows: a rank printing a GiB a second stops a few
+        MiB past its limit, not hundreds."""
         limit = self.limits.output
         assert limit is not None
+        base, each = _EVERY["output"]
+        self._due["output"] = now + base + each * len(self._units())
         sizes: dict[str, int] = {}
         try:
             names = os.listdir(self._outdir)
@@ -182,30 +254,59 @@ class Meter:
                     continue
         over = sorted((u for u, size in sizes.items() if size > limit), key=_unit_order)
         if not over:
+            largest = max(sizes.values(), default=0)
+            if self._printed_at is not None and largest > self._printed_at[1]:
+                then, before = self._printed_at
+                rate = (largest - before) / max(now - then, 1e-3)
+                self._due["output"] = min(self._due["output"], now + max(
+                    OUTPUT_SOONEST, (limit - largest) / rate / 2))
+            self._printed_at = (now, largest)
             return None
         who = over[0].replace("rank-", "rank ").replace("host-", "launcher ")
         return Exceeded("output", f"the world's output limit of {size_text(limit)} a rank: "
                                   f"{who} printed {_amount(sizes[over[0]])}")
 
-    def _memory(self, leader: int, tree: dict[int, int]) -> Exceeded | None:
+    def _memory(self, leader: int, tree: dict[int, int],
+                objects: list[held.Held]) -> Exceeded | None:
+        """Summed cheaply first (anonymous memory beyond what was inherited, and the memory
+        objects held: memfds, SysV segments), confirmed with ``Pss`` only past the limit.
+        A mapped object is in its mappers' ``Pss`` too: the confirmation takes the larger
+        of ``Pss`` alone and ``Pss`` without shared memory plus the objects, never both."""
         limit = self.limits.memory
         assert limit is not None
+        for segment in held.segments():
+            if segment.creator in tree:
+                self.segments[segment.shmid] = segment.creator
+            if self.segments.get(segment.shmid) == segment.creator:
+                owner = segment.creator if segment.creator in tree else leader
+                objects.append(held.Held(owner, "a SysV segment", segment.size))
         base = anonymous(leader) or 0  # what every process of the world inherited
         estimate = sum(max(0, (anonymous(pid) or 0) - (0 if pid == leader else base))
-                       for pid in tree)
+                       for pid in tree) + sum(o.size for o in objects)
         if estimate <= limit:
             return None
-        held = {pid: proportional(pid) or 0 for pid in tree}
-        total = sum(held.values())
+        shares = {pid: proportional(pid, shmem=True) for pid in tree}
+        whole = sum(s[0] for s in shares.values())
+        apart = sum(s[0] - s[1] for s in shares.values()) + sum(o.size for o in objects)
+        total = max(whole, apart)
         if total <= limit:
             return None
         units = self._units()
         by_unit: dict[str, int] = {}
-        for pid, amount in held.items():
-            by_unit[_owner(pid, tree, units)] = by_unit.get(_owner(pid, tree, units), 0) + amount
+        kinds: dict[str, dict[str, int]] = {}
+        for pid, (pss, shmem) in shares.items():
+            owner = _owner(pid, tree, units)
+            by_unit[owner] = by_unit.get(owner, 0) + (pss if whole >= apart else pss - shmem)
+        if whole < apart:
+            for o in objects:
+                owner = _owner(o.pid, tree, units)
+                by_unit[owner] = by_unit.get(owner, 0) + o.size
+                kinds.setdefault(owner, {})[o.kind] = kinds.get(owner, {}).get(o.kind, 0) + o.size
         top, most = max(by_unit.items(), key=lambda kv: kv[1])
+        kind, amount = max(kinds.get(top, {"": 0}).items(), key=lambda kv: kv[1])
+        what = f"{_amount(most)} in {kind}" if kind and amount * 2 > most else _amount(most)
         return Exceeded("memory", f"the world's memory limit of {size_text(limit)}: its "
-                                  f"processes held {_amount(total)} ({top}: {_amount(most)})")
+                                  f"processes held {_amount(total)} ({top}: {what})")
 
     # -- the sandbox's disk ---------------------------------------------------------------
     def _written(self) -> Exceeded | None:
@@ -213,10 +314,12 @@ class Meter:
         assert limit is not None and self._sandbox is not None
         used, files = disk_usage(self._sandbox, stop_above=limit)
         self._count["written"] = files
-        if used <= limit:
+        if used <= limit and used + self._deleted <= limit:
             return None
+        gone = f" ({_amount(self._deleted)} of them deleted, still open)" \
+            if used <= limit else ""
         return Exceeded("written", f"the world's limit of {size_text(limit)} written into its "
-                                   f"sandbox: its files took more than {_amount(limit)}")
+                                   f"sandbox: its files took more than {_amount(limit)}{gone}")
 
 
 def _unit_order(name: str) -> tuple[int, str]:
@@ -277,16 +380,23 @@ def anonymous(pid: int) -> int | None:
     return _status_kib(pid, b"RssAnon:")
 
 
-def proportional(pid: int) -> int | None:
-    """``pid``'s proportional share of the memory it has resident (``Pss``), in bytes."""
+def proportional(pid: int, shmem: bool = False) -> tuple[int, int]:
+    """``pid``'s proportional share of the memory it has resident (``Pss``), and of that
+    its share of shared memory (``Pss_Shmem``: memfds, SysV, tmpfs files it maps), bytes."""
+    pss = shared = 0
     try:
         with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
             for line in f:
                 if line.startswith(b"Pss:"):
-                    return int(line.split()[1]) * 1024
+                    pss = int(line.split()[1]) * 1024
+                    if not shmem:
+                        break
+                elif line.startswith(b"Pss_Shmem:"):
+                    shared = int(line.split()[1]) * 1024
+                    break
     except (OSError, ValueError, IndexError):
-        return None
-    return 0
+        pass
+    return pss, shared
 
 
 def disk_usage(root: str, stop_above: int | None = None) -> tuple[int, int]:

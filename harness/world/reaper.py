@@ -6,9 +6,10 @@ holds. When the pipe closes, however the harness ended (exit, SIGTERM, SIGKILL),
 it ends every process marked with the harness's run token (``HARNESS_RUN``: the
 fork servers, their leaders, every rank and whatever those forked, daemons
 included; see ``sweep``) and removes the harness's world directories
-(``harness-<pid>-*`` in the temporary directory). A harness that starts also
-removes the directories of harness processes that are gone, in case a reaper was
-killed too.
+(``harness-<pid>-*`` in the temporary directory), its worlds' cgroups
+(``harness.world.cgroups``) and the SysV segments its worlds' processes made. A
+harness that starts also removes the directories and cgroups of harness processes
+that are gone, in case a reaper was killed too.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import tempfile
 import threading
 
 from harness.rank import sweep
+from harness.world import cgroups, held
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +58,7 @@ def ensure() -> None:
             return
         token = run_token()
         remove_orphaned_dirs()
+        cgroups.remove_orphaned(sweep.running)
         read, write = os.pipe()
         try:
             _started = subprocess.Popen(
@@ -131,7 +134,11 @@ def main() -> None:
             pass
     except OSError:
         pass
+    ours = set(sweep.marked((RUN_KEY, token)))
+    segments = [s.shmid for s in held.segments() if s.creator in ours]  # before they go
     sweep.end(RUN_KEY, token)
+    held.remove_segments(segments)
+    cgroups.remove_of(int(harness_pid))
     for base in bases:
         try:
             names = os.listdir(base)

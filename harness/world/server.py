@@ -20,7 +20,7 @@ from harness.filesystem.publisher import Publisher
 from harness.rank import wire
 from harness.rank.spec import WorldSpec
 from harness.rank.sweep import asleep, live_children
-from harness.world import protocol
+from harness.world import cgroups, protocol
 from harness.world.assemble import world_result
 from harness.world.clock import Key, WorldClock, ns, seconds
 from harness.world.coordinator import Coordinator, answer
@@ -66,7 +66,7 @@ class WorldServer:
 
     def __init__(self, spec: WorldSpec, watch: list[str], max_restarts: int,
                  timeout: float, teardown: bool = False, limits: Limits | None = None,
-                 restart_job: bool = False) -> None:
+                 restart_job: bool = False, group: cgroups.Group | None = None) -> None:
         self.spec = spec
         self.timeout = timeout  # the world's, as progress reports show it
         self.clock = WorldClock(ns(timeout), spec.seed)
@@ -100,7 +100,8 @@ class WorldServer:
         self._asleep: dict[Key, tuple[float, int]] = {}
         self._looked: dict[Key, float] = {}  # when /proc said a busy unit was not waiting yet
         self.meter = Meter(limits or Limits(), lambda: self.life.leader_pid, self._unit_names,
-                           spec.outdir, spec.sandbox if spec.mounts is not None else None)
+                           spec.outdir, spec.sandbox if spec.mounts is not None else None,
+                           group, spec.file_size)
         self.exceeded: Exceeded | None = None  # the limit that stopped the world
 
     def serve(self, until: float, abort: threading.Event | None = None,
@@ -120,6 +121,8 @@ class WorldServer:
                 return ABORTED
             if wall >= until or (held_limit is not None and wall - self.held_since >= held_limit):
                 return GUARD
+            if clock and self.exceeded is not None:  # the kernel killed a unit at a limit
+                return LIMIT
             if not life.leader_lost and life.leader_gone():
                 leader = self.loop.leader()
                 if leader is not None:  # what it sent before it went: its "done", often
@@ -127,6 +130,9 @@ class WorldServer:
                 life.leader_lost = not life.done
                 if life.done:  # it said so on its way out: the world is over, nothing to wait for
                     break
+                if clock and (exceeded := self.meter.kernel()) is not None:
+                    self.exceeded = exceeded  # the OOM killer took the leader: the world's limit
+                    return LIMIT
             if life.leader_lost and life.all_accounted():
                 return LEADER_LOST
             if clock:
@@ -147,6 +153,8 @@ class WorldServer:
             if clock and self._real is not None:  # following the machine's time: until the next due
                 due = self.clock.next_wake(self._next_due())
                 wait = min(wait, 0.05, max(0.0, seconds(due - self.clock.now)))
+            if clock:  # the meter's next look is not left to the next frame
+                wait = min(wait, max(0.0, self.meter.next_due() - time.monotonic()))
             self.loop.poll(min(wait, max(0.0, until - wall)), until)
             self._publish_due()
         return DONE
@@ -161,7 +169,7 @@ class WorldServer:
     def stop(self, exceeded: Exceeded, hard_end: float) -> None:
         """Stop the world at a limit it passed: every unit still alive is killed, and its
         fate names the limit."""
-        self.life.stop_at_limit(exceeded.words)
+        self.life.stop_at_limit(exceeded.words)  # once: a unit the kernel killed said it first
         if self.serve(until=hard_end, clock=False) != DONE:
             self.life.kill_by_pid()
 
@@ -697,6 +705,13 @@ class WorldServer:
     def _exited(self, sock: socket.socket, conn: Conn, msg: protocol.Exited) -> None:
         unit = tuple(msg.unit) if msg.unit else self.life.pids.get(msg.pid)
         if unit is not None:
+            if self.exceeded is None and not self.life.finish_sent:
+                role, ident = unit
+                name = f"rank {ident}" if role == "rank" else f"launcher {ident}"
+                exceeded = self.meter.killed(name, msg.status)
+                if exceeded is not None:  # the kernel stopped it at a limit: so is the world
+                    self.exceeded = exceeded
+                    self.life.stop_at_limit(exceeded.words, also=unit)  # type: ignore[arg-type]
             self.life.exited(unit, msg.status)  # type: ignore[arg-type]
 
     def _done(self, sock: socket.socket, conn: Conn, msg: protocol.Done) -> None:

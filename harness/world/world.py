@@ -16,7 +16,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from harness import refs
@@ -25,8 +25,9 @@ from harness.rank import namespaces, sweep, wire
 from harness.rank.environment import shim_root
 from harness.rank.spec import WorldSpec
 from harness.topology import clean_environment
-from harness.world import isolation, pool, reaper
+from harness.world import cgroups, held, isolation, pool, reaper
 from harness.world.config import WorldConfig
+from harness.world.limits import Limits, Meter
 from harness.world.result import WorldResult
 from harness.world.server import ABORTED, DEADLINE, GUARD, LEADER_LOST, LIMIT, WorldServer
 
@@ -117,7 +118,8 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
         kwargs=config.kwargs, argv=config.argv, seed=seed, home=config.home, mounts=table,
         faults=plan, record_files=config.record_files, args_by_host=config.args_by_host,
         step_seconds=config.step_seconds,
-        checker=config.checker)
+        checker=config.checker, file_size=_file_size(config.limits, table is not None))
+
     if mode == isolation.KERNEL and table is not None:
         module = refs.module_of(name)
         spec = dataclasses.replace(spec, binds=isolation.binds_for(
@@ -125,12 +127,15 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
                 cwd, module if module and refs.is_file(module) else None, config.argv),
                 *config.reads], overlays=_overlays()))
     server = None
+    group = _group(world_id, config.limits)
+    if group is not None:
+        spec = dataclasses.replace(spec, cgroup=group.procs)
     try:
         if table is not None:
             sandbox_layout.create(spec.sandbox, table, topo, plan.leftovers + config.files)
         server = WorldServer(spec, watch=list(config.watch), max_restarts=config.max_restarts,
                              timeout=timeout, teardown=config.teardown_on_failure,
-                             limits=config.limits, restart_job=config.restart_job)
+                             limits=config.limits, restart_job=config.restart_job, group=group)
         try:
             server.life.watch_leader(forks.fork_world(spec))
             why = server.serve(until=start + wall_limit * GUARD_TOTAL, abort=ABORT,
@@ -170,8 +175,51 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
         # (a pass over every process's /proc, 3 ms a world, is then not needed).
         if server is None or not server.life.clean:
             sweep.end_world(world_id)
+        if server is not None:
+            _remove_segments(server.meter, server.life.pids)
+        if group is not None:
+            cgroups.remove(group)
         if not config.keep_output_dir:
             reaper.remove_later(outdir)
+
+
+def _file_size(limits: Limits, sandboxed: bool) -> int | None:
+    """The units' RLIMIT_FSIZE: the written limit (no single file holds more of the disk),
+    or the output limit if that is larger (a unit's output is a file too)."""
+    if not sandboxed or limits.written is None:
+        return None
+    return max(limits.written, limits.output or 0)
+
+
+def _group(world_id: str, limits: Limits) -> cgroups.Group | None:
+    """The world's cgroup, where the machine gives one (``harness.world.cgroups``); where it
+    does not, said once: the meter's accounting alone holds the world."""
+    if limits.memory is None and limits.processes is None:
+        return None
+    why = cgroups.unavailable()
+    if why:
+        if why not in _said:
+            _said.add(why)
+            # as root a cgroup is expected; as a user, most machines give none: not a warning
+            log.log(logging.WARNING if os.geteuid() == 0 else logging.INFO,
+                    "no cgroup of its own for a world: its limits are the harness's "
+                    "measurement alone, one call can pass them before it looks (%s)", why)
+        return None
+    try:
+        return cgroups.make(f"{cgroups.PREFIX}{world_id}", limits.memory, limits.processes)
+    except OSError as exc:
+        log.warning("no cgroup for world %s: %s", world_id, exc)
+        return None
+
+
+def _remove_segments(meter: Meter, units: Collection[int]) -> None:
+    """The SysV segments the world's processes made (they outlive every process): gone
+    with the world, as on a pod whose containers end (its IPC namespace's). Its processes
+    are its units and what the meter saw (a child of a unit's that made a segment and
+    exited within a tenth of a second escapes)."""
+    mine = {s.shmid for s in held.segments() if meter.segments.get(s.shmid) == s.creator
+            or s.creator in meter.seen or s.creator in units}
+    held.remove_segments(mine)
 
 
 def _overlays() -> str:
