@@ -13,6 +13,7 @@ import pytest
 
 from harness import run_world
 from harness.vocabulary import CRASH
+from harness.world import cgroups, held
 from harness.world.limits import GiB, Limits, Meter, MiB, disk_usage, parse_limits, process_tree
 
 from support import TARGETS_DIR, processes_of_world, run_cli
@@ -59,6 +60,103 @@ def test_the_limit_is_named_in_the_cell_and_every_report_is_written(tmp_path: Pa
     assert "stopped at the world's output limit of 8 MiB a rank: rank 3 printed" in cell["detail"]
     # the report keeps the tail of what it printed, marked as cut
     assert cell["ranks"][3]["stdout"].startswith("[... output cut: ")
+
+
+# -- one call past a limit (issue 47) ------------------------------------------------------
+
+@pytest.fixture(params=["cgroup", "accounting"])
+def enforcement(request, monkeypatch) -> str:
+    """Both ways a world is held: its own cgroup (where this machine gives one: as root) and
+    the meter's accounting alone (an unprivileged user's machine, made so here)."""
+    if request.param == "accounting":
+        monkeypatch.setattr(cgroups, "_unavailable", "none, for this test")
+    elif cgroups.unavailable():
+        pytest.skip(f"no cgroup for a world here: {cgroups.unavailable()}")
+    return request.param
+
+
+@pytest.mark.parametrize("isolation", ["python", "kernel"])
+@pytest.mark.parametrize("fn, limits, words", [
+    ("memfd_1_5_gb", Limits(memory=512 * MiB), "the world's memory limit of 512 MiB: its "
+                                               "processes held"),
+    ("sysv_1_gb", Limits(memory=512 * MiB), "the world's memory limit of 512 MiB: its "
+                                            "processes held"),
+    ("fallocate_1_5_gb", Limits(written=64 * MiB), "the world's limit of 64 MiB written into "
+                                                   "its sandbox: rank 3 wrote a file past 64 "
+                                                   "MiB, which the kernel refused"),
+    ("unlinked_200_mb", Limits(written=64 * MiB), "the world's limit of 64 MiB written into "
+                                                  "its sandbox: its files took more than 64 "
+                                                  "MiB ("),
+])
+def test_one_call_past_a_limit_stops_its_world_naming_the_limit(
+        fn: str, limits: Limits, words: str, isolation: str, enforcement: str) -> None:
+    """Memory the meter did not see (a memfd, a SysV segment nobody maps), a file made at
+    once (``fallocate``: the kernel refuses it past the written limit) or deleted while held
+    open: the world is stopped, the limit named, and nothing of it is left."""
+    result = run_world(f"{TARGETS}:{fn}", topology="4x1", timeout=600, limits=limits,
+                       isolation=isolation)
+    assert result.outcome == CRASH, result.detail()
+    assert result.detail().startswith(f"ranks 0-3 stopped at {words}"), result.detail()
+    assert all(r.error and r.error["type"] == "LimitExceeded" for r in result.ranks)
+    assert processes_of_world(result.world_id) == []
+    ranks = {r.pid for r in result.ranks}
+    assert not [s for s in held.segments() if s.creator in ranks], "a SysV segment outlived it"
+
+
+@pytest.mark.parametrize("isolation", ["python", "kernel"])
+def test_the_meter_says_what_held_the_memory(isolation: str, monkeypatch) -> None:
+    monkeypatch.setattr(cgroups, "_unavailable", "none, for this test")
+    result = run_world(f"{TARGETS}:memfd_1_5_gb", topology="4x1", timeout=600,
+                       limits=Limits(memory=512 * MiB), isolation=isolation)
+    assert result.outcome == CRASH, result.detail()
+    assert "(rank 3: " in result.detail() and " in a memfd)" in result.detail(), result.detail()
+
+
+def test_the_kernel_holds_a_world_the_meter_cannot_see(monkeypatch) -> None:
+    """The meter blind to the memfd: the world's cgroup holds it a margin above its limit,
+    and the OOM killer's act inside it stops the world naming the limit."""
+    if cgroups.unavailable():
+        pytest.skip(f"no cgroup for a world here: {cgroups.unavailable()}")
+    monkeypatch.setattr(held, "open_files", lambda pids: ([], []))
+    result = run_world(f"{TARGETS}:memfd_1_5_gb", topology="4x1", timeout=600,
+                       limits=Limits(memory=512 * MiB), isolation="python")
+    assert result.outcome == CRASH, result.detail()
+    assert result.detail().startswith(
+        "ranks 0-3 stopped at the world's memory limit of 512 MiB: its processes held "), \
+        result.detail()
+    assert "the kernel's OOM killer ended one at the world's hard limit of 768 MiB" \
+        in result.detail()
+    assert all(r.error and r.error["type"] == "LimitExceeded" for r in result.ranks)
+    mine = f"{cgroups.PREFIX}{result.world_id}"
+    assert not any(os.path.exists(os.path.join(parent, mine)) for parent in
+                   filter(None, map(cgroups.own, cgroups.CONTROLLERS))), "its cgroup outlived it"
+
+
+@pytest.mark.parametrize("isolation", ["python", "kernel"])
+def test_no_sysv_segment_outlives_its_world(isolation: str) -> None:
+    result = run_world(f"{TARGETS}:sysv_left", topology="2x1", timeout=600, isolation=isolation)
+    assert result.outcome != CRASH, result.detail()
+    shmid = result.ranks[0].value["shmid"]
+    assert shmid >= 0 and shmid not in {s.shmid for s in held.segments()}
+
+
+def test_output_is_stopped_near_its_limit() -> None:
+    """A rank printing a GiB a second: looked at as its output grows, it is stopped a few
+    times its limit at most, not twenty (the old meter's tenth of a second, or half)."""
+    result = run_world(f"{TARGETS}:print_1_gb", topology="4x1", timeout=600,
+                       limits=Limits(output=16 * MiB), isolation="python")
+    assert result.outcome == CRASH, result.detail()
+    printed = int(result.detail().split("rank 3 printed ")[1].split(" MiB")[0])
+    assert printed < 8 * 16, result.detail()
+
+
+def test_a_world_without_a_cgroup_says_so_once(monkeypatch, caplog) -> None:
+    monkeypatch.setattr(cgroups, "_unavailable", "cgroup: refused for this test")
+    for _ in range(2):
+        run_world(f"{TARGETS_DIR / 'plain_sync.py'}:sync", topology="2x1", timeout=60,
+                  args=({"config": {"a": 1}},), limits=Limits(memory=512 * MiB))
+    said = [r for r in caplog.records if "refused for this test" in r.getMessage()]
+    assert len(said) == 1 and "no cgroup of its own for a world" in said[0].getMessage()
 
 
 # -- the meter's parts ----------------------------------------------------------------------
