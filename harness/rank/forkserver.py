@@ -27,7 +27,7 @@ import sys
 import time
 
 from harness import refs
-from harness.rank import namespaces, sweep, warm, wire
+from harness.rank import confine, namespaces, sweep, warm, wire
 from harness.rank.bootstrap import prepare_units, run_unit
 from harness.rank.process import (
     after_fork,
@@ -255,13 +255,14 @@ def _lead(spec: WorldSpec) -> None:
             os.close(wake_r)
             os.close(wake_w)
             after_fork()
-            if hosts is not None:
-                try:
+            try:
+                if hosts is not None:
                     host = host_of(role, ident)
                     namespaces.enter(hosts, host, spec.topology.hostname(host))
-                except BaseException:  # noqa: BLE001 - never back into the leader's loop
-                    say_failed(spec.outdir, unit_name(role, ident))
-                    os._exit(UNIT_FAILED)
+                confine.confine(shared_machine=hosts is None)
+            except BaseException:  # noqa: BLE001 - never back into the leader's loop
+                say_failed(spec.outdir, unit_name(role, ident))
+                os._exit(UNIT_FAILED)
             name_process(os.path.basename(sys.executable))  # as a rank on a pod is called
             run_unit(spec, role, ident, life, start_ns)
         units[pid] = (role, ident)
