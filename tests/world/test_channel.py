@@ -12,6 +12,7 @@ import shutil
 import socket
 import stat
 import struct
+import tempfile
 
 import pytest
 
@@ -153,3 +154,14 @@ def test_the_socket_is_a_path_in_a_directory_only_the_harness_user_enters(monkey
         assert [r.outcome for r in result.ranks] == [ERROR] * 4
     finally:
         shutil.rmtree(spec.outdir, ignore_errors=True)
+
+
+def test_a_world_whose_directory_is_too_deep_for_sun_path_still_hears_its_ranks(
+        monkeypatch, tmp_path):
+    deep = tmp_path / ("d" * 100)
+    deep.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))  # python isolation's world base
+    seen, stranger = _probed(monkeypatch, "0" * 64)
+    result = run_world(TARGET, topology="2x2", timeout=20, isolation="python")
+    assert len(os.fsencode(seen["spec"].address)) > 107
+    _unheard(result, stranger[0])
