@@ -65,7 +65,7 @@ def become_rank(spec: WorldSpec, rank: int, life: int = 0, round_: int = 0,
     inherited = runtime.active()
     if inherited is not None and inherited.channel is not None:
         inherited.channel.close(shutdown=False)  # inherited from a launcher that forked us
-    channel = Channel(spec.address, "rank", rank)
+    channel = Channel(spec.address, spec.secret, "rank", rank)
     ctx = RankContext(spec, "rank", rank, topology.host_of(rank), channel)
     runtime.enter(ctx)
     arm_fallback_stacks(spec, name)
@@ -98,7 +98,7 @@ def become_host(spec: WorldSpec, host: int) -> RankContext:
     redirect_output(spec, name)
     enter_environment(spec, spec.topology.host_environment(host, spec.profile))
     seed_generators(spec.seed, f"host-{host}")  # a host's launcher: a fresh process too
-    channel = Channel(spec.address, "host", host)
+    channel = Channel(spec.address, spec.secret, "host", host)
     ctx = RankContext(spec, "host", None, host, channel, launcher=True)
     runtime.enter(ctx)
     arm_fallback_stacks(spec, name)

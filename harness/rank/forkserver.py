@@ -239,7 +239,7 @@ def _lead(spec: WorldSpec) -> None:
 
     conn = wire.connect(spec.address)
     wire.send_frame(conn, {"type": "hello", "role": "leader", "id": 0, "pid": os.getpid(),
-                           "channel": "leader"})
+                           "channel": "leader", "secret": spec.secret})
     units: dict[int, tuple[str, int]] = {}
     # Kernel isolation: a mount namespace per host, held open here for its units to join.
     hosts: dict[int, namespaces.Held] | None = None if spec.binds is None else {}

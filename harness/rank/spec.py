@@ -40,6 +40,10 @@ class WorldSpec:
     binds: dict[int, tuple[Bind, ...]] | None = None
     #: the world seconds a training step costs, at its step marker (``HarnessRuntime.step``)
     step_seconds: float = 0.0
+    #: what every hello to the harness carries (``protocol.knows_secret``): it travels only
+    #: in this spec, pickled over the fork server's socket pair and inherited by fork, never
+    #: in a file or the environment
+    secret: str = field(default="", repr=False)
 
     def args_of(self, rank: int) -> tuple[Any, ...]:
         """The positional args ``rank`` calls the target with: its host's, else ``args``."""
