@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness import refs
 from harness.rank import clock as rank_clock
-from harness.rank import imported, runtime, signals, values, warm
+from harness.rank import imported, network, runtime, signals, values, warm
 from harness.rank.blame import blame_target, call_target, harness_own
 from harness.rank.channel import Channel
 from harness.rank.environment import (
@@ -87,6 +87,8 @@ def prepare_units(spec: WorldSpec) -> None:
         from harness.filesystem import patch
 
         patch.install_functions()
+    if spec.mounts is not None and spec.binds is None:  # python isolation: one network
+        network.watch()
     gc.freeze()  # what this made: no unit's collection looks at it (and so copies its pages)
 
 
@@ -204,6 +206,8 @@ def _enter_world(ctx: RankContext, rank: int, life: int = 0, round_: int = 0) ->
             world_ns=rank_clock.world_time_ns if rank_clock.current() else None,
             turn=_turns(channel, spec.target), code=_code_every_host_has(spec), **told)
 
+    if spec.mounts is not None and spec.binds is None:
+        network.arm(lambda: channel.notify({"type": "networked"}))
     ctx.engine, ctx.view = enter_world(spec.faults, spec.seed, rank, ctx.host, channel.notify,
                                        life, round_, sandboxed if spec.mounts is not None else None,
                                        lambda header: channel.request(header)[0], _wait_for_others,

@@ -140,6 +140,12 @@ class Forked:
 
 
 @dataclass(slots=True)
+class Networked:
+    """The unit used an IP socket, under Python isolation the machine's network
+    (``rank/network.py``)."""
+
+
+@dataclass(slots=True)
 class Result:
     """How the target ended; the payload is its pickled value (ok) or exception."""
 
@@ -380,6 +386,7 @@ _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
     "recv": (Recv, {"box": _S, "peer": _I, "site": _S0, "idle": _opt(_idle_word), "req": _I0}),
     "idle": (Idle, {"seen": _I, "wake": _I0, "turn": _opt(_doing)}),
     "forked": (Forked, {}),
+    "networked": (Networked, {}),
     "result": (Result, {"ok": _B, "value_repr": _S0, "pickle_error": _S0,
                         "exit_code": _I0, "error": _opt(_error),
                         "imported": _opt(_list(_str)), "invalid": _S0,

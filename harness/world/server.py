@@ -82,6 +82,7 @@ class WorldServer:
         self.coordinator.stamp = lambda rank: self._decisions if rank is None \
             else self._acting.get(rank, 0)
         self.forked: set[int] = set()  # ranks that started a process of their own
+        self.networked: set[int] = set()  # ranks that used an IP socket (python isolation)
         self.sealer = Sealer(spec.faults, spec.topology, spec.sandbox)
         self.loop = EventLoop(spec.address, self._on_frame, self._on_refused)
         self.life = Lifecycle(spec, self.loop, self.coordinator, self.publisher,
@@ -175,6 +176,7 @@ class WorldServer:
                               world_time=self.coordinator.now())
         result.history = with_races(result.history, self.races)
         result.forked = sorted(self.forked) if self.spec.mounts is not None else []
+        result.networked = sorted(self.networked)
         return result
 
     def close(self) -> None:
@@ -707,6 +709,10 @@ class WorldServer:
         if unit is not None:
             self.life.exited(unit, msg.status)  # type: ignore[arg-type]
 
+    def _networked(self, sock: socket.socket, conn: Conn, msg: protocol.Networked) -> None:
+        if conn.role == "rank":
+            self.networked.add(conn.ident)
+
     def _done(self, sock: socket.socket, conn: Conn, msg: protocol.Done) -> None:
         self.life.leftovers = msg.leftovers
         self.life.done = True
@@ -718,6 +724,7 @@ class WorldServer:
         unit = {p.Collective: self._collective, p.StoreOp: self._store,
                 p.SyncPoint: self._sync_point, p.Send: self._send,
                 p.Recv: self._recv, p.Idle: _nothing, p.Forked: _nothing,
+                p.Networked: self._networked,
                 p.Result: self._result, p.Promote: self._promote, p.Stacks: self._stacks,
                 p.RankExit: self._rank_exit, p.Fault: self._fault, p.Hold: self._hold,
                 p.Seal: self._seal, p.Step: self._step,
