@@ -322,7 +322,7 @@ class Resolution:
             source = self._read_location(r)
             if source is not None and source != target:
                 machine.copy(source, target)
-        if r.whiteout and machine.exists(r.whiteout):
+        if machine.is_plain(r.whiteout):  # not a directory's: its children's marks stay
             machine.rm(r.whiteout)
         return target
 
