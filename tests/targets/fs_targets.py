@@ -650,6 +650,7 @@ def holes(outside, realdir):
     fd = os.open("dirfd.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=dfd)
     os.close(fd)
     posix.close(dfd)
+    out["dirfd_in_view"] = os.path.exists(real("dirfd.txt"))
 
     # 6. fd-level I/O reaches the sandbox file but not the fault engine
     fd = os.open("/tmp/raw.bin", os.O_WRONLY | os.O_CREAT)
