@@ -196,3 +196,77 @@ def stops_the_harness(inputs: dict) -> dict:
         pass
     xm.rendezvous("config")
     return dict(inputs["config"])
+
+
+_ROOTS_POWERS = r"""
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+token = sys.argv[1]
+os.makedirs(f"{token}-mnt", exist_ok=True)
+libc.mount(b"tmpfs", f"{token}-mnt".encode(), b"tmpfs", 0, None)
+disk = os.stat("/").st_dev
+for path, kind, device in ((f"/tmp/{token}-disk", 0o060000, disk),
+                           (f"/dev/{token}-null", 0o020000, os.makedev(1, 3))):
+    try:
+        os.mknod(path, 0o600 | kind, device)
+    except OSError:
+        pass
+try:
+    with open("/proc/sys/kernel/domainname", "w") as f:
+        f.write(token)
+except OSError:
+    pass
+"""
+
+
+def uses_roots_powers(inputs: dict) -> dict:
+    """What the machine's root could do, from a fresh process (an ``exec`` gives root's
+    capabilities back unless they are gone for good): mount a tmpfs under the working
+    directory, ``mknod`` the machine's disk in /tmp and a device in /dev, set the
+    machine's domain name. Each is named after the round's token for soak to find."""
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-c", _ROOTS_POWERS, _token(inputs)], check=False)
+    xm.rendezvous("config")
+    return dict(inputs["config"])
+
+
+def holds_a_memfd(inputs: dict) -> dict:
+    """1.5 GiB in a ``memfd`` (no mapping: the memory a process's own figures leave out),
+    over soak's 1 GiB memory limit: the world is stopped naming it."""
+    if xm.get_ordinal() == 0:
+        fd = os.memfd_create(_token(inputs))
+        os.posix_fallocate(fd, 0, 3 << 29)
+    xm.rendezvous("config")
+    time.sleep(30)
+    return dict(inputs["config"])
+
+
+def allocates_the_disk(inputs: dict) -> dict:
+    """One ``fallocate`` of 1.5 GiB in /tmp, over soak's 256 MiB disk limit: the world is
+    stopped naming it."""
+    if xm.get_ordinal() == 0:
+        fd = os.open(f"/tmp/{_token(inputs)}-big", os.O_CREAT | os.O_WRONLY, 0o600)
+        os.posix_fallocate(fd, 0, 3 << 29)
+    xm.rendezvous("config")
+    time.sleep(30)
+    return dict(inputs["config"])
+
+
+def leaves_a_sysv_segment(inputs: dict) -> dict:
+    """A SysV shared memory segment (64 MiB, touched) made and never removed, keyed by
+    ``$SOAK_SYSV_KEY`` (rank r's: that + r): it must not outlive the world."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    key = int(os.environ.get("SOAK_SYSV_KEY", "4242")) + xm.get_ordinal()
+    ident = libc.shmget(key, 1 << 26, 0o1600)
+    if ident >= 0:
+        address = libc.shmat(ident, None, 0)
+        if address not in (None, ctypes.c_void_p(-1).value):
+            ctypes.memset(address, 1, 1 << 26)
+    xm.rendezvous("config")
+    return dict(inputs["config"])
+

@@ -26,9 +26,10 @@ class Directories(Resolution):
 
     def listdir(self, path: Any = ".") -> list[str]:
         if isinstance(path, int):
-            if path not in self.fds:
+            vpath = self.fd_vpath(path)
+            if vpath is None:
                 return machine.listdir(path)
-            path = self.fds[path].vpath
+            path = vpath
         r = self.resolve(path)
         if r.passthrough:
             return machine.listdir(r.vpath)
@@ -76,9 +77,10 @@ class Directories(Resolution):
 
     def scandir(self, path: Any = ".") -> Any:
         if isinstance(path, int):
-            if path not in self.fds:
+            vpath = self.fd_vpath(path)
+            if vpath is None:
                 return machine.scandir(path)
-            return _ScandirIterator(self, self.fds[path].vpath, "", self.listdir(path))
+            return _ScandirIterator(self, vpath, "", self.listdir(vpath))
         r = self.resolve(path)
         if r.passthrough:
             return machine.scandir(r.vpath)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import io
 import os
+import stat as stat_module
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -131,7 +132,7 @@ class Files(Resolution):
                 raise oserror(errno.EISDIR, r.vpath)
             target = self._write_location(r, keep_content=not flags & os.O_TRUNC)
             try:
-                fd = machine.os_open(target, flags, mode)
+                fd = _open_copy(target, flags, mode, existing)
             except OSError as exc:
                 raise oserror(exc.errno or errno.EIO, r.vpath) from None
         else:
@@ -262,6 +263,22 @@ class ViewFile(io.FileIO):
 
 
 Files.file_class = ViewFile
+
+
+def _open_copy(target: str, flags: int, mode: int, existing: str | None) -> int:
+    """Open the rank's copy of a file to write it. A file the view has elsewhere (the
+    machine's, under an overlay) that ``O_TRUNC`` empties without ``O_CREAT`` has no copy
+    yet (nothing was worth copying): it is made empty, with that file's mode and xattrs,
+    as the kernel would truncate the file itself."""
+    try:
+        return machine.os_open(target, flags, mode)
+    except FileNotFoundError:
+        if existing is None or flags & os.O_CREAT or existing == target:
+            raise
+    fd = machine.os_open(target, flags | os.O_CREAT | os.O_EXCL,
+                         stat_module.S_IMODE(machine.stat(existing).st_mode))
+    machine.copy_xattrs(existing, fd)
+    return fd
 
 
 def _exclusive(flags: int) -> bool:

@@ -136,8 +136,27 @@ def copy(source: str, target: str) -> None:
         return
     with open(source, "rb") as fin, open(target, "wb") as fout:
         shutil.copyfileobj(fin, fout)
+        copy_xattrs(fin.fileno(), fout.fileno())
     chmod(target, stat_module.S_IMODE(st.st_mode))
     utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def copy_xattrs(source: int | str, target: int | str) -> None:
+    """The extended attributes of ``source`` on ``target`` (paths or descriptors), as an
+    overlay's copy-up keeps them: a rank's ``removexattr`` of a machine file's attribute
+    acts on its copy. Those the kernel keeps to itself (``security.``, ``trusted.``, for
+    a process without the right) are left."""
+    if listxattr is None or getxattr is None or setxattr is None:
+        return
+    try:
+        names = listxattr(source)
+    except OSError:
+        return  # a filesystem without them
+    for name in names:
+        try:
+            setxattr(target, name, getxattr(source, name))
+        except OSError:
+            pass
 
 
 def touch(path: str) -> None:

@@ -54,11 +54,17 @@ class Metadata(Resolution):
         return self.hooks.access(self, r, mode, machine.access(source, mode))
 
     def _machine_fd(self, fd: int) -> str | None:
-        """The virtual path of ``fd`` if it is open on the machine's own file (an
-        overlay's lower layer, opened for reading): a change of its metadata must
-        go to the rank's copy, never to that file."""
+        """The virtual path a change of ``fd``'s metadata is made by, when the descriptor
+        itself must not be changed: one open on the machine's own file (an overlay's lower
+        layer, opened for reading) or on a read-only mount's, and any the view did not open
+        (``foreign``): the change goes to the rank's copy, or meets EROFS, never to the
+        machine's file. None: the view's own file, changed through its descriptor."""
         r = self.fds.get(fd)
-        if r is None or r.lower is None:
+        if r is None:
+            return self.foreign(fd)
+        if r.mount.mode == "ro":
+            return r.vpath
+        if r.lower is None:
             return None
         try:
             st, real = machine.stat(fd), machine.stat(r.lower)
@@ -109,9 +115,10 @@ class Metadata(Resolution):
               follow_symlinks: bool = True) -> None:
         extra = {} if ns is None else {"ns": ns}
         if isinstance(path, int):
-            if self._machine_fd(path) is None:
+            vpath = self._machine_fd(path)
+            if vpath is None:
                 return machine.utime(path, times, **extra)
-            path = self._machine_fd(path)
+            path = vpath
         r, done = self._enter(path, dir_fd, lambda p, **kw: machine.utime(
             p, times, follow_symlinks=follow_symlinks, **extra, **kw),
             follow=follow_symlinks, op="utime", writes=True)
@@ -155,11 +162,16 @@ class Metadata(Resolution):
 
     def _xattr(self, original: Any, path: Any, writing: bool, follow_symlinks: bool,
                *args: Any) -> Any:
-        """listxattr/getxattr (reading) and setxattr/removexattr (writing) by path."""
+        """listxattr/getxattr (reading) and setxattr/removexattr (writing), by path or
+        through a descriptor: one of the machine's file, or one the view did not open, is
+        read and changed by its path in the view (``_machine_fd``), as fchmod is."""
         if path is None:
             path = self._cwd
         if isinstance(path, int):
-            return original(path, *args)
+            vpath = self._machine_fd(path)
+            if vpath is None:
+                return original(path, *args)
+            path, follow_symlinks = vpath, False
         r, done = self._enter(path, None, lambda p: original(
             p, *args, follow_symlinks=follow_symlinks), follow=follow_symlinks, writes=writing)
         if r is None:

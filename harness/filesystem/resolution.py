@@ -48,6 +48,8 @@ _MACHINE_SINKS = re.compile(
 #: ``/dev/fd/N``, ``/dev/stdout``: the kernel's names for ``/proc/self/fd/N``.
 _DEV_FD = re.compile(r"^/dev/(?:fd/(\d+)|(stdin|stdout|stderr))(/.*)?$")
 _STD_FD = {"stdin": "0", "stdout": "1", "stderr": "2"}
+#: What the kernel adds to the name of a descriptor's file that has none left.
+_DELETED = " (deleted)"
 #: The magic links of a process's own ``/proc`` entry that lead to a file by itself, not by
 #: its name: a descriptor, a mapped file, the executable. Reopened for writing, they write
 #: whatever file they lead to, wherever it is.
@@ -100,6 +102,7 @@ class Resolution:
     home: str
     hooks: Any
     fds: dict[int, Resolved]
+    unnamed: dict[int, str]
     _cwd: str
     _private: tuple[str, ...]
     #: path -> ``Resolved``'s fields but the hooks' (``_resolve``)
@@ -132,10 +135,50 @@ class Resolution:
             return "/" + rest
         if where == "cwd":
             return posixpath.join(self._cwd, rest) if rest else self._cwd
-        opened = self.fds.get(int(where[3:]))
+        opened = self.fd_vpath(int(where[3:]))
         if opened is None:
-            return vpath  # not the view's: a pipe, a terminal, the machine's own
-        return posixpath.join(opened.vpath, rest) if rest else opened.vpath
+            return vpath  # not a file of the view's: a pipe, a terminal, the world's own
+        return posixpath.join(opened, rest) if rest else opened
+
+    def fd_vpath(self, fd: int) -> str | None:
+        """The virtual path of what ``fd`` is open on: the view's own descriptor's, else
+        the name the kernel gives it, read in the view (``foreign``)."""
+        r = self.fds.get(fd)
+        return r.vpath if r is not None else self.foreign(fd)
+
+    def foreign(self, fd: int) -> str | None:
+        """Where a descriptor the view did not open leads in the view: one received over a
+        socket (``recv_fds``, ``SCM_RIGHTS``), copied by ``socket.dup`` or ``posix.dup``,
+        opened by C code. It is the view's all the same, by the name the kernel gives its
+        file: a machine's file is its own virtual path (an overlay's lower layer, a file of
+        a fresh mount's the view does not have), a file of the sandbox the path it backs. A
+        call through it then acts on the view, never on the machine's file. None: not a
+        file (a pipe, a socket), or the harness's own (the world's directory, the view's
+        nameless files): the machine's call acts on it, as it always did. Only calls given
+        a descriptor the view does not know pay this ``readlink``."""
+        try:
+            real = machine.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            return None  # not open: the machine's call says EBADF
+        if real.endswith(_DELETED):
+            if fd in self.unnamed or self._is_private(real[:-len(_DELETED)]):
+                return None  # a nameless file of the view's own
+            real = real[:-len(_DELETED)]
+        if not real.startswith("/"):
+            return None  # pipe:[...], socket:[...], anon_inode:[...]
+        if self._is_private(real):
+            return self._backs(real)
+        return real
+
+    def _backs(self, real: str) -> str | None:
+        """The virtual path whose copy in the sandbox is ``real`` (None: another
+        file of the harness's)."""
+        for mount in self.table.mounts:
+            root = real_root(self.sandbox, mount, mount.scope_key(self.rank, self.host))
+            if is_under(real, root):
+                rest = real[len(root):].lstrip("/")
+                return posixpath.join(mount.path, rest) if rest else mount.path
+        return None
 
     def machine_write(self, r: Resolved) -> None:
         """A write to a passthrough path: in the kernel's trees, only to the machine's
@@ -175,16 +218,17 @@ class Resolution:
         return self._resolve(self._expand(self.vpath(path), follow))
 
     def _at(self, path: Any, dir_fd: int | None) -> Any:
-        """``path`` as ``*at()`` calls read it: relative to ``dir_fd`` if the view
-        opened that directory. None: an fd the view never saw (the caller falls
-        back to the machine's own call)."""
+        """``path`` as ``*at()`` calls read it: relative to the directory ``dir_fd`` is
+        open on in the view (``fd_vpath``: one the view did not open is the view's too).
+        None: a descriptor of no file in the view (a socket, the harness's own): the
+        caller makes the machine's own call, which says ENOTDIR or acts on the harness's."""
         if dir_fd is None or isinstance(path, int):
             return path
         text = os.fsdecode(os.fspath(path))
         if text.startswith("/"):
             return text
-        base = self.fds.get(dir_fd)
-        return None if base is None else posixpath.join(base.vpath, text)
+        base = self.fd_vpath(dir_fd)
+        return None if base is None else posixpath.join(base, text)
 
     def _expand(self, vpath: str, follow: bool) -> str:
         """``vpath`` with every symlink that lives in the sandbox replaced by its
@@ -322,7 +366,7 @@ class Resolution:
             source = self._read_location(r)
             if source is not None and source != target:
                 machine.copy(source, target)
-        if r.whiteout and machine.exists(r.whiteout):
+        if machine.is_plain(r.whiteout):  # not a directory's: its children's marks stay
             machine.rm(r.whiteout)
         return target
 

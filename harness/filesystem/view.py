@@ -11,7 +11,8 @@ The view is a facade over its halves, one job each: ``resolution`` (virtual
 path to real layers), ``files`` (open, the file object, fsync, close),
 ``directories``, ``names`` (rename, link, symlink) and ``metadata``. The view,
 not the kernel, follows the symlinks a target makes and resolves ``*at()``
-calls against the directories it opened itself.
+calls against the directories it opened itself, and against any descriptor it did
+not open by the name the kernel gives its file (``Resolution.foreign``).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness import refs
 from harness.rank import clock as rank_clock
-from harness.rank import imported, runtime, signals, values, warm
+from harness.rank import imported, network, runtime, signals, values, warm
 from harness.rank.blame import blame_target, call_target, harness_own
 from harness.rank.channel import Channel
 from harness.rank.environment import (
@@ -65,7 +65,7 @@ def become_rank(spec: WorldSpec, rank: int, life: int = 0, round_: int = 0,
     inherited = runtime.active()
     if inherited is not None and inherited.channel is not None:
         inherited.channel.close(shutdown=False)  # inherited from a launcher that forked us
-    channel = Channel(spec.address, "rank", rank)
+    channel = Channel(spec.address, spec.secret, "rank", rank)
     ctx = RankContext(spec, "rank", rank, topology.host_of(rank), channel)
     runtime.enter(ctx)
     arm_fallback_stacks(spec, name)
@@ -87,6 +87,8 @@ def prepare_units(spec: WorldSpec) -> None:
         from harness.filesystem import patch
 
         patch.install_functions()
+    if spec.mounts is not None and spec.binds is None:  # python isolation: one network
+        network.watch()
     gc.freeze()  # what this made: no unit's collection looks at it (and so copies its pages)
 
 
@@ -98,7 +100,7 @@ def become_host(spec: WorldSpec, host: int) -> RankContext:
     redirect_output(spec, name)
     enter_environment(spec, spec.topology.host_environment(host, spec.profile))
     seed_generators(spec.seed, f"host-{host}")  # a host's launcher: a fresh process too
-    channel = Channel(spec.address, "host", host)
+    channel = Channel(spec.address, spec.secret, "host", host)
     ctx = RankContext(spec, "host", None, host, channel, launcher=True)
     runtime.enter(ctx)
     arm_fallback_stacks(spec, name)
@@ -204,6 +206,8 @@ def _enter_world(ctx: RankContext, rank: int, life: int = 0, round_: int = 0) ->
             world_ns=rank_clock.world_time_ns if rank_clock.current() else None,
             turn=_turns(channel, spec.target), code=_code_every_host_has(spec), **told)
 
+    if spec.mounts is not None and spec.binds is None:
+        network.arm(lambda: channel.notify({"type": "networked"}))
     ctx.engine, ctx.view = enter_world(spec.faults, spec.seed, rank, ctx.host, channel.notify,
                                        life, round_, sandboxed if spec.mounts is not None else None,
                                        lambda header: channel.request(header)[0], _wait_for_others,

@@ -30,7 +30,7 @@ class Channel:
     world clock can wake the unit's waits that are due (a ``time`` frame).
     """
 
-    def __init__(self, address: str, role: str, ident: int) -> None:
+    def __init__(self, address: str, secret: str, role: str, ident: int) -> None:
         # The machine's locks (the unit's world functions may be in place, inherited from its
         # leader, before its clock is): the harness's own, never a wait of the world's.
         # Requests of several threads at once (a save's thread beside the training loop): each
@@ -43,13 +43,14 @@ class Channel:
         self._send_lock = Guard()  # one frame at a time on the wire (guard.py)
         self.call = wire.connect(address)
         wire.send_frame(self.call, {"type": "hello", "role": role, "id": ident,
-                                    "pid": os.getpid(), "channel": "call"})
+                                    "pid": os.getpid(), "channel": "call", "secret": secret})
         #: signals the harness sent before this unit had its clock: wakes its clock has taken
         self.early_wakes = 0
         self.early_lock = _thread.allocate_lock()
         self.control = wire.connect(address)
         wire.send_frame(self.control, {"type": "hello", "role": role, "id": ident,
-                                       "pid": os.getpid(), "channel": "control"})
+                                       "pid": os.getpid(), "channel": "control",
+                                       "secret": secret})
         thread = threading.Thread(target=self._serve_control, name="harness-control", daemon=True)
         thread._harness_uncounted = True  # type: ignore[attr-defined] - not the target's
         thread.start()

@@ -1033,13 +1033,22 @@ def _after_fork_in_child() -> None:
 
 
 def _counted(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` (a way to start a process), telling the clock first that the unit did."""
+    """``fn`` (a way to start a process), telling the clock that the unit did once the
+    process is there: a start the kernel refused (``EAGAIN`` at a process limit) started
+    nothing, and the harness must not say the rank ran one. ``system`` waits for its
+    process: the clock is told before, as it would not be until the process ended."""
+    waits = fn.__name__ == "system"
+
     @functools.wraps(fn)  # its module and name: a value holding it pickles as it did
     def start(*args: Any, **kwargs: Any) -> Any:
         clock = _clock
-        if clock is not None:
+        if clock is not None and waits:
             clock.started_process()
-        return fn(*args, **kwargs)
+        started = fn(*args, **kwargs)
+        pid = started[0] if isinstance(started, tuple) else started
+        if clock is not None and not waits and pid and clock is _clock:  # not in the child
+            clock.started_process()
+        return started
     return start
 
 

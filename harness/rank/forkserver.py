@@ -27,7 +27,7 @@ import sys
 import time
 
 from harness import refs
-from harness.rank import namespaces, sweep, warm, wire
+from harness.rank import confine, namespaces, sweep, warm, wire
 from harness.rank.bootstrap import prepare_units, run_unit
 from harness.rank.process import (
     after_fork,
@@ -242,7 +242,7 @@ def _lead(spec: WorldSpec) -> None:
 
     conn = wire.connect(spec.address)
     wire.send_frame(conn, {"type": "hello", "role": "leader", "id": 0, "pid": os.getpid(),
-                           "channel": "leader"})
+                           "channel": "leader", "secret": spec.secret})
     units: dict[int, tuple[str, int]] = {}
     # Kernel isolation: a mount namespace per host, held open here for its units to join.
     hosts: dict[int, namespaces.Held] | None = None if spec.binds is None else {}
@@ -259,13 +259,14 @@ def _lead(spec: WorldSpec) -> None:
             os.close(wake_w)
             after_fork()
             unit_limits(spec)
-            if hosts is not None:
-                try:
+            try:
+                if hosts is not None:
                     host = host_of(role, ident)
                     namespaces.enter(hosts, host, spec.topology.hostname(host))
-                except BaseException:  # noqa: BLE001 - never back into the leader's loop
-                    say_failed(spec.outdir, unit_name(role, ident))
-                    os._exit(UNIT_FAILED)
+                confine.confine(shared_machine=hosts is None)
+            except BaseException:  # noqa: BLE001 - never back into the leader's loop
+                say_failed(spec.outdir, unit_name(role, ident))
+                os._exit(UNIT_FAILED)
             name_process(os.path.basename(sys.executable))  # as a rank on a pod is called
             run_unit(spec, role, ident, life, start_ns)
         units[pid] = (role, ident)

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from harness.filesystem.mounts import is_under
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
-CLONE_NEWUTS = 0x04000000
+CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWNET = 0x04000000, 0x08000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 32, 4096, 8192, 16384, 1 << 18
 MNT_DETACH = 2
@@ -91,20 +91,17 @@ def _map_self(uid: int, gid: int) -> None:
             f.write(text)
 
 
-def _unshare(flag: int = CLONE_NEWNS) -> bool:
-    """A new namespace (``flag``) for this process, in a user namespace of its own when
-    the one it is in does not let it; True if a user namespace was made."""
-    if _libc.unshare(flag) == 0:
-        return False
-    if ctypes.get_errno() != errno.EPERM:
-        _check(-1, f"unshare({flag:#x})")
+def _unshare(flag: int = CLONE_NEWNS) -> None:
+    """New namespaces (``flag``) for this process, inside a user namespace of their own
+    even when the machine's root asks (as bubblewrap does): its root is the machine's uid,
+    but its capabilities hold only over what the namespace owns, and every mount of the
+    machine's is locked as it was (a read-only one stays read-only, whoever remounts)."""
     uid, gid = os.geteuid(), os.getegid()
     _check(_libc.unshare(CLONE_NEWUSER | flag), f"unshare(CLONE_NEWUSER|{flag:#x})")
     _map_self(uid, gid)
-    return True
 
 
-def _bind_all(binds: tuple[Bind, ...], user: bool, keep: str,
+def _bind_all(binds: tuple[Bind, ...], keep: str,
               under: dict[str, list[str]] | None = None) -> None:
     """In a fresh mount namespace (its mounts private already): ``binds``, outer paths
     first. The machine's directories (bound back, or an overlay's lower layer) are held by
@@ -128,11 +125,11 @@ def _bind_all(binds: tuple[Bind, ...], user: bool, keep: str,
         for bind in sorted(binds, key=lambda b: b.target.rstrip("/").count("/")):  # stable
             source = f"/proc/self/fd/{held.get(bind.target)}"
             if bind.overlay and bind.target == "/":
-                _new_root(source, *bind.overlay, covered["/"], user, keep, under)
+                _new_root(source, *bind.overlay, covered["/"], keep, under)
             elif bind.overlay:
                 os.makedirs(bind.target, exist_ok=True)  # in a bound directory: the sandbox's
                 try:
-                    _overlay(source, *bind.overlay, bind.target, user)
+                    _overlay(source, *bind.overlay, bind.target)
                 except OSError:
                     if not bind.optional:
                         raise
@@ -157,8 +154,8 @@ def _bind_all(binds: tuple[Bind, ...], user: bool, keep: str,
             os.close(fd)
 
 
-def _new_root(lower: str, upper: str, work: str, covered: list[tuple[str, int]], user: bool,
-              keep: str, under: dict[str, list[str]]) -> None:
+def _new_root(lower: str, upper: str, work: str, covered: list[tuple[str, int]], keep: str,
+              under: dict[str, list[str]]) -> None:
     """The host's own ``/``: the kernel's overlay of the machine's, made at ``keep/root``
     with every mount of the machine's bound again at its place in it (the world's
     ``/proc`` and ``/dev``, the world's directory...), then moved over ``/`` and made this
@@ -166,7 +163,7 @@ def _new_root(lower: str, upper: str, work: str, covered: list[tuple[str, int]],
     topmost root, this one."""
     top = os.path.join(keep, "root")
     os.makedirs(top, exist_ok=True)
-    _overlay(lower, upper, work, top, user)
+    _overlay(lower, upper, work, top)
     for point, fd in covered:
         _bind_into_root(f"/proc/self/fd/{fd}", point, top, under)
     os.chdir(top)
@@ -194,18 +191,18 @@ def _bind_into_root(source: str, point: str, top: str, under: dict[str, list[str
             _bind_into_root(inner, inner, top, under)
 
 
-def _overlay(lower: str, upper: str, work: str, target: str, user: bool) -> None:
+def _overlay(lower: str, upper: str, work: str, target: str) -> None:
     """The kernel's overlay at ``target``: ``lower`` read through, writes in ``upper``.
     Every layer is named by a descriptor's path (``/proc/self/fd/N``), so a comma or a
-    colon in a directory's name cannot break the mount's options; in a user namespace the
-    overlay keeps its own attributes as ``user.overlay.*`` (``userxattr``), the only ones
-    it may write there."""
+    colon in a directory's name cannot break the mount's options; in the world's user
+    namespace the overlay keeps its own attributes as ``user.overlay.*`` (``userxattr``),
+    the only ones it may write there."""
     os.makedirs(upper, exist_ok=True)
     os.makedirs(work, exist_ok=True)
     fds = [os.open(p, os.O_PATH | os.O_DIRECTORY) for p in (upper, work)]
     try:
         options = (f"lowerdir={lower},upperdir=/proc/self/fd/{fds[0]},"
-                   f"workdir=/proc/self/fd/{fds[1]}" + (",userxattr" if user else ""))
+                   f"workdir=/proc/self/fd/{fds[1]},userxattr")
         _check(_libc.mount(b"overlay", target.encode(), b"overlay", 0, options.encode()),
                f"mount an overlay on {target}")
     finally:
@@ -288,11 +285,39 @@ def _read_only_machine(writable: tuple[str, ...]) -> None:
             _check(rc, f"remount {point} read-only")  # ENOENT, EINVAL: a mount hidden below
 
 
+def loopback_up() -> None:
+    """This network namespace's loopback up (a new one's is down): ``127.0.0.1`` answers."""
+    import fcntl
+    import socket
+    import struct
+
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        request = struct.pack("16sH14x", b"lo", 0)
+        flags = struct.unpack("16sH14x", fcntl.ioctl(sock, siocgifflags, request))[1]
+        fcntl.ioctl(sock, siocsifflags, struct.pack("16sH14x", b"lo", flags | iff_up))
+
+
 def _own_proc() -> None:
     """The world's ``/proc`` (this process is in its PID namespace), its machine-wide
     settings read-only."""
     _check(_libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None),
            "mount proc on /proc")
+    for path in PROC_READ_ONLY:
+        if os.path.exists(path):
+            _mount(path, path, MS_BIND | MS_REC)
+            _mount(None, path, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV
+                   | MS_NOEXEC)
+
+
+def settings_read_only() -> None:
+    """Python isolation, in a unit of the machine's root: the machine's settings
+    (``PROC_READ_ONLY``) read-only in a mount namespace of its own, every other mount the
+    machine's as it is (private: nothing made here reaches the machine's). Root writes a
+    setting that checks no capability (``vm.*``, most of ``kernel.*``) by its uid alone, so
+    dropping its capabilities does not keep it off them."""
+    _check(_libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+    _mount(None, "/", MS_REC | MS_PRIVATE)
     for path in PROC_READ_ONLY:
         if os.path.exists(path):
             _mount(path, path, MS_BIND | MS_REC)
@@ -306,11 +331,12 @@ DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 
 
 def _own_dev(staging: str) -> None:
-    """The world's ``/dev``: a small tmpfs with ``DEVICES`` (each bound from the machine's),
+    """The world's ``/dev``: a small tmpfs (``nodev``: a device node made in it opens nothing)
+    with ``DEVICES`` (each bound from the machine's, the bind's own mount opening it),
     ``pts``, an empty ``shm`` (each host binds its own over it) and the ``fd`` and std
     links, made at ``staging`` and moved over the machine's ``/dev``."""
     os.makedirs(staging, exist_ok=True)
-    _check(_libc.mount(b"tmpfs", staging.encode(), b"tmpfs", MS_NOSUID | MS_NOEXEC,
+    _check(_libc.mount(b"tmpfs", staging.encode(), b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
                        b"mode=0755,size=65536"), f"mount tmpfs on {staging}")
     for name in DEVICES:
         if os.path.exists(f"/dev/{name}"):
@@ -329,7 +355,7 @@ def _own_dev(staging: str) -> None:
     _mount(staging, "/dev", MS_MOVE)
 
 
-#: A host's namespace, held open: (its mount namespace, its user namespace or -1, its root
+#: A host's namespaces, held open: (its mount namespace, its network namespace, its root
 #: directory: the harness reaches the host's files through it, ``/proc/<leader>/fd/N``).
 Held = tuple[int, int, int]
 
@@ -341,7 +367,9 @@ _making: set[int] = set()
 
 def world(binds: dict[int, tuple[Bind, ...]], keep: str) -> tuple[int, Iterator[tuple[int, Held]]]:
     """In the leader, before it forks anything of its world: its children from now on are
-    a PID namespace of their own (in a user namespace of the leader's when it is not root),
+    a PID namespace of their own, and the leader and they an IPC namespace (SysV objects
+    and POSIX message queues die with the world), all inside a user namespace of the
+    leader's, whoever runs the harness (``_unshare``),
     whose first process, forked here, is that namespace's init. The init makes a mount
     namespace per host with its ``binds`` (``_make_hosts``), then adopts every orphan of
     the world and lives as long as the leader; when it goes the kernel kills every process
@@ -354,7 +382,7 @@ def world(binds: dict[int, tuple[Bind, ...]], keep: str) -> tuple[int, Iterator[
     what the kernel refused."""
     import socket
 
-    _unshare(CLONE_NEWPID)
+    _unshare(CLONE_NEWPID | CLONE_NEWIPC)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()
     if pid == 0:
@@ -378,7 +406,7 @@ def _hosts_made(ours: object, count: int) -> Iterator[tuple[int, Held]]:
                     os.close(fd)
                 raise OSError(errno.EPERM, "a host's mount namespace: "
                                            f"{said[1:].decode(errors='replace') or 'no word'}")
-            yield int(said), (fds[0], fds[2] if len(fds) > 2 else -1, fds[1])
+            yield int(said), (fds[0], fds[2], fds[1])
     finally:
         _making.discard(ours.fileno())
         ours.close()
@@ -398,7 +426,7 @@ def _make_hosts(binds: dict[int, tuple[Bind, ...]], keep: str, leader: object) -
                              if b.source == b.target and not b.readonly
                              and b.overlay is None}, key=len))
     try:
-        user = _unshare()
+        _check(_libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")  # in the world's user ns
         _mount(None, "/", MS_REC | MS_PRIVATE)
         # What every host shares is made once, here, and copied into each host's
         # namespace: the writable directories of the machine's, the read-only rest,
@@ -411,14 +439,16 @@ def _make_hosts(binds: dict[int, tuple[Bind, ...]], keep: str, leader: object) -
     except BaseException as exc:  # noqa: BLE001 - said to the leader, whatever it is
         leader.send(b"!" + (f"{exc}".encode()[:4000] or b"failed"))
         return
-    _make(binds, writable, user, keep, leader)
+    _make(binds, writable, keep, leader)
 
 
-def _make(binds: dict[int, tuple[Bind, ...]], writable: tuple[str, ...], user: bool,
-          keep: str, leader: object) -> None:
-    """In the base namespace: each host's namespace, its descriptors sent to ``leader`` (a
-    socket) as it is made, or what failed. (Two makers at once on two cores took longer:
-    a host's cost is the new inodes its overlay's work directory takes.)"""
+def _make(binds: dict[int, tuple[Bind, ...]], writable: tuple[str, ...], keep: str,
+          leader: object) -> None:
+    """In the base namespace: each host's namespaces, their descriptors sent to ``leader``
+    (a socket) as they are made, or what failed. A host's network is a namespace of its
+    own with its loopback up, as each TPU VM has its own ``127.0.0.1``: a sync over it
+    reaches the ranks of that host only. (Two makers at once on two cores took longer: a
+    host's cost is the new inodes its overlay's work directory takes.)"""
     import socket
 
     assert isinstance(leader, socket.socket)
@@ -428,12 +458,13 @@ def _make(binds: dict[int, tuple[Bind, ...]], writable: tuple[str, ...], user: b
         base = os.open("/proc/self/ns/mnt", os.O_RDONLY)
         under: dict[str, list[str]] = {}
         for host in binds:
-            _check(_libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+            _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET), "unshare(CLONE_NEWNS|CLONE_NEWNET)")
+            loopback_up()
             _bind_all(tuple(b for b in binds[host] if b.target not in writable or b.machine),
-                      user, keep, under)
+                      keep, under)
             fds = [os.open("/proc/self/ns/mnt", os.O_RDONLY),
                    os.open("/proc/self/root", os.O_PATH | os.O_DIRECTORY),
-                   *([os.open("/proc/self/ns/user", os.O_RDONLY)] if user else [])]
+                   os.open("/proc/self/ns/net", os.O_RDONLY)]
             try:
                 socket.send_fds(leader, [str(host).encode()], fds)
             finally:
@@ -480,16 +511,15 @@ def _init(binds: dict[int, tuple[Bind, ...]], keep: str, leader: object) -> None
 
 
 def enter(held: dict[int, Held], host: int, hostname: str | None = None) -> None:
-    """In a unit, right after its fork (one thread): join ``host``'s namespace, keep the
+    """In a unit, right after its fork (one thread): join ``host``'s namespaces, keep the
     working directory it had (the kernel moves it to the namespace's root), close every
     host's descriptors (the target sees none of them) and, given ``hostname``, be on a host
     of that name (a UTS namespace of its own: ``hostname``, ``uname -n`` and C code say it,
     as on a TPU VM; where the kernel refuses, ``environment`` says it to Python alone)."""
     cwd = os.getcwd()
-    mnt, user, _ = held[host]
-    if user >= 0:
-        _check(_libc.setns(user, CLONE_NEWUSER), "setns(user)")
+    mnt, net, _ = held[host]
     _check(_libc.setns(mnt, CLONE_NEWNS), "setns(mnt)")
+    _check(_libc.setns(net, CLONE_NEWNET), "setns(net)")
     if hostname and _libc.unshare(CLONE_NEWUTS) == 0:
         name = hostname.encode()
         _libc.sethostname(name, len(name))
@@ -521,11 +551,12 @@ def unavailable() -> str:
         if pid == 0:
             try:
                 os.close(read)
-                _unshare(CLONE_NEWPID)
+                _unshare(CLONE_NEWPID | CLONE_NEWIPC)
                 first = os.fork()
                 if first == 0:
                     try:
-                        _unshare()
+                        _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET), "unshare(CLONE_NEWNS)")
+                        loopback_up()
                         _mount(None, "/", MS_REC | MS_PRIVATE)
                         _read_only_machine(())
                         _own_proc()
@@ -579,14 +610,14 @@ def overlays(base: str) -> tuple[str, str]:
         if pid == 0:
             try:
                 os.close(read)
-                user = _unshare()
+                _unshare()
                 _mount(None, "/", MS_REC | MS_PRIVATE)
                 try:
-                    _overlay("/", layers[1], layers[2], layers[3], user)
+                    _overlay("/", layers[1], layers[2], layers[3])
                     said = WHOLE
                 except OSError:
                     os.rmdir(os.path.join(layers[2], "work"))  # the kernel's, from the try
-                    _overlay(layers[0], layers[1], layers[2], layers[3], user)
+                    _overlay(layers[0], layers[1], layers[2], layers[3])
                     said = DIRECTORIES
                 with open(os.path.join(layers[3], "probe"), "w") as f:
                     f.write("x")

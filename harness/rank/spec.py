@@ -45,6 +45,10 @@ class WorldSpec:
     cgroup: tuple[str, ...] = ()
     #: RLIMIT_FSIZE of every unit (the written limit: one call cannot put more on the disk)
     file_size: int | None = None
+    #: what every hello to the harness carries (``protocol.knows_secret``): it travels only
+    #: in this spec, pickled over the fork server's socket pair and inherited by fork, never
+    #: in a file or the environment
+    secret: str = field(default="", repr=False)
 
     def args_of(self, rank: int) -> tuple[Any, ...]:
         """The positional args ``rank`` calls the target with: its host's, else ``args``."""

@@ -11,10 +11,12 @@ This module is imported inside rank processes, so it imports nothing heavy.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import struct
+from collections.abc import Iterator
 
 _PREFIX = struct.Struct("!IQ")
 
@@ -104,16 +106,73 @@ def recv_frame(sock: socket.socket) -> tuple[dict, bytearray]:
     return decode(head), payload
 
 
-def new_address(label: str) -> str:
-    """A socket address private to this run: abstract on Linux, a path elsewhere."""
-    token = f"harness-{os.getpid()}-{label}-{os.urandom(6).hex()}"
-    if hasattr(socket, "AF_UNIX") and os.uname().sysname == "Linux":
-        return "\0" + token
+#: The directory, of mode 0700, that holds a world's socket in the world's own directory.
+CHANNEL_DIR = "channel"
+
+#: The size of ``sun_path``, its NUL included: a longer socket path is reached through a
+#: descriptor of its directory (``_reachable``).
+_SUN_PATH = 108
+
+#: The machine's own, bound now: a unit's ``os.open`` and ``os.close`` may be its view's.
+_open, _close = os.open, os.close
+
+
+def new_address(label: str, under: str) -> str:
+    """A socket path for a world only this user can reach. On Linux, in a directory of mode
+    0700 made in ``under`` (the world's directory, which every host's mount namespace sees
+    at its own path): a filesystem socket, unlike an abstract one, is reached across network
+    namespaces too, and nobody else on the machine may connect to it. Elsewhere a path in
+    the temporary directory, as before."""
+    if os.uname().sysname == "Linux":
+        directory = os.path.join(under, CHANNEL_DIR)
+        os.mkdir(directory, 0o700)
+        os.chmod(directory, 0o700)  # whatever the umask
+        return os.path.join(directory, "world.sock")
     import tempfile
+    token = f"harness-{os.getpid()}-{label}-{os.urandom(6).hex()}"
     return os.path.join(tempfile.gettempdir(), token + ".sock")
+
+
+def remove_address(address: str) -> None:
+    """Remove a world's socket, and its directory where ``new_address`` made one."""
+    if address.startswith("\0"):
+        return
+    directory = os.path.dirname(address)
+    try:
+        os.unlink(address)
+        if os.path.basename(directory) == CHANNEL_DIR:
+            os.rmdir(directory)
+    except OSError:
+        pass
+
+
+@contextlib.contextmanager
+def _reachable(address: str) -> Iterator[str]:
+    """``address`` as ``bind`` and ``connect`` can take it: itself, or where it is too long
+    for ``sun_path`` (a world's directory in a long ``$TMPDIR``), its name under the
+    ``/proc/self/fd`` link of its directory (Linux): no chdir, so a unit's working
+    directory, which its target sees, never moves."""
+    if address.startswith("\0") or len(os.fsencode(address)) < _SUN_PATH:
+        yield address
+        return
+    fd = _open(os.path.dirname(address), os.O_PATH | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{fd}/{os.path.basename(address)}"
+    finally:
+        _close(fd)
+
+
+def bind(sock: socket.socket, address: str) -> None:
+    with _reachable(address) as path:
+        sock.bind(path)
 
 
 def connect(address: str) -> socket.socket:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.connect(address)
+    try:
+        with _reachable(address) as path:
+            sock.connect(path)
+    except BaseException:
+        sock.close()
+        raise
     return sock

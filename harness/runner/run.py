@@ -32,7 +32,7 @@ from harness.vocabulary import ERROR, KNOWN, NOT_EXERCISED, OK, PASS, UNEXERCISE
 from harness.workloads.base import Learning, Target
 from harness.workloads.registry import WORKLOADS
 from harness.world import isolation, pool
-from harness.world.fates import HARNESS_FAILED, one_line
+from harness.world.fates import HARNESS_FAILED, one_line, shared_network
 from harness.world.result import WorldResult
 from harness.world.world import ABORT, run_world
 
@@ -285,6 +285,8 @@ def run_cell(plan: CellPlan, known: frozenset[tuple[str, str]] = frozenset(),
     met, quiet = meets(scenario.expect, judgement)
     is_known = scenario.name in target.known_failures or plan.key in known
     detail, outcome = judgement.detail + quiet + _hard_stops(result.history), judgement.outcome
+    shared = shared_network(result)  # a PASS through the machine's one loopback, above all
+    detail += shared if shared not in detail else ""
     vacuous = not_exercised(faults, result.history, scenario.unresolved_mounts(home, roles),
                             topology.world_size) if scenario.uses_roles or scenario.faults else None
     if vacuous is not None and result.forked:

@@ -166,13 +166,30 @@ def read_only_machine(result: WorldResult) -> bool:
 
 def walls_note(result: WorldResult) -> str:
     """What a world's line adds when a rank met the read-only machine ("" if none did), or
-    when a failing rank ran a subprocess under python isolation (``SUBPROCESS_SEES``)."""
+    when a failing rank ran a subprocess under python isolation (``SUBPROCESS_SEES``), and
+    when ranks of several hosts used the machine's one network (``shared_network``)."""
     if read_only_machine(result):
-        return f" ({READ_ONLY_MACHINE})"
+        return f" ({READ_ONLY_MACHINE})" + shared_network(result)
     ran = [r.rank for r in result.ranks if r.outcome != PASS and r.rank in result.forked]
     if result.isolation == "python" and ran:
-        return f" ({ranks_phrase(ran)} {SUBPROCESS_SEES})"
-    return ""
+        return f" ({ranks_phrase(ran)} {SUBPROCESS_SEES})" + shared_network(result)
+    return shared_network(result)
+
+
+def shared_network(result: WorldResult) -> str:
+    """What a world of several hosts says, whatever its outcome, when its ranks used an IP
+    socket under python isolation ("" otherwise): its hosts shared the machine's network."""
+    if result.isolation != "python" or not result.networked or \
+            len({r.host for r in result.ranks}) < 2:
+        return ""
+    return f" ({ranks_phrase(result.networked)} {SHARED_NETWORK})"
+
+
+#: Said when ranks of a world of several hosts used the network under python isolation.
+SHARED_NETWORK = ("used the network: under python isolation every host of the world shares "
+                  "this machine's, one 127.0.0.1 and one set of ports, where each TPU VM has "
+                  "its own; kernel isolation gives each host its own (see "
+                  "docs/explanation/isolation.md)")
 
 
 #: Said when a failing rank ran a subprocess under python isolation, whose files are the

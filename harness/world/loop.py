@@ -7,15 +7,19 @@ hand-off.
 
 from __future__ import annotations
 
+import logging
 import os
 import select
 import selectors
 import socket
+import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.rank import wire
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -39,7 +43,7 @@ class EventLoop:
         self.on_frame = on_frame
         self.on_refused = on_refused  # a frame too long to read: the caller says so, then forgets
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(address)
+        wire.bind(self.listener, address)
         self.listener.listen(4096)
         self.listener.setblocking(False)
         self.selector = selectors.DefaultSelector()
@@ -73,13 +77,19 @@ class EventLoop:
                 sock, _ = self.listener.accept()
             except BlockingIOError:
                 return
+            if not trusted_peer(sock):
+                sock.close()
+                continue
             sock.setblocking(True)
             self.conns[sock] = Conn()
             self.selector.register(sock, selectors.EVENT_READ)
 
     def _read(self, sock: socket.socket, timeout: float) -> bool:
+        """Read one frame, waiting up to ``timeout`` for the rest of one that has begun;
+        a connection that has not said who it is yet is waited for not at all (a hello
+        is one small send, which arrives whole): anyone may connect."""
         try:
-            sock.settimeout(timeout)
+            sock.settimeout(0.0 if self.conns[sock].role == "pending" else timeout)
             head, payload = wire.recv_raw(sock)
         except wire.FrameError as exc:
             self.on_refused(sock, str(exc))
@@ -154,11 +164,7 @@ class EventLoop:
             self.forget(sock)
         self.selector.close()
         self.listener.close()
-        if not self.address.startswith("\0"):
-            try:
-                os.unlink(self.address)
-            except OSError:
-                pass
+        wire.remove_address(self.address)
 
 
 def _readable(sock: socket.socket) -> bool:
@@ -166,3 +172,27 @@ def _readable(sock: socket.socket) -> bool:
     poller = select.poll()  # not select(): a 256-rank world has fds > 1024
     poller.register(sock, select.POLLIN)
     return bool(poller.poll(0))
+
+
+def peer_credentials(sock: socket.socket) -> tuple[int, int, int] | None:
+    """``(pid, uid, gid)`` of the process that connected ``sock``, as this process sees them
+    (the kernel's word, translated into its namespaces); None where the platform cannot say."""
+    try:
+        return struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                   struct.calcsize("3i")))
+    except (OSError, AttributeError):
+        return None
+
+
+def trusted_peer(sock: socket.socket) -> bool:
+    """Did this user's process, or root's, connect ``sock``? The kernel's word
+    (``SO_PEERCRED``), so that another user's is not heard at all; where the platform
+    cannot say, the world's secret alone decides (``protocol.knows_secret``)."""
+    if not hasattr(socket, "SO_PEERCRED"):
+        return True
+    creds = peer_credentials(sock)
+    if creds is not None and creds[1] in (os.geteuid(), os.getuid(), 0):
+        return True
+    log.debug("refused a connection from %s: not this user's, nor root's",
+              f"uid {creds[1]} (pid {creds[0]})" if creds else "an unknown peer")
+    return False

@@ -10,6 +10,7 @@ use of ``RankResult.value``, by the caller who asked for it).
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
@@ -29,6 +30,15 @@ class Hello:
     id: int
     channel: str  # call | control | leader
     pid: int | None = None
+    secret: str = field(default="", repr=False)  # the world's (``knows_secret``)
+
+
+def knows_secret(hello: Hello, secret: str) -> bool:
+    """Does ``hello`` carry its world's secret (``WorldSpec.secret``)? Anyone on the
+    machine may find the world's socket and say hello as any rank, the leader included;
+    only the world's own processes were handed the secret. Compared in constant time."""
+    said = hello.secret.encode("utf-8", "surrogatepass")
+    return bool(secret) and hmac.compare_digest(said, secret.encode())
 
 
 @dataclass(slots=True)
@@ -127,6 +137,12 @@ class Idle:
 @dataclass(slots=True)
 class Forked:
     """The unit started a process of its own (``os.fork``, ``subprocess``...)."""
+
+
+@dataclass(slots=True)
+class Networked:
+    """The unit used an IP socket, under Python isolation the machine's network
+    (``rank/network.py``)."""
 
 
 @dataclass(slots=True)
@@ -356,7 +372,7 @@ _S0, _I0 = (str, _N), (int, _N)
 _ints = _list(_int)
 #: type -> (message class, its fields: name -> check; a field without a default is required)
 _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
-    "hello": (Hello, {"role": _S, "id": _I, "channel": _S, "pid": _I0}),
+    "hello": (Hello, {"role": _S, "id": _I, "channel": _S, "pid": _I0, "secret": _S}),
     "collective": (Collective, {
         "op": _S, "kind": _S, "tag": _S0, "site": _S0, "idle": _opt(_idle_word),
         "tensors": _list(_tensor), "reduce": _S0, "groups": _opt(_list(_ints)),
@@ -370,6 +386,7 @@ _SCHEMAS: dict[str, tuple[type, dict[str, Any]]] = {
     "recv": (Recv, {"box": _S, "peer": _I, "site": _S0, "idle": _opt(_idle_word), "req": _I0}),
     "idle": (Idle, {"seen": _I, "wake": _I0, "turn": _opt(_doing)}),
     "forked": (Forked, {}),
+    "networked": (Networked, {}),
     "result": (Result, {"ok": _B, "value_repr": _S0, "pickle_error": _S0,
                         "exit_code": _I0, "error": _opt(_error),
                         "imported": _opt(_list(_str)), "invalid": _S0,

@@ -93,6 +93,9 @@ class WorldResult:
     #: ranks that started a process of their own (a subprocess) in a sandboxed world: under
     #: python isolation it saw the machine's files, not the view's (``fates``)
     forked: list[int] = field(default_factory=list)
+    #: ranks that used an IP socket under python isolation, where every host shares the
+    #: machine's network (``fates.shared_network``)
+    networked: list[int] = field(default_factory=list)
 
     @property
     def values(self) -> list[Any]:

@@ -8,7 +8,6 @@ import dataclasses
 import logging
 import signal
 import socket
-import struct
 import threading
 import time
 from collections.abc import Callable
@@ -26,7 +25,7 @@ from harness.world.clock import Key, WorldClock, ns, seconds
 from harness.world.coordinator import Coordinator, answer
 from harness.world.lifecycle import Lifecycle, Progress
 from harness.world.limits import Exceeded, Limits, Meter
-from harness.world.loop import Conn, EventLoop
+from harness.world.loop import Conn, EventLoop, peer_credentials
 from harness.world.races import Races, with_races
 from harness.world.result import WorldResult
 from harness.world.sealing import Sealer, SealRefused
@@ -83,6 +82,7 @@ class WorldServer:
         self.coordinator.stamp = lambda rank: self._decisions if rank is None \
             else self._acting.get(rank, 0)
         self.forked: set[int] = set()  # ranks that started a process of their own
+        self.networked: set[int] = set()  # ranks that used an IP socket (python isolation)
         self.sealer = Sealer(spec.faults, spec.topology, spec.sandbox)
         self.loop = EventLoop(spec.address, self._on_frame, self._on_refused)
         self.life = Lifecycle(spec, self.loop, self.coordinator, self.publisher,
@@ -184,6 +184,7 @@ class WorldServer:
                               world_time=self.coordinator.now())
         result.history = with_races(result.history, self.races)
         result.forked = sorted(self.forked) if self.spec.mounts is not None else []
+        result.networked = sorted(self.networked)
         return result
 
     def close(self) -> None:
@@ -433,7 +434,13 @@ class WorldServer:
             self._refuse(sock, conn, why)
 
     def _refuse(self, sock: socket.socket, conn: Conn, why: str) -> None:
-        """A unit broke the protocol: its connection is dropped, the history says why."""
+        """A unit broke the protocol: its connection is dropped, the history says why. A
+        connection that has not said a hello with the world's secret is nobody's of the
+        world: it is dropped, and the world's history and verdict never hear of it."""
+        if conn.role == "pending":
+            log.debug("world %s: refused a connection: %s", self.spec.world_id, why)
+            self.loop.forget(sock)
+            return
         life = self.life
         rank = conn.ident if conn.role == "rank" else life.promoted.get(conn.ident)
         who = (f"rank {rank}" if rank is not None else
@@ -458,6 +465,9 @@ class WorldServer:
                 self.loop.forget(control)
 
     def _hello(self, sock: socket.socket, conn: Conn, msg: protocol.Hello) -> None:
+        if not protocol.knows_secret(msg, self.spec.secret):
+            self._refuse(sock, conn, f"a hello as {msg.role} {msg.id} without the world's secret")
+            return
         loop, life = self.loop, self.life
         units = life.ranks if msg.role == "rank" else life.hosts if msg.role == "host" else None
         if (units is None and msg.role != "leader") or (units is not None and msg.id not in units):
@@ -714,6 +724,10 @@ class WorldServer:
                     self.life.stop_at_limit(exceeded.words, also=unit)  # type: ignore[arg-type]
             self.life.exited(unit, msg.status)  # type: ignore[arg-type]
 
+    def _networked(self, sock: socket.socket, conn: Conn, msg: protocol.Networked) -> None:
+        if conn.role == "rank":
+            self.networked.add(conn.ident)
+
     def _done(self, sock: socket.socket, conn: Conn, msg: protocol.Done) -> None:
         self.life.leftovers = msg.leftovers
         self.life.done = True
@@ -725,6 +739,7 @@ class WorldServer:
         unit = {p.Collective: self._collective, p.StoreOp: self._store,
                 p.SyncPoint: self._sync_point, p.Send: self._send,
                 p.Recv: self._recv, p.Idle: _nothing, p.Forked: _nothing,
+                p.Networked: self._networked,
                 p.Result: self._result, p.Promote: self._promote, p.Stacks: self._stacks,
                 p.RankExit: self._rank_exit, p.Fault: self._fault, p.Hold: self._hold,
                 p.Seal: self._seal, p.Step: self._step,
@@ -739,12 +754,8 @@ def peer_pid(sock: socket.socket) -> int | None:
     """The pid of the process at the other end of a Unix socket, as this process sees it.
     A unit's own word for its pid is its PID namespace's (kernel isolation): the kernel
     translates this one."""
-    try:
-        pid, _, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                                        struct.calcsize("3i")))
-    except (OSError, AttributeError):
-        return None
-    return pid or None
+    creds = peer_credentials(sock)
+    return (creds[0] or None) if creds is not None else None
 
 
 def _nothing(*_: object) -> None:

@@ -13,6 +13,7 @@ import dataclasses
 import itertools
 import logging
 import os
+import secrets
 import tempfile
 import threading
 import time
@@ -112,7 +113,8 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
     wall_limit = config.wall_limit if config.wall_limit is not None else guard_seconds()
     start_wall, start = time.time(), time.monotonic()
     spec = WorldSpec(
-        world_id=world_id, address=wire.new_address(world_id), topology=topo,
+        world_id=world_id, address=wire.new_address(world_id, outdir),
+        secret=secrets.token_hex(32), topology=topo,
         profile=config.profile, deadline=start_wall + wall_limit, outdir=outdir, cwd=cwd,
         base_env=base_env, shim_root=shim_root(), target=name, args=config.args,
         kwargs=config.kwargs, argv=config.argv, seed=seed, home=config.home, mounts=table,

@@ -148,9 +148,12 @@ def write_everywhere(token, realdir, repo_file, outside):
     os.fchmod(fd, 0o604)  # ...whose metadata the rank still changes: in its own copy
     os.fchown(fd, 4321, 4321)
     os.utime(fd, (2, 2))
+    os.setxattr(fd, "user.harness-probe", b"the rank's")
     os.close(fd)
     st = os.stat(real("fchmod-me.txt"))
-    checks["fchmod"] = (stat.S_IMODE(st.st_mode), st.st_uid, st.st_mtime) == (0o604, 4321, 2)
+    checks["fchmod"] = ((stat.S_IMODE(st.st_mode), st.st_uid, st.st_mtime) == (0o604, 4321, 2)
+                        and os.getxattr(real("fchmod-me.txt"), "user.harness-probe")
+                        == b"the rank's")
     os.utime(real("chmod-me.txt"), (1, 1))
     checks["utime"] = os.stat(real("chmod-me.txt")).st_mtime == 1
     os.truncate(real("truncate-me.txt"), 2)
@@ -650,6 +653,7 @@ def holes(outside, realdir):
     fd = os.open("dirfd.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=dfd)
     os.close(fd)
     posix.close(dfd)
+    out["dirfd_in_view"] = os.path.exists(real("dirfd.txt"))
 
     # 6. fd-level I/O reaches the sandbox file but not the fault engine
     fd = os.open("/tmp/raw.bin", os.O_WRONLY | os.O_CREAT)

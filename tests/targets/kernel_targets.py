@@ -237,3 +237,63 @@ def hostnames(inputs=None):
     return {"socket": socket.gethostname(), "uname": os.uname().nodename,
             "platform": platform.node(),
             "subprocess": subprocess.run(["hostname"], capture_output=True, text=True).stdout.strip()}
+
+
+_POWERS = r'''
+import ctypes, errno, json, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+harness, readonly, scratch, dev = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+
+def attempt(fn):
+    try:
+        rc = fn()
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno, str(exc.errno))
+    if isinstance(rc, int) and rc < 0:
+        return errno.errorcode.get(ctypes.get_errno(), "?")
+    return "done"
+
+class Handle(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_uint), ("kind", ctypes.c_int), ("bytes", ctypes.c_ubyte * 128)]
+
+def by_handle():
+    handle, mount_id = Handle(size=128), ctypes.c_int()
+    if libc.name_to_handle_at(-100, b"/", ctypes.byref(handle), ctypes.byref(mount_id), 0):
+        return -1
+    return libc.open_by_handle_at(os.open("/", os.O_RDONLY), ctypes.byref(handle), 0)
+
+disk = os.stat("/").st_dev
+os.makedirs(f"{scratch}/mnt", exist_ok=True)
+print(json.dumps({
+    "mount": attempt(lambda: libc.mount(b"tmpfs", f"{scratch}/mnt".encode(), b"tmpfs", 0, None)),
+    "remount read-write": attempt(lambda: libc.mount(None, readonly.encode(), None,
+                                                     32 | 4096, None)),
+    "mknod the machine's disk": attempt(lambda: os.mknod(
+        f"{scratch}/disk", 0o600 | 0o060000, os.makedev(os.major(disk), os.minor(disk)))),
+    "mknod in /dev": attempt(lambda: os.mknod(dev, 0o600 | 0o020000, os.makedev(1, 3))),
+    "a fifo": attempt(lambda: os.mkfifo(f"{scratch}/fifo")),
+    "open_by_handle_at": attempt(by_handle),
+    "write /proc/sys": attempt(lambda: open("/proc/sys/kernel/domainname", "w").write("x")),
+    "remount /proc/sys": attempt(lambda: libc.mount(None, b"/proc/sys", None, 32 | 4096,
+                                                    None)),
+    "ptrace the harness": attempt(lambda: libc.ptrace(16, harness, 0, 0)),
+    "keyring": attempt(lambda: libc.syscall(248, b"user", b"k", b"v", 1, -2)),
+}))
+'''
+
+
+def root_powers(inputs: dict) -> dict:
+    """What the machine's root could do to the machine, tried by the rank and by a fresh
+    process it starts (``exec`` gives root's capabilities back unless they are gone for
+    good): each answer is the errno the kernel gave, or "done". ``inputs``: the pid to
+    trace, a read-only mount to remount, a directory for the mount and device nodes, and
+    the path of a device node in ``/dev``."""
+    done = subprocess.run([sys.executable, "-c", _POWERS, str(inputs["harness"]),
+                           inputs["readonly"], inputs["scratch"], inputs["dev"]],
+                          capture_output=True, text=True, check=True)
+    import json
+
+    with open("/proc/self/status") as f:
+        capabilities = {line.split(":")[0]: line.split()[1] for line in f
+                        if line.startswith(("CapEff", "CapPrm", "CapBnd", "NoNewPrivs"))}
+    return {"exec": json.loads(done.stdout), "capabilities": capabilities}

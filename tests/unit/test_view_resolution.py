@@ -4,8 +4,11 @@ held when it was first asked (a link another rank makes later is followed)."""
 
 from __future__ import annotations
 
+import errno
+import os
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -69,3 +72,36 @@ def test_what_a_view_keeps_resolved_is_bounded(tmp_path, monkeypatch):
         view._resolve(f"/tmp/file-{i}")
         assert len(view._paths_resolved) <= 8
     assert view._resolve("/tmp/file-0").upper == view._resolve_anew("/tmp/file-0").upper
+
+
+def test_a_descriptor_the_view_did_not_open_is_read_by_its_files_name_in_the_view(tmp_path):
+    """(issue 47) A machine file's descriptor is its own virtual path, one of the sandbox the
+    path its copy backs; a pipe, a nameless file or the harness's own file is no path of the
+    view's (the machine's call acts on it); a change through one on a read-only mount's
+    file is EROFS."""
+    view = views(tmp_path)[3]
+    machine_dir = tmp_path / "machine"
+    machine_dir.mkdir()
+    view.mkdir("/scratch/d")  # rank 3's own copy, in the sandbox
+    opened = [os.open(machine_dir, os.O_RDONLY),
+              os.open(view.resolve("/scratch/d").upper, os.O_RDONLY)]
+    read, write = os.pipe()
+    unnamed = os.open(view.resolve("/scratch/d").upper, os.O_RDWR | os.O_TMPFILE)
+    view.unnamed[unnamed] = "/scratch/d"
+    private_file = tmp_path / "sandbox" / "harness-own.txt"
+    private_file.write_text("x")
+    private = os.open(private_file, os.O_RDONLY)
+    ro_dir = view.resolve("/mnt/ro").upper
+    os.makedirs(ro_dir, exist_ok=True)
+    open(os.path.join(ro_dir, "f"), "w").close()
+    ro = os.open(os.path.join(ro_dir, "f"), os.O_RDONLY)
+    try:
+        assert [view.foreign(fd) for fd in opened] == [str(machine_dir), "/scratch/d"]
+        assert [view.foreign(fd) for fd in (read, unnamed, private)] == [None, None, None]
+        assert view._at("made", opened[1]) == "/scratch/d/made"
+        with pytest.raises(OSError) as refused:
+            view.fchmod(ro, 0o600)
+        assert refused.value.errno == errno.EROFS and refused.value.filename == "/mnt/ro/f"
+    finally:
+        for fd in (*opened, read, write, unnamed, private, ro):
+            os.close(fd)

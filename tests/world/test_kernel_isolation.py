@@ -305,6 +305,9 @@ def test_what_the_view_does_not_see_writes_the_hosts_copy_never_the_machine(
     through Python and through a subprocess alike, host 1 sees none, and the machine's files
     are as they were, byte for byte. A root-only setting in /proc/sys is still refused. The
     same where / is overlaid directory by directory (as in a user namespace)."""
+    if how == namespaces.WHOLE and namespaces.overlays("/var/tmp")[0] != how:
+        pytest.skip("the kernel overlays / directory by directory here (in the world's user "
+                    "namespace, the machine's mounts below / are locked to it)")
     monkeypatch.setattr(namespaces, "_overlays", (how, ""))
     cwd, machine = tmp_path / "checkout", Path("/var/tmp") / f"machine-{os.getpid()}"
     cwd.mkdir()
