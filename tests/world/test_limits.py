@@ -144,16 +144,6 @@ def test_no_sysv_segment_outlives_its_world(isolation: str) -> None:
     assert shmid >= 0 and shmid not in {s.shmid for s in held.segments()}
 
 
-def test_output_is_stopped_near_its_limit() -> None:
-    """A rank printing a GiB a second: looked at as its output grows, it is stopped a few
-    times its limit at most (main printed 13-18 times it: the meter looked every half second)."""
-    result = run_world(f"{TARGETS}:print_1_gb", topology="4x1", timeout=600,
-                       limits=Limits(output=16 * MiB), isolation="python")
-    assert result.outcome == CRASH, result.detail()
-    printed = int(result.detail().split("rank 3 printed ")[1].split(" MiB")[0])
-    assert printed < 4 * 16, result.detail()  # the probe found 4-6x; main printed 13-18x here
-
-
 def test_a_world_without_a_cgroup_says_so_once(monkeypatch, caplog) -> None:
     monkeypatch.setattr(cgroups, "_unavailable", "cgroup: refused for this test")
     for _ in range(2):
