@@ -134,6 +134,8 @@ def warm_up(again: bool = False) -> None:
     import gc
 
     import harness.faults.engine  # noqa: F401
+
+    confine.unavailable()  # tried here once, in a child, for every unit forked from here
     import harness.filesystem.patch  # noqa: F401
     import harness.filesystem.recording  # noqa: F401
     import harness.filesystem.view  # noqa: F401

@@ -22,7 +22,7 @@ from typing import Any
 
 from harness import refs
 from harness.filesystem import sandbox as sandbox_layout
-from harness.rank import namespaces, sweep, wire
+from harness.rank import confine, namespaces, sweep, wire
 from harness.rank.environment import shim_root
 from harness.rank.spec import WorldSpec
 from harness.topology import clean_environment
@@ -108,6 +108,11 @@ def run_world(target: str | Callable[..., Any] | None = None, config: WorldConfi
     if note and note not in _said:
         _said.add(note)
         log.warning("kernel isolation asked for, python isolation given: %s", note)
+    unfiltered = confine.unavailable()
+    if unfiltered and unfiltered not in _said:
+        _said.add(unfiltered)
+        log.warning("the ranks run without their seccomp filter (they still hold no "
+                    "capability): %s", unfiltered)
     # after every check: nothing leaks
     outdir = tempfile.mkdtemp(prefix=f"harness-{world_id}-", dir=isolation.world_base(mode))
     wall_limit = config.wall_limit if config.wall_limit is not None else guard_seconds()
