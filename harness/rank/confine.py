@@ -33,6 +33,8 @@ import os
 import platform
 import struct
 
+from harness.rank.probe import in_a_child
+
 _libc = ctypes.CDLL(None, use_errno=True)
 
 PR_SET_SECCOMP, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 22, 38, 24
@@ -165,25 +167,16 @@ def unavailable() -> str:
         if arch not in _CALLS:
             _unavailable = f"no system-call table for {arch} here"
             return _unavailable
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.close(read)
-                _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-                _install(_program(arch, True))
-                # a path that is not there: without the filter ENOENT, whoever asks
-                rc = _libc.mount(None, b"/proc/self/harness-no-such-path", None, 0, None)
-                said = b"ok" if rc != 0 and ctypes.get_errno() == errno.EPERM \
-                    else b"the filter did not refuse mount"
-                os.write(write, said)
-            except BaseException as exc:  # noqa: BLE001
-                os.write(write, str(exc).encode()[:2000] or b"refused")
-            finally:
-                os._exit(0)
-        os.close(write)
-        said = os.read(read, 4096)
-        os.close(read)
-        os.waitpid(pid, 0)
-        _unavailable = "" if said == b"ok" else said.decode(errors="replace")
+
+        def filtered() -> str:
+            _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+            _install(_program(arch, True))
+            # a path that is not there: without the filter ENOENT, whoever asks
+            if _libc.mount(None, b"/proc/self/harness-no-such-path", None, 0, None) == 0 \
+                    or ctypes.get_errno() != errno.EPERM:
+                raise OSError("the filter did not refuse mount")
+            return ""
+
+        done, said = in_a_child(filtered)
+        _unavailable = "" if done else said
     return _unavailable

@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from harness.filesystem.mounts import is_under
+from harness.rank.probe import in_a_child
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
 CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWNET = 0x04000000, 0x08000000, 0x40000000
@@ -546,37 +547,28 @@ def unavailable() -> str:
         import tempfile
 
         staging = tempfile.mkdtemp(prefix="harness-dev-")  # where the probe's /dev is made
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.close(read)
-                _unshare(CLONE_NEWPID | CLONE_NEWIPC)
-                first = os.fork()
-                if first == 0:
-                    try:
-                        _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET), "unshare(CLONE_NEWNS)")
-                        loopback_up()
-                        _mount(None, "/", MS_REC | MS_PRIVATE)
-                        _read_only_machine(())
-                        _own_proc()
-                        _own_dev(staging)  # a mount point only: nothing is written to it
-                        os.write(write, b"ok")
-                    except BaseException as exc:  # noqa: BLE001
-                        os.write(write, str(exc).encode()[:2000] or b"refused")
-                    finally:
-                        os._exit(0)
-                os.waitpid(first, 0)
-            except BaseException as exc:  # noqa: BLE001
-                os.write(write, str(exc).encode()[:2000] or b"refused")
-            finally:
-                os._exit(0)
-        os.close(write)
-        said = os.read(read, 4096)
-        os.close(read)
-        os.waitpid(pid, 0)
-        os.rmdir(staging)
-        _available = "" if said == b"ok" else said.decode(errors="replace")
+
+        def first_process() -> str:
+            _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET), "unshare(CLONE_NEWNS|CLONE_NEWNET)")
+            loopback_up()
+            _mount(None, "/", MS_REC | MS_PRIVATE)
+            _read_only_machine(())
+            _own_proc()
+            _own_dev(staging)  # a mount point only: nothing is written to it
+            return ""
+
+        def leader() -> str:
+            _unshare(CLONE_NEWPID | CLONE_NEWIPC)
+            done, said = in_a_child(first_process)  # its namespace's first process
+            if not done:
+                raise OSError(said)
+            return ""
+
+        try:
+            done, said = in_a_child(leader)
+        finally:
+            os.rmdir(staging)
+        _available = "" if done else said
     return _available
 
 
@@ -605,32 +597,24 @@ def overlays(base: str) -> tuple[str, str]:
         layers = [os.path.join(scratch, name) for name in ("lower", "upper", "work", "top")]
         for layer in layers:
             os.mkdir(layer)
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid == 0:
+
+        def host() -> str:
+            _unshare()
+            _mount(None, "/", MS_REC | MS_PRIVATE)
             try:
-                os.close(read)
-                _unshare()
-                _mount(None, "/", MS_REC | MS_PRIVATE)
-                try:
-                    _overlay("/", layers[1], layers[2], layers[3])
-                    said = WHOLE
-                except OSError:
-                    os.rmdir(os.path.join(layers[2], "work"))  # the kernel's, from the try
-                    _overlay(layers[0], layers[1], layers[2], layers[3])
-                    said = DIRECTORIES
-                with open(os.path.join(layers[3], "probe"), "w") as f:
-                    f.write("x")
-                os.write(write, said.encode())
-            except BaseException as exc:  # noqa: BLE001
-                os.write(write, b"!" + (str(exc).encode()[:2000] or b"refused"))
-            finally:
-                os._exit(0)
-        os.close(write)
-        said = os.read(read, 4096).decode(errors="replace")
-        os.close(read)
-        os.waitpid(pid, 0)
-        shutil.rmtree(scratch, ignore_errors=True)
-        _overlays = (said, "") if said in (WHOLE, DIRECTORIES) else ("", said.lstrip("!")
-                                                                      or "no word")
+                _overlay("/", layers[1], layers[2], layers[3])
+                how = WHOLE
+            except OSError:
+                os.rmdir(os.path.join(layers[2], "work"))  # the kernel's, from the try
+                _overlay(layers[0], layers[1], layers[2], layers[3])
+                how = DIRECTORIES
+            with open(os.path.join(layers[3], "probe"), "w") as f:
+                f.write("x")
+            return how
+
+        try:
+            done, said = in_a_child(host)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        _overlays = (said, "") if done else ("", said)
     return _overlays
