@@ -92,17 +92,26 @@ def _map_self(uid: int, gid: int) -> None:
             f.write(text)
 
 
-def _unshare(flag: int = CLONE_NEWNS) -> None:
-    """New namespaces (``flag``) for this process, inside a user namespace of their own
-    even when the machine's root asks (as bubblewrap does): its root is the machine's uid,
-    but its capabilities hold only over what the namespace owns, and every mount of the
-    machine's is locked as it was (a read-only one stays read-only, whoever remounts)."""
+def _unshare(flag: int = CLONE_NEWNS) -> bool:
+    """A new namespace (``flag``) for this process, in a user namespace of its own when
+    the one it is in does not let it; True if a user namespace was made."""
+    if _libc.unshare(flag) == 0:
+        return False
+    if ctypes.get_errno() != errno.EPERM:
+        _check(-1, f"unshare({flag:#x})")
+    _own_user(flag)
+    return True
+
+
+def _own_user(flag: int = 0) -> None:
+    """This process (and ``flag``'s namespaces) in a user namespace of its own, its uid and
+    gid its own there: its capabilities hold only over what that namespace owns."""
     uid, gid = os.geteuid(), os.getegid()
     _check(_libc.unshare(CLONE_NEWUSER | flag), f"unshare(CLONE_NEWUSER|{flag:#x})")
     _map_self(uid, gid)
 
 
-def _bind_all(binds: tuple[Bind, ...], keep: str,
+def _bind_all(binds: tuple[Bind, ...], user: bool, keep: str,
               under: dict[str, list[str]] | None = None) -> None:
     """In a fresh mount namespace (its mounts private already): ``binds``, outer paths
     first. The machine's directories (bound back, or an overlay's lower layer) are held by
@@ -126,11 +135,11 @@ def _bind_all(binds: tuple[Bind, ...], keep: str,
         for bind in sorted(binds, key=lambda b: b.target.rstrip("/").count("/")):  # stable
             source = f"/proc/self/fd/{held.get(bind.target)}"
             if bind.overlay and bind.target == "/":
-                _new_root(source, *bind.overlay, covered["/"], keep, under)
+                _new_root(source, *bind.overlay, covered["/"], user, keep, under)
             elif bind.overlay:
                 os.makedirs(bind.target, exist_ok=True)  # in a bound directory: the sandbox's
                 try:
-                    _overlay(source, *bind.overlay, bind.target)
+                    _overlay(source, *bind.overlay, bind.target, user)
                 except OSError:
                     if not bind.optional:
                         raise
@@ -155,8 +164,8 @@ def _bind_all(binds: tuple[Bind, ...], keep: str,
             os.close(fd)
 
 
-def _new_root(lower: str, upper: str, work: str, covered: list[tuple[str, int]], keep: str,
-              under: dict[str, list[str]]) -> None:
+def _new_root(lower: str, upper: str, work: str, covered: list[tuple[str, int]], user: bool,
+              keep: str, under: dict[str, list[str]]) -> None:
     """The host's own ``/``: the kernel's overlay of the machine's, made at ``keep/root``
     with every mount of the machine's bound again at its place in it (the world's
     ``/proc`` and ``/dev``, the world's directory...), then moved over ``/`` and made this
@@ -164,7 +173,7 @@ def _new_root(lower: str, upper: str, work: str, covered: list[tuple[str, int]],
     topmost root, this one."""
     top = os.path.join(keep, "root")
     os.makedirs(top, exist_ok=True)
-    _overlay(lower, upper, work, top)
+    _overlay(lower, upper, work, top, user)
     for point, fd in covered:
         _bind_into_root(f"/proc/self/fd/{fd}", point, top, under)
     os.chdir(top)
@@ -192,18 +201,18 @@ def _bind_into_root(source: str, point: str, top: str, under: dict[str, list[str
             _bind_into_root(inner, inner, top, under)
 
 
-def _overlay(lower: str, upper: str, work: str, target: str) -> None:
+def _overlay(lower: str, upper: str, work: str, target: str, user: bool) -> None:
     """The kernel's overlay at ``target``: ``lower`` read through, writes in ``upper``.
     Every layer is named by a descriptor's path (``/proc/self/fd/N``), so a comma or a
-    colon in a directory's name cannot break the mount's options; in the world's user
-    namespace the overlay keeps its own attributes as ``user.overlay.*`` (``userxattr``),
-    the only ones it may write there."""
+    colon in a directory's name cannot break the mount's options; in a user namespace the
+    overlay keeps its own attributes as ``user.overlay.*`` (``userxattr``), the only ones
+    it may write there."""
     os.makedirs(upper, exist_ok=True)
     os.makedirs(work, exist_ok=True)
     fds = [os.open(p, os.O_PATH | os.O_DIRECTORY) for p in (upper, work)]
     try:
         options = (f"lowerdir={lower},upperdir=/proc/self/fd/{fds[0]},"
-                   f"workdir=/proc/self/fd/{fds[1]},userxattr")
+                   f"workdir=/proc/self/fd/{fds[1]}" + (",userxattr" if user else ""))
         _check(_libc.mount(b"overlay", target.encode(), b"overlay", 0, options.encode()),
                f"mount an overlay on {target}")
     finally:
@@ -356,9 +365,14 @@ def _own_dev(staging: str) -> None:
     _mount(staging, "/dev", MS_MOVE)
 
 
-#: A host's namespaces, held open: (its mount namespace, its network namespace, its root
-#: directory: the harness reaches the host's files through it, ``/proc/<leader>/fd/N``).
-Held = tuple[int, int, int]
+#: A host's namespaces, held open: (its mount namespace, its user namespace or -1, its root
+#: directory: the harness reaches the host's files through it, ``/proc/<leader>/fd/N``, its
+#: network namespace).
+Held = tuple[int, int, int, int]
+
+#: Did the leader make the world's user namespace (one its units are in already)? Else
+#: each unit makes its own once it joined its host (``enter``).
+_in_user_namespace = False
 
 
 #: Descriptors the leader holds while the namespaces are made: a unit forked meanwhile
@@ -369,8 +383,8 @@ _making: set[int] = set()
 def world(binds: dict[int, tuple[Bind, ...]], keep: str) -> tuple[int, Iterator[tuple[int, Held]]]:
     """In the leader, before it forks anything of its world: its children from now on are
     a PID namespace of their own, and the leader and they an IPC namespace (SysV objects
-    and POSIX message queues die with the world), all inside a user namespace of the
-    leader's, whoever runs the harness (``_unshare``),
+    and POSIX message queues die with the world), in a user namespace of the leader's when
+    it is not root (each unit of root's makes its own: ``enter``),
     whose first process, forked here, is that namespace's init. The init makes a mount
     namespace per host with its ``binds`` (``_make_hosts``), then adopts every orphan of
     the world and lives as long as the leader; when it goes the kernel kills every process
@@ -383,7 +397,8 @@ def world(binds: dict[int, tuple[Bind, ...]], keep: str) -> tuple[int, Iterator[
     what the kernel refused."""
     import socket
 
-    _unshare(CLONE_NEWPID | CLONE_NEWIPC)
+    global _in_user_namespace
+    _in_user_namespace = _unshare(CLONE_NEWPID | CLONE_NEWIPC)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()
     if pid == 0:
@@ -407,7 +422,7 @@ def _hosts_made(ours: object, count: int) -> Iterator[tuple[int, Held]]:
                     os.close(fd)
                 raise OSError(errno.EPERM, "a host's mount namespace: "
                                            f"{said[1:].decode(errors='replace') or 'no word'}")
-            yield int(said), (fds[0], fds[2], fds[1])
+            yield int(said), (fds[0], fds[3] if len(fds) > 3 else -1, fds[1], fds[2])
     finally:
         _making.discard(ours.fileno())
         ours.close()
@@ -427,7 +442,7 @@ def _make_hosts(binds: dict[int, tuple[Bind, ...]], keep: str, leader: object) -
                              if b.source == b.target and not b.readonly
                              and b.overlay is None}, key=len))
     try:
-        _check(_libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")  # in the world's user ns
+        user = _unshare()
         _mount(None, "/", MS_REC | MS_PRIVATE)
         # What every host shares is made once, here, and copied into each host's
         # namespace: the writable directories of the machine's, the read-only rest,
@@ -440,11 +455,11 @@ def _make_hosts(binds: dict[int, tuple[Bind, ...]], keep: str, leader: object) -
     except BaseException as exc:  # noqa: BLE001 - said to the leader, whatever it is
         leader.send(b"!" + (f"{exc}".encode()[:4000] or b"failed"))
         return
-    _make(binds, writable, keep, leader)
+    _make(binds, writable, user, keep, leader)
 
 
-def _make(binds: dict[int, tuple[Bind, ...]], writable: tuple[str, ...], keep: str,
-          leader: object) -> None:
+def _make(binds: dict[int, tuple[Bind, ...]], writable: tuple[str, ...], user: bool,
+          keep: str, leader: object) -> None:
     """In the base namespace: each host's namespaces, their descriptors sent to ``leader``
     (a socket) as they are made, or what failed. A host's network is a namespace of its
     own with its loopback up, as each TPU VM has its own ``127.0.0.1``: a sync over it
@@ -462,10 +477,11 @@ def _make(binds: dict[int, tuple[Bind, ...]], writable: tuple[str, ...], keep: s
             _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET), "unshare(CLONE_NEWNS|CLONE_NEWNET)")
             loopback_up()
             _bind_all(tuple(b for b in binds[host] if b.target not in writable or b.machine),
-                      keep, under)
+                      user, keep, under)
             fds = [os.open("/proc/self/ns/mnt", os.O_RDONLY),
                    os.open("/proc/self/root", os.O_PATH | os.O_DIRECTORY),
-                   os.open("/proc/self/ns/net", os.O_RDONLY)]
+                   os.open("/proc/self/ns/net", os.O_RDONLY),
+                   *([os.open("/proc/self/ns/user", os.O_RDONLY)] if user else [])]
             try:
                 socket.send_fds(leader, [str(host).encode()], fds)
             finally:
@@ -516,9 +532,16 @@ def enter(held: dict[int, Held], host: int, hostname: str | None = None) -> None
     working directory it had (the kernel moves it to the namespace's root), close every
     host's descriptors (the target sees none of them) and, given ``hostname``, be on a host
     of that name (a UTS namespace of its own: ``hostname``, ``uname -n`` and C code say it,
-    as on a TPU VM; where the kernel refuses, ``environment`` says it to Python alone)."""
+    as on a TPU VM; where the kernel refuses, ``environment`` says it to Python alone).
+    Last, a unit of a world the machine's root made (no user namespace: root makes the
+    host's overlay of ``/`` whole, a cost per host a tenth of one per directory) enters a
+    user namespace of its own, as bubblewrap's sandbox does: it is root there, over nothing
+    the machine owns (every namespace it joined is the machine root's, so it can mount or
+    remount nothing in them), and ``confine`` drops even that."""
     cwd = os.getcwd()
-    mnt, net, _ = held[host]
+    mnt, user, _, net = held[host]
+    if user >= 0:
+        _check(_libc.setns(user, CLONE_NEWUSER), "setns(user)")
     _check(_libc.setns(mnt, CLONE_NEWNS), "setns(mnt)")
     _check(_libc.setns(net, CLONE_NEWNET), "setns(net)")
     if hostname and _libc.unshare(CLONE_NEWUTS) == 0:
@@ -527,6 +550,8 @@ def enter(held: dict[int, Held], host: int, hostname: str | None = None) -> None
     close(held)
     for fd in _making:
         os.close(fd)
+    if user < 0 and not _in_user_namespace:  # the machine's root made the world: from here
+        _own_user()  # on, what the unit may do as root holds only in a namespace of its own
     os.chdir(cwd)
 
 
@@ -549,12 +574,13 @@ def unavailable() -> str:
         staging = tempfile.mkdtemp(prefix="harness-dev-")  # where the probe's /dev is made
 
         def first_process() -> str:
-            _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET), "unshare(CLONE_NEWNS|CLONE_NEWNET)")
+            _unshare(CLONE_NEWNS | CLONE_NEWNET)
             loopback_up()
             _mount(None, "/", MS_REC | MS_PRIVATE)
             _read_only_machine(())
             _own_proc()
             _own_dev(staging)  # a mount point only: nothing is written to it
+            _own_user()  # as each unit of the world does last (``enter``)
             return ""
 
         def leader() -> str:
@@ -599,14 +625,14 @@ def overlays(base: str) -> tuple[str, str]:
             os.mkdir(layer)
 
         def host() -> str:
-            _unshare()
+            user = _unshare()
             _mount(None, "/", MS_REC | MS_PRIVATE)
             try:
-                _overlay("/", layers[1], layers[2], layers[3])
+                _overlay("/", layers[1], layers[2], layers[3], user)
                 how = WHOLE
             except OSError:
                 os.rmdir(os.path.join(layers[2], "work"))  # the kernel's, from the try
-                _overlay(layers[0], layers[1], layers[2], layers[3])
+                _overlay(layers[0], layers[1], layers[2], layers[3], user)
                 how = DIRECTORIES
             with open(os.path.join(layers[3], "probe"), "w") as f:
                 f.write("x")

@@ -256,11 +256,11 @@ def attempt(fn):
 class Handle(ctypes.Structure):
     _fields_ = [("size", ctypes.c_uint), ("kind", ctypes.c_int), ("bytes", ctypes.c_ubyte * 128)]
 
-def by_handle():
+def by_handle():  # a handle of /dev (a tmpfs: an overlay's / may give none), then open it
     handle, mount_id = Handle(size=128), ctypes.c_int()
-    if libc.name_to_handle_at(-100, b"/", ctypes.byref(handle), ctypes.byref(mount_id), 0):
-        return -1
-    return libc.open_by_handle_at(os.open("/", os.O_RDONLY), ctypes.byref(handle), 0)
+    if libc.name_to_handle_at(-100, b"/dev", ctypes.byref(handle), ctypes.byref(mount_id), 0):
+        raise OSError(ctypes.get_errno(), "name_to_handle_at")
+    return libc.open_by_handle_at(os.open("/dev", os.O_RDONLY), ctypes.byref(handle), 0)
 
 disk = os.stat("/").st_dev
 os.makedirs(f"{scratch}/mnt", exist_ok=True)
