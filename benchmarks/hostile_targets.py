@@ -234,7 +234,8 @@ def uses_roots_powers(inputs: dict) -> dict:
 
 def holds_a_memfd(inputs: dict) -> dict:
     """1.5 GiB in a ``memfd`` (no mapping: the memory a process's own figures leave out),
-    over soak's 1 GiB memory limit: the world is stopped naming it."""
+    over soak's 1 GiB memory limit (under its 2 GiB written limit, which holds every file,
+    a memfd too): the world is stopped naming the memory limit."""
     if xm.get_ordinal() == 0:
         fd = os.memfd_create(_token(inputs))
         os.posix_fallocate(fd, 0, 3 << 29)
@@ -244,11 +245,11 @@ def holds_a_memfd(inputs: dict) -> dict:
 
 
 def allocates_the_disk(inputs: dict) -> dict:
-    """One ``fallocate`` of 1.5 GiB in /tmp, over soak's 256 MiB disk limit: the world is
-    stopped naming it."""
+    """One ``fallocate`` of 3 GiB in /tmp, over soak's 2 GiB disk limit: the world is
+    stopped naming it (the kernel refuses the call: no file grows past the limit)."""
     if xm.get_ordinal() == 0:
         fd = os.open(f"/tmp/{_token(inputs)}-big", os.O_CREAT | os.O_WRONLY, 0o600)
-        os.posix_fallocate(fd, 0, 3 << 29)
+        os.posix_fallocate(fd, 0, 3 << 30)
     xm.rendezvous("config")
     time.sleep(30)
     return dict(inputs["config"])
