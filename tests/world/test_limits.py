@@ -5,6 +5,7 @@ test itself is never the harm)."""
 
 from __future__ import annotations
 
+import logging
 import json
 import os
 from pathlib import Path
@@ -145,6 +146,7 @@ def test_no_sysv_segment_outlives_its_world(isolation: str) -> None:
 
 
 def test_a_world_without_a_cgroup_says_so_once(monkeypatch, caplog) -> None:
+    caplog.set_level(logging.INFO)  # a user's machine says it at INFO, root's at WARNING
     monkeypatch.setattr(cgroups, "_unavailable", "cgroup: refused for this test")
     for _ in range(2):
         run_world(f"{TARGETS_DIR / 'plain_sync.py'}:sync", topology="2x1", timeout=60,
