@@ -5,8 +5,8 @@ test itself is never the harm)."""
 
 from __future__ import annotations
 
-import logging
 import json
+import logging
 import os
 from pathlib import Path
 
