@@ -134,13 +134,12 @@ def warm_up(again: bool = False) -> None:
     import gc
 
     import harness.faults.engine  # noqa: F401
-
-    confine.unavailable()  # tried here once, in a child, for every unit forked from here
     import harness.filesystem.patch  # noqa: F401
     import harness.filesystem.recording  # noqa: F401
     import harness.filesystem.view  # noqa: F401
     if "numpy" in sys.modules:
         import numpy.random  # noqa: F401
+    confine.unavailable()  # tried here once, in a child, for every unit forked from here
     from harness.rank.environment import forget_foreign_torch_xla, shim_root
     if not again:
         try:
