@@ -202,8 +202,7 @@ _ROOTS_POWERS = r"""
 import ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
 token = sys.argv[1]
-os.makedirs(f"{token}-mnt", exist_ok=True)
-libc.mount(b"tmpfs", f"{token}-mnt".encode(), b"tmpfs", 0, None)
+libc.mount(token.encode(), b".", b"tmpfs", 0, None)  # over the working directory
 disk = os.stat("/").st_dev
 for path, kind, device in ((f"/tmp/{token}-disk", 0o060000, disk),
                            (f"/dev/{token}-null", 0o020000, os.makedev(1, 3))):
@@ -221,8 +220,8 @@ except OSError:
 
 def uses_roots_powers(inputs: dict) -> dict:
     """What the machine's root could do, from a fresh process (an ``exec`` gives root's
-    capabilities back unless they are gone for good): mount a tmpfs under the working
-    directory, ``mknod`` the machine's disk in /tmp and a device in /dev, set the
+    capabilities back unless they are gone for good): mount a tmpfs (named by the round's
+    token) over the working directory, ``mknod`` the machine's disk in /tmp and a device in /dev, set the
     machine's domain name. Each is named after the round's token for soak to find."""
     import subprocess
     import sys
