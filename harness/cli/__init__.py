@@ -90,6 +90,10 @@ def main() -> None:
                    "or '.[all]')", err=True)
         sys.exit(ExitCode.USAGE)
     except Exception as exc:  # noqa: BLE001 - the harness's own bug, reported as such
+        if stop.came():  # a stop's KeyboardInterrupt that a library wrapped in its own
+            click.echo("interrupted", err=True)  # error (pydantic building a model class
+            sys.stderr.flush()  # at import: SchemaError ... KeyboardInterrupt)
+            os._exit(stop.status())
         _internal(exc)
 
 

@@ -45,6 +45,11 @@ def stopped(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def came() -> bool:
+    """Did a stop signal reach this process?"""
+    return bool(_received)
+
+
 def status() -> int:
     """The exit status of a stopped command: 128 + the signal that stopped it (130, Ctrl-C,
     when none was received: a KeyboardInterrupt raised some other way)."""
