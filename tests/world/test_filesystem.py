@@ -165,7 +165,7 @@ def test_containment_a_target_that_writes_everywhere_changes_nothing_on_the_mach
     # Inside: every write read back, every route worked.
     failed = [name for name, ok in value["checks"].items() if ok is not True]
     assert failed == [], value["checks"]
-    assert len(value["checks"]) == 39
+    assert len(value["checks"]) == 40
     created = value["created"]
     assert any(p.startswith("/tmp/tmp") for p in created), "mkstemp's default name is reported"
 
