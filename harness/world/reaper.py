@@ -116,7 +116,7 @@ def remove_orphaned_dirs(tmp: str | None = None) -> int:
                 continue
             if sweep.running(int(parts[1])):
                 continue
-            shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+            remove_tree(os.path.join(base, name))
             removed += 1
     return removed
 
@@ -146,7 +146,7 @@ def main() -> None:
             continue
         for name in names:
             if name.removeprefix(ENDED).startswith(f"harness-{harness_pid}-"):
-                shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+                remove_tree(os.path.join(base, name))
 
 
 #: How long the harness's exit waits for the directories of its ended worlds to go (the
@@ -182,12 +182,29 @@ def remove_later(path: str) -> None:
     if later:
         _removals.put(path)
     else:  # the harness is ending (its exit already waited for the remover): now
-        shutil.rmtree(path, ignore_errors=True)
+        remove_tree(path)
+
+
+def remove_tree(path: str) -> None:
+    """``path`` and everything under it, the kernel overlay's own work directories too
+    (``work/work``, made mode 000: a user who is not root may not list them until it gives
+    itself the right; root may, so only a failed first pass pays a second walk)."""
+    failed: list[str] = []
+    shutil.rmtree(path, onerror=lambda _f, where, _e: failed.append(where))
+    if not failed:
+        return
+    for root, dirs, _ in os.walk(path):
+        for name in dirs:
+            try:
+                os.chmod(os.path.join(root, name), 0o700)
+            except OSError:
+                pass
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def _remove_all() -> None:
     while (path := _removals.get()) is not None:
-        shutil.rmtree(path, ignore_errors=True)
+        remove_tree(path)
 
 
 def _removed() -> None:
